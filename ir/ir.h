@@ -1,0 +1,312 @@
+/*
+ * ir.h -- the internal header of the graphpass host library (IR core, text format, services).
+ *
+ * Everything here is hidden (-fvisibility=hidden); the outside world sees only abi/graphpass.h
+ * through graphpass_host_api().  Conventions:
+ *  - Functions that can fail return NULL or -1 after gp_error_set(); success leaves the error
+ *    slot untouched.
+ *  - "new" in a comment = returns a new reference (caller releases with gp_release).
+ *    Arguments are borrowed unless a comment says "takes".
+ *  - Nothing recurses on graph depth: walks use explicit stacks (see gp_post_order).
+ */
+#ifndef GP_IR_H
+#define GP_IR_H
+
+#include "graphpass.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_FMT(a, b) __attribute__((format(printf, a, b)))
+#define GP_UNUSED(x) ((void)(x))
+#define GP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Memory (ir/util.c).  One allocator; out of memory aborts with a message (no partial states). */
+
+void *gp_malloc(size_t size);
+void *gp_calloc(size_t n, size_t size);
+void *gp_realloc(void *p, size_t size);
+void gp_free(void *p);
+char *gp_strdup(const char *s);
+char *gp_strndup(const char *s, size_t n);
+
+/* Growable byte buffer.  `data` is always NUL-terminated once anything was written. */
+typedef struct GPBuf {
+  char *data;
+  size_t len, cap;
+} GPBuf;
+
+void gp_buf_putc(GPBuf *b, char c);
+void gp_buf_put(GPBuf *b, const char *s, size_t n);
+void gp_buf_puts(GPBuf *b, const char *s);
+void gp_buf_printf(GPBuf *b, const char *fmt, ...) GP_FMT(2, 3);
+char *gp_buf_take(GPBuf *b); /* returns data (never NULL), resets b */
+void gp_buf_free(GPBuf *b);
+
+/* Growable array of pointers. */
+typedef struct GPVec {
+  void **items;
+  size_t len, cap;
+} GPVec;
+
+void gp_vec_push(GPVec *v, void *p);
+void *gp_vec_pop(GPVec *v);
+void gp_vec_free(GPVec *v);
+
+/* Open-addressing hash map from pointer (non-NULL) to pointer. */
+typedef struct GPPtrMap {
+  void **keys;
+  void **vals;
+  size_t len, cap; /* cap is 0 or a power of two */
+} GPPtrMap;
+
+void *gp_map_get(const GPPtrMap *m, const void *key); /* NULL when absent */
+bool gp_map_has(const GPPtrMap *m, const void *key);
+void gp_map_put(GPPtrMap *m, const void *key, void *val);
+void gp_map_free(GPPtrMap *m);
+
+/* String-keyed map (keys copied, owned by the map). */
+typedef struct GPStrMap {
+  char **keys;
+  void **vals;
+  size_t len, cap;
+} GPStrMap;
+
+void *gp_strmap_get(const GPStrMap *m, const char *key);
+bool gp_strmap_has(const GPStrMap *m, const char *key);
+void gp_strmap_put(GPStrMap *m, const char *key, void *val);
+void *gp_strmap_remove(GPStrMap *m, const char *key); /* returns the old value or NULL */
+void gp_strmap_free(GPStrMap *m);                      /* frees keys, not values */
+
+uint64_t gp_hash_bytes(const void *data, size_t n, uint64_t seed);
+static inline uint64_t gp_hash_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Errors (ir/error.c): thread-local kind + message.                                           */
+
+void gp_error_set(int32_t kind, const char *fmt, ...) GP_FMT(2, 3);
+void gp_error_setv(int32_t kind, const char *fmt, va_list ap);
+int32_t gp_error_kind(void);
+const char *gp_error_message(void); /* "" when none */
+void gp_error_clear(void);
+/* Prepend "<prefix>: " to the pending message (keeps the kind); e.g. naming a pass. */
+void gp_error_prefix(const char *fmt, ...) GP_FMT(1, 2);
+/* Replace the pending error's kind (keeps the message). */
+void gp_error_set_kind(int32_t kind);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Objects (ir/object.c)                                                                       */
+
+/* Allocate a zeroed object of `size` bytes with ref_count 1. */
+void *gp_object_alloc(size_t size, int32_t type_index, void (*deleter)(GPObject *));
+/* Release a child from inside a deleter without recursion: when it drops to zero, it is queued
+ * and freed by the outermost deleter's loop.  Use this (never gp_release) in deleters. */
+void gp_release_child(void *obj);
+/* Run `free_fn(obj)` now if no drain is active, else queue it; loop until the queue is empty. */
+void gp_object_drain(GPObject *obj, void (*free_fn)(GPObject *));
+const char *gp_type_index_name(int32_t type_index);
+
+GPString *gp_string_new(const char *data, size_t size);
+GPPackedFunc *gp_func_new(void *self, GPPackedCFunc call, void (*self_deleter)(void *));
+int gp_func_call(GPPackedFunc *f, const GPAny *args, int32_t nargs, GPAny *result);
+void gp_any_clear(GPAny *v);
+GPAny gp_any_int(int64_t v);
+GPAny gp_any_float(double v);
+GPAny gp_any_bool(bool v);
+GPAny gp_any_ptr(void *p);
+GPAny gp_any_str(const char *s); /* raw string, borrowed */
+GPAny gp_any_obj(void *obj);     /* borrowed: does not retain */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Data types (ir/type.c)                                                                      */
+
+/* Parse "float32", "int8", "bool", "uint8", "float16", "int64", ... (Relay spelling). */
+int gp_dtype_parse(const char *s, size_t n, DLDataType *out);
+/* Relay spelling into buf (at least 24 bytes); returns buf. */
+const char *gp_dtype_str(DLDataType t, char *buf);
+bool gp_dtype_eq(DLDataType a, DLDataType b);
+size_t gp_dtype_bytes(DLDataType t); /* bytes per element (bits rounded up) * lanes */
+
+#define GP_DT(code_, bits_) ((DLDataType){.code = (uint8_t)(code_), .bits = (uint8_t)(bits_), .lanes = 1})
+#define GP_DT_F32 GP_DT(kDLFloat, 32)
+#define GP_DT_F64 GP_DT(kDLFloat, 64)
+#define GP_DT_F16 GP_DT(kDLFloat, 16)
+#define GP_DT_I8 GP_DT(kDLInt, 8)
+#define GP_DT_I16 GP_DT(kDLInt, 16)
+#define GP_DT_I32 GP_DT(kDLInt, 32)
+#define GP_DT_I64 GP_DT(kDLInt, 64)
+#define GP_DT_U8 GP_DT(kDLUInt, 8)
+/* bool is uint1 in Relay (printed "bool"); stored one byte per element. */
+#define GP_DT_BOOL GP_DT(kDLUInt, 1)
+
+/* ------------------------------------------------------------------------------------------ */
+/* Types (ir/type.c): interned, immortal, thread-safe.                                         */
+
+const GPType *gp_type_tensor(DLDataType dtype, int32_t ndim, const int64_t *shape);
+const GPType *gp_type_scalar(DLDataType dtype);
+const GPType *gp_type_tuple(int32_t n, const GPType *const *fields);
+const GPType *gp_type_func(int32_t nparams, const GPType *const *params, const GPType *ret);
+/* TVM spelling: Tensor[(1, 3), float32], float32 (rank 0), (T1, T2), fn (T1) -> T2, ? dims. */
+void gp_type_print(GPBuf *b, const GPType *t);
+int64_t gp_type_numel(const GPType *t); /* -1 if any dim unknown or not a tensor */
+void gp_types_shutdown(void);            /* frees the intern table (process exit only) */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tensors (ir/tensor.c)                                                                       */
+
+GPTensor *gp_tensor_from_dlpack(DLManagedTensor *managed); /* takes managed, even on error */
+/* new; with_data: zeroed buffer (64-byte aligned) owned by the tensor; else data NULL. */
+GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, bool with_data);
+size_t gp_tensor_nbytes(const GPTensor *t);
+bool gp_tensor_is_compact(const GPTensor *t);
+const GPType *gp_tensor_type(const GPTensor *t);
+/* A scalar constant tensor of rank 0 (e.g. 1f, 0i64). */
+GPTensor *gp_tensor_scalar_f64(DLDataType dtype, double v);
+GPTensor *gp_tensor_scalar_i64(DLDataType dtype, int64_t v);
+/* Read element i (row-major over the logical shape, honouring strides) as double / int64. */
+double gp_tensor_get_f64(const GPTensor *t, int64_t i);
+int64_t gp_tensor_get_i64(const GPTensor *t, int64_t i);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Attributes (ir/attrs.c)                                                                     */
+
+GPAttrs *gp_attrs_new(int32_t n, const char *const *keys, const GPAttrValue *values);
+/* Keys in the op's schema; missing ones get defaults; a required one missing, an unknown key or
+ * a value of the wrong kind is GP_ERR_VALUE listing what was expected.  An INT given where
+ * FLOAT is expected is converted; INTS accepted for FLOATS likewise.  Returns NULL (no error)
+ * for an op with an empty schema when n == 0. */
+GPAttrs *gp_op_attrs_new(const GPOp *op, int32_t n, const char *const *keys,
+                         const GPAttrValue *values);
+const GPAttrValue *gp_attrs_get(const GPAttrs *a, const char *key);
+int64_t gp_attrs_int(const GPAttrs *a, const char *key, int64_t dflt);
+double gp_attrs_float(const GPAttrs *a, const char *key, double dflt);
+bool gp_attr_value_eq(const GPAttrValue *a, const GPAttrValue *b);
+bool gp_attrs_eq(const GPAttrs *a, const GPAttrs *b); /* NULL == NULL; NULL != non-NULL */
+uint64_t gp_attrs_hash(const GPAttrs *a);
+/* Attribute value as TVM prints it: 1, 1f, True, "NCHW", [1, 1], float32 (dtype as string). */
+void gp_attr_value_print(GPBuf *b, const GPAttrValue *v);
+GPAttrValue gp_attr_int(int64_t v);
+GPAttrValue gp_attr_float(double v);
+GPAttrValue gp_attr_bool(bool v);
+GPAttrValue gp_attr_str(const char *s);          /* borrowed; copied by attrs_new */
+GPAttrValue gp_attr_ints(int32_t n, const int64_t *v); /* borrowed; copied by attrs_new */
+GPAttrValue gp_attr_dtype(DLDataType t);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Ops (ir/op.c registry; ir/ops_*.c definitions)                                              */
+
+/* Registers the built-in ops once (thread-safe); every entry point calls it. */
+void gp_ops_init(void);
+const GPOp *gp_op_get(const char *name);  /* NULL + GP_ERR_NOT_FOUND */
+const GPOp *gp_op_find(const char *name); /* NULL, no error */
+const GPOp *gp_op_register(const GPOpDef *def, bool allow_override);
+int32_t gp_op_count(void);
+const GPOp *gp_op_at(int32_t index);
+/* Type-check a call of an op: arguments typed; runs the relation, prefixing errors with the op
+ * name. */
+const GPType *gp_op_infer(const GPOp *op, const GPAttrs *attrs, const GPType *const *arg_types,
+                          int32_t nargs);
+void gp_ops_register_builtin(void); /* ir/ops_*.c: all built-in ops (called by gp_ops_init) */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Expressions (ir/expr.c).  Constructors return new references, retain their arguments. */
+
+GPVar *gp_var_new(const char *name, const GPType *annotation);
+GPGlobalVar *gp_global_var_new(const char *name);
+GPConstant *gp_constant_new(GPTensor *data);
+GPCall *gp_call_new(GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *attrs);
+GPTuple *gp_tuple_new(int32_t n, GPExpr *const *fields);
+GPTupleGetItem *gp_tuple_get_item_new(GPExpr *tuple, int32_t index);
+GPFunctionExpr *gp_function_new(int32_t nparams, GPVar *const *params, GPExpr *body,
+                                const GPType *ret_type, GPAttrs *attrs);
+GPLet *gp_let_new(GPVar *var, GPExpr *value, GPExpr *body);
+GPIf *gp_if_new(GPExpr *cond, GPExpr *then_branch, GPExpr *else_branch);
+/* A copy of e with the given checked type and location (shares children); e retained when
+ * nothing changes. */
+GPExpr *gp_expr_annotate(GPExpr *e, const GPType *checked_type, uint32_t line, uint32_t col);
+/* A copy of e with children replaced: kids[i] in the order gp_expr_children gives; returns e
+ * retained when every kid is the same pointer.  Keeps checked_type only when keep_type. */
+GPExpr *gp_expr_with_children(GPExpr *e, GPExpr *const *kids, bool keep_type);
+
+static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->type_index; }
+static inline bool gp_is_expr(const void *o) {
+  int32_t k = gp_kind(o);
+  return k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END;
+}
+#define GP_AS(T, e) ((T *)(e))
+
+/* Children of e, in a fixed order (call: op then args; tuple: fields; get-item: tuple;
+ * function: params then body; let: var, value, body; if: cond, then, else; others: none).
+ * Writes at most `cap` pointers into out and returns the total count. */
+int32_t gp_expr_children(const GPExpr *e, GPExpr **out, int32_t cap);
+int32_t gp_expr_num_children(const GPExpr *e);
+const char *gp_expr_kind_name(const GPExpr *e); /* "call", "var", ... */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Traversal (ir/visit.c).  Iterative.                                                          */
+
+/* Every distinct node reachable from root, children before parents (post-DFS order, children
+ * visited in gp_expr_children order).  Ops are included.  *out is gp_malloc'd. */
+int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count);
+/* See GPRewriteFn.  fn may be NULL (identity, i.e. rebuild nothing).  The rebuilt node passed
+ * to fn has checked_type cleared when any child changed. */
+GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Modules (ir/module.c)                                                                       */
+
+GPModule *gp_module_new(const char *source_name);
+int gp_module_add(GPModule *m, const char *name, GPFunctionExpr *fn, bool allow_override);
+int32_t gp_module_find(const GPModule *m, const char *name); /* index or -1 */
+GPFunctionExpr *gp_module_lookup(const GPModule *m, const char *name); /* borrowed, NULL */
+GPModule *gp_module_copy(const GPModule *m); /* new; shares functions */
+/* Replace function i (caller holds the sole reference to m). */
+void gp_module_set(GPModule *m, int32_t i, GPFunctionExpr *fn);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Text format (ir/parse.c, ir/print.c)                                                         */
+
+/* Parse Relay text (TVM's print(mod) output, plus our #[metadata] section).  Errors:
+ * GP_ERR_PARSE "<source>:<line>:<col>: error: <what>".  Unresolved meta[relay.Constant][i]
+ * references become constants of the annotated type without data. */
+GPModule *gp_parse(const char *text, size_t len, const char *source_name);
+/* Parse one expression (for tests): free variables must be declared in `vars` (may be 0). */
+GPExpr *gp_parse_expr(const char *text, size_t len, int32_t nvars, GPVar *const *vars);
+char *gp_print(const GPModule *m, int32_t flags); /* gp_malloc'd */
+char *gp_print_expr(const GPExpr *e, int32_t flags);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Structural equality and hashing (ir/equal.c): up to renaming of bound variables.
+ * Free variables compare by pointer.  Constants compare by dtype, shape and bytes (two
+ * constants without data compare by type).  checked_type is ignored. */
+
+bool gp_expr_equal(const GPExpr *a, const GPExpr *b);
+uint64_t gp_expr_hash(const GPExpr *e);
+bool gp_module_equal(const GPModule *a, const GPModule *b); /* same names, same order */
+uint64_t gp_module_hash(const GPModule *m);
+/* When not equal, a one-line description of the first difference (gp_malloc'd), else NULL. */
+char *gp_module_diff(const GPModule *a, const GPModule *b);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Type inference (ir/infer.c) and the verifier (ir/verify.c)                                   */
+
+/* New module where every expression has checked_type.  Errors GP_ERR_TYPE:
+ * "<source>:<line>:<col>: error: in @fn: <op>: <what>". */
+GPModule *gp_infer_types(const GPModule *m);
+/* Type of an expression whose children are typed (used by passes that build new nodes). */
+GPExpr *gp_infer_expr(GPExpr *e);
+/* 0 when well formed; else -1 with GP_ERR_VERIFY naming the function and node. */
+int gp_verify(const GPModule *m);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The host table (plugin/host_api.c)                                                          */
+
+const GPHostAPI *gp_host_api(void);
+
+#endif /* GP_IR_H */

@@ -1,0 +1,104 @@
+/*
+ * registry.h -- passes by name, pass contexts, pipelines, optimization sets, instruments.
+ * Internal to the host library.  Thread-safe: registration takes a global lock; a running
+ * pipeline holds references to the entries it resolved, so unregistering during a run is safe.
+ */
+#ifndef GP_REGISTRY_H
+#define GP_REGISTRY_H
+
+#include "../ir/ir.h"
+
+#include <stdio.h>
+
+/* A registered pass: a deep copy of the GPPassInfo the registrant gave. */
+typedef struct GPPassEntry GPPassEntry;
+struct GPPassEntry {
+  uint32_t refs;         /* atomic; the registry holds one, running pipelines one each */
+  GPPassInfo info;       /* every string and array owned by the entry */
+  char *origin;          /* plugin name that registered it, or "host" */
+};
+
+/* Registration.  `origin` names the plugin ("host" for the host); copied. */
+int gp_pass_register(const GPPassInfo *info, bool allow_override, const char *origin);
+int gp_pass_unregister(const char *name);
+GPPassEntry *gp_pass_acquire(const char *name); /* new reference or NULL (no error) */
+void gp_pass_entry_release(GPPassEntry *e);
+/* Snapshot of every registered pass sorted by name; release each entry, gp_free the array. */
+size_t gp_pass_list(GPPassEntry ***out);
+/* The origin used for registrations made while a plugin initializes (set by the loader). */
+void gp_registry_set_origin(const char *origin);
+const char *gp_registry_origin(void);
+
+/* Optimization sets: per target, named pipelines; "default" is what runs when no pipeline is
+ * given.  Registering an existing (target, set) replaces it. */
+int gp_opt_set_register(const char *target, const char *set, const char *pipeline);
+/* Borrowed-until-next-registration copy is unsafe across threads, so: gp_malloc'd copy or NULL
+ * + GP_ERR_NOT_FOUND listing the sets of that target. */
+char *gp_opt_set_get(const char *target, const char *set);
+/* Make `set` the default of `target` (swap optimization sets at run time). */
+int gp_opt_set_select(const char *target, const char *set);
+/* Lines "target set pipeline" (gp_malloc'd). */
+char *gp_opt_set_list(void);
+
+/* A pipeline item parsed from "A,B{key=value,key2=value2},C". */
+typedef struct GPPipelineItem {
+  char *name;
+  int32_t nconfig;
+  char **keys;   /* as written, relative to the pass ("max_depth") or full ("FuseOps.max_depth") */
+  char **values; /* raw text, typed when applied */
+  uint32_t col;  /* 1-based column of the name in the pipeline string */
+} GPPipelineItem;
+
+typedef struct GPPipeline {
+  int32_t n;
+  GPPipelineItem *items;
+} GPPipeline;
+
+/* Parse a pipeline string; errors GP_ERR_PARSE "pipeline:1:<col>: error: ...". */
+int gp_pipeline_parse(const char *text, GPPipeline *out);
+void gp_pipeline_free(GPPipeline *p);
+
+/* The pass context (opaque in the ABI). */
+struct GPPassContext {
+  int32_t opt_level;      /* default 2 */
+  char *target;           /* default "llvm" */
+  GPVec required;         /* char* pass names */
+  GPVec disabled;         /* char* pass names */
+  GPStrMap config;        /* full key -> GPAny* (typed; owned) */
+  /* instruments */
+  bool time_passes;
+  bool print_before_all, print_after_all;
+  GPVec print_before;     /* char* pass names */
+  GPVec print_after;
+  bool verify_each;
+  bool explain;
+  bool print_types;       /* IR dumps with ty= comments (default true) */
+  FILE *out;              /* where instruments write (default stderr) */
+  /* filled by a run */
+  char *timing_report;    /* gp_malloc'd, when time_passes */
+};
+
+GPPassContext *gp_ctx_new(void);
+void gp_ctx_free(GPPassContext *ctx);
+int gp_ctx_set_opt_level(GPPassContext *ctx, int32_t level);
+int gp_ctx_set_target(GPPassContext *ctx, const char *target);
+/* Set a config value from text: the key must be declared by a registered pass (full key
+ * "Pass.key"); the value is parsed by the key's type.  Errors list the valid keys / type. */
+int gp_ctx_set_config(GPPassContext *ctx, const char *key, const char *value);
+/* The value of a key: the context's, else the declaring pass's default.  *out borrowed. */
+int gp_ctx_get_config(const GPPassContext *ctx, const char *key, GPAny *out);
+int gp_ctx_disable(GPPassContext *ctx, const char *pass_name);
+int gp_ctx_require(GPPassContext *ctx, const char *pass_name);
+
+/* TVM's enablement: disabled wins, then required, then ctx opt_level >= the pass's. */
+bool gp_pass_enabled(const GPPassContext *ctx, const GPPassEntry *e);
+
+/* Run a pipeline (NULL: the target's default set).  Resolves required passes (expanded,
+ * de-duplicated, topologically ordered; a cycle or missing pass is GP_ERR_NOT_FOUND /
+ * GP_ERR_VALUE naming it), skips passes bound to other targets or excluding this one, applies
+ * enablement, runs the instruments.  Returns a new module; `m` is never changed.  On a pass
+ * failure: GP_ERR_PASS "pass <Name>: <message>".  With ctx->explain, writes one line per pass
+ * to ctx->out: "explain: <Name>: ran|skipped (<reason>)". */
+GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext *ctx);
+
+#endif /* GP_REGISTRY_H */
