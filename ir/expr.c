@@ -1,0 +1,373 @@
+/* expr.c -- expression constructors, copies and the non-recursive destructor. */
+#include "ir.h"
+
+#include <string.h>
+
+static void expr_free(GPObject *o);
+static void expr_deleter(GPObject *o) { gp_object_drain(o, expr_free); }
+
+static void *expr_alloc(size_t size, int32_t ti) { return gp_object_alloc(size, ti, expr_deleter); }
+
+/* Frees the node itself; children are released with gp_release_child, so a child whose count
+ * drops to zero is queued on the drain loop instead of freed recursively. */
+static void expr_free(GPObject *o) {
+  GPExpr *e = (GPExpr *)o;
+  switch (o->type_index) {
+  case GP_TI_VAR: gp_free((char *)GP_AS(GPVar, e)->name); break;
+  case GP_TI_GLOBAL_VAR: gp_free((char *)GP_AS(GPGlobalVar, e)->name); break;
+  case GP_TI_CONSTANT: gp_release_child(GP_AS(GPConstant, e)->data); break;
+  case GP_TI_CALL: {
+    GPCall *c = GP_AS(GPCall, e);
+    gp_release_child(c->op);
+    gp_release_child(c->attrs);
+    for (int32_t i = 0; i < c->nargs; i++) gp_release_child(c->args[i]);
+    break;
+  }
+  case GP_TI_TUPLE: {
+    GPTuple *t = GP_AS(GPTuple, e);
+    for (int32_t i = 0; i < t->n; i++) gp_release_child(t->fields[i]);
+    break;
+  }
+  case GP_TI_TUPLE_GET_ITEM: gp_release_child(GP_AS(GPTupleGetItem, e)->tuple); break;
+  case GP_TI_FUNCTION_EXPR: {
+    GPFunctionExpr *f = GP_AS(GPFunctionExpr, e);
+    for (int32_t i = 0; i < f->nparams; i++) gp_release_child(f->params[i]);
+    gp_free(f->params);
+    gp_release_child(f->body);
+    gp_release_child(f->attrs);
+    break;
+  }
+  case GP_TI_LET: {
+    GPLet *l = GP_AS(GPLet, e);
+    gp_release_child(l->var);
+    gp_release_child(l->value);
+    gp_release_child(l->body);
+    break;
+  }
+  case GP_TI_IF: {
+    GPIf *f = GP_AS(GPIf, e);
+    gp_release_child(f->cond);
+    gp_release_child(f->then_branch);
+    gp_release_child(f->else_branch);
+    break;
+  }
+  default: break;
+  }
+  gp_free(o);
+}
+
+static bool check_expr(const void *e, const char *what) {
+  if (!e || !gp_is_expr(e)) {
+    gp_error_set(GP_ERR_VALUE, "%s: %s", what, e ? "not an expression" : "NULL expression");
+    return false;
+  }
+  return true;
+}
+
+GPVar *gp_var_new(const char *name, const GPType *annotation) {
+  GPVar *v = expr_alloc(sizeof *v, GP_TI_VAR);
+  v->name = gp_strdup(name && *name ? name : "x");
+  v->type_annotation = annotation;
+  v->base.checked_type = annotation;
+  return v;
+}
+
+GPGlobalVar *gp_global_var_new(const char *name) {
+  if (!name || !*name) {
+    gp_error_set(GP_ERR_VALUE, "global var needs a name");
+    return NULL;
+  }
+  GPGlobalVar *g = expr_alloc(sizeof *g, GP_TI_GLOBAL_VAR);
+  g->name = gp_strdup(name);
+  return g;
+}
+
+GPConstant *gp_constant_new(GPTensor *data) {
+  if (!data || data->obj.type_index != GP_TI_TENSOR) {
+    gp_error_set(GP_ERR_VALUE, "constant needs a tensor");
+    return NULL;
+  }
+  const GPType *t = gp_tensor_type(data);
+  if (!t) return NULL;
+  GPConstant *c = expr_alloc(sizeof *c, GP_TI_CONSTANT);
+  c->data = gp_retain(data);
+  c->base.checked_type = t;
+  return c;
+}
+
+GPCall *gp_call_new(GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *attrs) {
+  if (!check_expr(op, "call: callee")) return NULL;
+  int32_t k = gp_kind(op);
+  if (k != GP_TI_OP && k != GP_TI_GLOBAL_VAR && k != GP_TI_FUNCTION_EXPR && k != GP_TI_VAR) {
+    gp_error_set(GP_ERR_VALUE, "call: callee must be an op, global var, function or var, got %s",
+                 gp_expr_kind_name(op));
+    return NULL;
+  }
+  if (nargs < 0 || (nargs && !args)) {
+    gp_error_set(GP_ERR_VALUE, "call: bad argument count %d", (int)nargs);
+    return NULL;
+  }
+  for (int32_t i = 0; i < nargs; i++)
+    if (!check_expr(args[i], "call: argument")) return NULL;
+  if (attrs && attrs->obj.type_index != GP_TI_ATTRS) {
+    gp_error_set(GP_ERR_VALUE, "call: attrs is not an attribute set");
+    return NULL;
+  }
+  GPCall *c = expr_alloc(sizeof *c + (size_t)nargs * sizeof(GPExpr *), GP_TI_CALL);
+  c->op = gp_retain(op);
+  c->attrs = gp_retain(attrs);
+  c->nargs = nargs;
+  for (int32_t i = 0; i < nargs; i++) c->args[i] = gp_retain(args[i]);
+  return c;
+}
+
+GPTuple *gp_tuple_new(int32_t n, GPExpr *const *fields) {
+  if (n < 0 || (n && !fields)) {
+    gp_error_set(GP_ERR_VALUE, "tuple: bad field count %d", (int)n);
+    return NULL;
+  }
+  for (int32_t i = 0; i < n; i++)
+    if (!check_expr(fields[i], "tuple: field")) return NULL;
+  GPTuple *t = expr_alloc(sizeof *t + (size_t)n * sizeof(GPExpr *), GP_TI_TUPLE);
+  t->n = n;
+  for (int32_t i = 0; i < n; i++) t->fields[i] = gp_retain(fields[i]);
+  return t;
+}
+
+GPTupleGetItem *gp_tuple_get_item_new(GPExpr *tuple, int32_t index) {
+  if (!check_expr(tuple, "tuple get-item")) return NULL;
+  if (index < 0) {
+    gp_error_set(GP_ERR_VALUE, "tuple get-item: negative index %d", (int)index);
+    return NULL;
+  }
+  GPTupleGetItem *g = expr_alloc(sizeof *g, GP_TI_TUPLE_GET_ITEM);
+  g->tuple = gp_retain(tuple);
+  g->index = index;
+  return g;
+}
+
+GPFunctionExpr *gp_function_new(int32_t nparams, GPVar *const *params, GPExpr *body, const GPType *ret_type,
+                                GPAttrs *attrs) {
+  if (nparams < 0 || (nparams && !params)) {
+    gp_error_set(GP_ERR_VALUE, "function: bad parameter count %d", (int)nparams);
+    return NULL;
+  }
+  for (int32_t i = 0; i < nparams; i++)
+    if (!params[i] || gp_kind(params[i]) != GP_TI_VAR) {
+      gp_error_set(GP_ERR_VALUE, "function: parameter %d is not a var", (int)i);
+      return NULL;
+    }
+  if (!check_expr(body, "function: body")) return NULL;
+  GPFunctionExpr *f = expr_alloc(sizeof *f, GP_TI_FUNCTION_EXPR);
+  f->nparams = nparams;
+  f->params = nparams ? gp_malloc((size_t)nparams * sizeof(GPVar *)) : NULL;
+  for (int32_t i = 0; i < nparams; i++) f->params[i] = gp_retain(params[i]);
+  f->body = gp_retain(body);
+  f->ret_type = ret_type;
+  f->attrs = gp_retain(attrs);
+  return f;
+}
+
+GPLet *gp_let_new(GPVar *var, GPExpr *value, GPExpr *body) {
+  if (!var || gp_kind(var) != GP_TI_VAR) {
+    gp_error_set(GP_ERR_VALUE, "let: the bound name is not a var");
+    return NULL;
+  }
+  if (!check_expr(value, "let: value") || !check_expr(body, "let: body")) return NULL;
+  GPLet *l = expr_alloc(sizeof *l, GP_TI_LET);
+  l->var = gp_retain(var);
+  l->value = gp_retain(value);
+  l->body = gp_retain(body);
+  return l;
+}
+
+GPIf *gp_if_new(GPExpr *cond, GPExpr *then_branch, GPExpr *else_branch) {
+  if (!check_expr(cond, "if: condition") || !check_expr(then_branch, "if: then branch") ||
+      !check_expr(else_branch, "if: else branch"))
+    return NULL;
+  GPIf *f = expr_alloc(sizeof *f, GP_TI_IF);
+  f->cond = gp_retain(cond);
+  f->then_branch = gp_retain(then_branch);
+  f->else_branch = gp_retain(else_branch);
+  return f;
+}
+
+int32_t gp_expr_num_children(const GPExpr *e) {
+  switch (gp_kind(e)) {
+  case GP_TI_CALL: return 1 + GP_AS(const GPCall, e)->nargs;
+  case GP_TI_TUPLE: return GP_AS(const GPTuple, e)->n;
+  case GP_TI_TUPLE_GET_ITEM: return 1;
+  case GP_TI_FUNCTION_EXPR: return GP_AS(const GPFunctionExpr, e)->nparams + 1;
+  case GP_TI_LET:
+  case GP_TI_IF: return 3;
+  default: return 0;
+  }
+}
+
+int32_t gp_expr_children(const GPExpr *e, GPExpr **out, int32_t cap) {
+  int32_t n = 0;
+#define PUT(x)                      \
+  do {                              \
+    if (n < cap) out[n] = (GPExpr *)(x); \
+    n++;                            \
+  } while (0)
+  switch (gp_kind(e)) {
+  case GP_TI_CALL: {
+    const GPCall *c = (const GPCall *)e;
+    PUT(c->op);
+    for (int32_t i = 0; i < c->nargs; i++) PUT(c->args[i]);
+    break;
+  }
+  case GP_TI_TUPLE: {
+    const GPTuple *t = (const GPTuple *)e;
+    for (int32_t i = 0; i < t->n; i++) PUT(t->fields[i]);
+    break;
+  }
+  case GP_TI_TUPLE_GET_ITEM: PUT(((const GPTupleGetItem *)e)->tuple); break;
+  case GP_TI_FUNCTION_EXPR: {
+    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
+    for (int32_t i = 0; i < f->nparams; i++) PUT(f->params[i]);
+    PUT(f->body);
+    break;
+  }
+  case GP_TI_LET: {
+    const GPLet *l = (const GPLet *)e;
+    PUT(l->var);
+    PUT(l->value);
+    PUT(l->body);
+    break;
+  }
+  case GP_TI_IF: {
+    const GPIf *f = (const GPIf *)e;
+    PUT(f->cond);
+    PUT(f->then_branch);
+    PUT(f->else_branch);
+    break;
+  }
+  default: break;
+  }
+#undef PUT
+  return n;
+}
+
+static size_t expr_size(const GPExpr *e) {
+  switch (gp_kind(e)) {
+  case GP_TI_VAR: return sizeof(GPVar);
+  case GP_TI_GLOBAL_VAR: return sizeof(GPGlobalVar);
+  case GP_TI_CONSTANT: return sizeof(GPConstant);
+  case GP_TI_CALL: return sizeof(GPCall) + (size_t)((const GPCall *)e)->nargs * sizeof(GPExpr *);
+  case GP_TI_TUPLE: return sizeof(GPTuple) + (size_t)((const GPTuple *)e)->n * sizeof(GPExpr *);
+  case GP_TI_TUPLE_GET_ITEM: return sizeof(GPTupleGetItem);
+  case GP_TI_FUNCTION_EXPR: return sizeof(GPFunctionExpr);
+  case GP_TI_LET: return sizeof(GPLet);
+  case GP_TI_IF: return sizeof(GPIf);
+  default: return 0;
+  }
+}
+
+/* A copy of e whose children are kids (retained; NULL kids = e's own). */
+static GPExpr *copy_with(const GPExpr *e, GPExpr *const *kids) {
+  size_t size = expr_size(e);
+  GPExpr *n = gp_malloc(size);
+  memcpy(n, e, size);
+  n->obj.ref_count = 1;
+  GPExpr *own[8];
+  GPExpr **cur = own;
+  int32_t nk = gp_expr_num_children(e);
+  if (nk > 8) cur = gp_malloc((size_t)nk * sizeof(GPExpr *));
+  gp_expr_children(e, cur, nk);
+  GPExpr *const *src = kids ? kids : cur;
+  switch (gp_kind(e)) {
+  case GP_TI_VAR: GP_AS(GPVar, n)->name = gp_strdup(GP_AS(const GPVar, e)->name); break;
+  case GP_TI_GLOBAL_VAR: GP_AS(GPGlobalVar, n)->name = gp_strdup(GP_AS(const GPGlobalVar, e)->name); break;
+  case GP_TI_CONSTANT: gp_retain(GP_AS(GPConstant, n)->data); break;
+  case GP_TI_CALL: {
+    GPCall *c = GP_AS(GPCall, n);
+    gp_retain(c->attrs);
+    c->op = gp_retain(src[0]);
+    for (int32_t i = 0; i < c->nargs; i++) c->args[i] = gp_retain(src[1 + i]);
+    break;
+  }
+  case GP_TI_TUPLE: {
+    GPTuple *t = GP_AS(GPTuple, n);
+    for (int32_t i = 0; i < t->n; i++) t->fields[i] = gp_retain(src[i]);
+    break;
+  }
+  case GP_TI_TUPLE_GET_ITEM: GP_AS(GPTupleGetItem, n)->tuple = gp_retain(src[0]); break;
+  case GP_TI_FUNCTION_EXPR: {
+    GPFunctionExpr *f = GP_AS(GPFunctionExpr, n);
+    f->params = f->nparams ? gp_malloc((size_t)f->nparams * sizeof(GPVar *)) : NULL;
+    for (int32_t i = 0; i < f->nparams; i++) f->params[i] = gp_retain(src[i]);
+    f->body = gp_retain(src[f->nparams]);
+    gp_retain(f->attrs);
+    break;
+  }
+  case GP_TI_LET: {
+    GPLet *l = GP_AS(GPLet, n);
+    l->var = gp_retain(src[0]);
+    l->value = gp_retain(src[1]);
+    l->body = gp_retain(src[2]);
+    break;
+  }
+  case GP_TI_IF: {
+    GPIf *f = GP_AS(GPIf, n);
+    f->cond = gp_retain(src[0]);
+    f->then_branch = gp_retain(src[1]);
+    f->else_branch = gp_retain(src[2]);
+    break;
+  }
+  default: break;
+  }
+  if (cur != own) gp_free(cur);
+  return n;
+}
+
+GPExpr *gp_expr_annotate(GPExpr *e, const GPType *checked_type, uint32_t line, uint32_t col) {
+  if (gp_kind(e) == GP_TI_OP) return e; /* ops are shared and immortal */
+  if (e->checked_type == checked_type && e->line == line && e->col == col) return gp_retain(e);
+  GPExpr *n = copy_with(e, NULL);
+  n->checked_type = checked_type;
+  n->line = line;
+  n->col = col;
+  return n;
+}
+
+GPExpr *gp_expr_with_children(GPExpr *e, GPExpr *const *kids, bool keep_type) {
+  int32_t nk = gp_expr_num_children(e);
+  GPExpr *own[8];
+  GPExpr **cur = nk > 8 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : own;
+  gp_expr_children(e, cur, nk);
+  bool same = true;
+  for (int32_t i = 0; i < nk && same; i++) same = cur[i] == kids[i];
+  if (cur != own) gp_free(cur);
+  if (same) return gp_retain(e);
+  for (int32_t i = 0; i < nk; i++)
+    if (!check_expr(kids[i], "rebuild: child")) return NULL;
+  if (gp_kind(e) == GP_TI_FUNCTION_EXPR || gp_kind(e) == GP_TI_LET) {
+    int32_t np = gp_kind(e) == GP_TI_LET ? 1 : GP_AS(GPFunctionExpr, e)->nparams;
+    for (int32_t i = 0; i < np; i++)
+      if (gp_kind(kids[i]) != GP_TI_VAR) {
+        gp_error_set(GP_ERR_VALUE, "rebuild: a bound name must stay a var");
+        return NULL;
+      }
+  }
+  GPExpr *n = copy_with(e, kids);
+  if (!keep_type && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_CONSTANT) n->checked_type = NULL;
+  return n;
+}
+
+const char *gp_expr_kind_name(const GPExpr *e) {
+  switch (gp_kind(e)) {
+  case GP_TI_VAR: return "var";
+  case GP_TI_GLOBAL_VAR: return "global var";
+  case GP_TI_CONSTANT: return "constant";
+  case GP_TI_CALL: return "call";
+  case GP_TI_TUPLE: return "tuple";
+  case GP_TI_TUPLE_GET_ITEM: return "tuple get-item";
+  case GP_TI_FUNCTION_EXPR: return "function";
+  case GP_TI_LET: return "let";
+  case GP_TI_IF: return "if";
+  case GP_TI_OP: return "op";
+  default: return "unknown";
+  }
+}

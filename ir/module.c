@@ -1,0 +1,78 @@
+/* module.c -- modules: global functions by name, in definition order. */
+#include "ir.h"
+
+#include <string.h>
+
+static void module_free(GPObject *o) {
+  GPModule *m = (GPModule *)o;
+  for (int32_t i = 0; i < m->num_functions; i++) {
+    gp_release(m->gvars[i]);
+    gp_release(m->funcs[i]);
+  }
+  gp_free(m->gvars);
+  gp_free(m->funcs);
+  gp_free((char *)m->source_name);
+  gp_free(m);
+}
+
+GPModule *gp_module_new(const char *source_name) {
+  GPModule *m = gp_object_alloc(sizeof *m, GP_TI_MODULE, module_free);
+  m->source_name = source_name ? gp_strdup(source_name) : NULL;
+  return m;
+}
+
+int32_t gp_module_find(const GPModule *m, const char *name) {
+  for (int32_t i = 0; i < m->num_functions; i++)
+    if (strcmp(m->gvars[i]->name, name) == 0) return i;
+  return -1;
+}
+
+GPFunctionExpr *gp_module_lookup(const GPModule *m, const char *name) {
+  int32_t i = gp_module_find(m, name);
+  return i < 0 ? NULL : m->funcs[i];
+}
+
+int gp_module_add(GPModule *m, const char *name, GPFunctionExpr *fn, bool allow_override) {
+  if (!m || m->obj.type_index != GP_TI_MODULE || !name || !*name || !fn || gp_kind(fn) != GP_TI_FUNCTION_EXPR) {
+    gp_error_set(GP_ERR_VALUE, "module_add: needs a module, a name and a function");
+    return -1;
+  }
+  int32_t i = gp_module_find(m, name);
+  if (i >= 0) {
+    if (!allow_override) {
+      gp_error_set(GP_ERR_VALUE, "module already defines @%s", name);
+      return -1;
+    }
+    gp_module_set(m, i, fn);
+    return 0;
+  }
+  GPGlobalVar *g = gp_global_var_new(name);
+  if (m->num_functions == m->capacity) {
+    m->capacity = m->capacity ? m->capacity * 2 : 4;
+    m->gvars = gp_realloc(m->gvars, (size_t)m->capacity * sizeof *m->gvars);
+    m->funcs = gp_realloc(m->funcs, (size_t)m->capacity * sizeof *m->funcs);
+  }
+  m->gvars[m->num_functions] = g;
+  m->funcs[m->num_functions] = gp_retain(fn);
+  m->num_functions++;
+  return 0;
+}
+
+void gp_module_set(GPModule *m, int32_t i, GPFunctionExpr *fn) {
+  gp_retain(fn);
+  gp_release(m->funcs[i]);
+  m->funcs[i] = fn;
+}
+
+GPModule *gp_module_copy(const GPModule *m) {
+  GPModule *c = gp_module_new(m->source_name);
+  c->capacity = m->num_functions;
+  c->num_functions = m->num_functions;
+  c->gvars = gp_malloc((size_t)(m->num_functions ? m->num_functions : 1) * sizeof *c->gvars);
+  c->funcs = gp_malloc((size_t)(m->num_functions ? m->num_functions : 1) * sizeof *c->funcs);
+  for (int32_t i = 0; i < m->num_functions; i++) {
+    c->gvars[i] = gp_retain(m->gvars[i]);
+    c->funcs[i] = gp_retain(m->funcs[i]);
+  }
+  return c;
+}

@@ -1,0 +1,168 @@
+/* op.c -- the op registry.  Ops are immortal: IR nodes hold them by pointer.  Registering a
+ * name again with allow_override makes a new op for later lookups; IR built before keeps the
+ * old one, which stays valid for the process. */
+#include "ir.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static pthread_rwlock_t op_lock = PTHREAD_RWLOCK_INITIALIZER;
+static GPStrMap op_by_name;
+static GPOp **op_list;
+static int32_t op_len, op_cap;
+static pthread_once_t op_once = PTHREAD_ONCE_INIT;
+
+static void op_never_freed(GPObject *o) { GP_UNUSED(o); }
+
+static void init_builtin(void) { gp_ops_register_builtin(); }
+
+void gp_ops_init(void) { pthread_once(&op_once, init_builtin); }
+
+const GPOp *gp_op_find(const char *name) {
+  gp_ops_init();
+  pthread_rwlock_rdlock(&op_lock);
+  const GPOp *op = gp_strmap_get(&op_by_name, name);
+  pthread_rwlock_unlock(&op_lock);
+  return op;
+}
+
+const GPOp *gp_op_get(const char *name) {
+  const GPOp *op = gp_op_find(name);
+  if (!op) gp_error_set(GP_ERR_NOT_FOUND, "no op named '%s'", name);
+  return op;
+}
+
+int32_t gp_op_count(void) {
+  gp_ops_init();
+  pthread_rwlock_rdlock(&op_lock);
+  int32_t n = op_len;
+  pthread_rwlock_unlock(&op_lock);
+  return n;
+}
+
+const GPOp *gp_op_at(int32_t index) {
+  pthread_rwlock_rdlock(&op_lock);
+  const GPOp *op = index >= 0 && index < op_len ? op_list[index] : NULL;
+  pthread_rwlock_unlock(&op_lock);
+  return op;
+}
+
+static bool valid_op_name(const char *s) {
+  if (!s || !*s) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+          *s == '.'))
+      return false;
+  return true;
+}
+
+static GPAttrValue copy_value(const GPAttrValue *v) {
+  GPAttrValue c = *v;
+  if (v->kind == GP_ATTR_STR && v->s) c.s = gp_strdup(v->s);
+  if ((v->kind == GP_ATTR_INTS || v->kind == GP_ATTR_FLOATS) && v->n > 0) {
+    void *p = gp_malloc((size_t)v->n * 8);
+    memcpy(p, v->ints, (size_t)v->n * 8);
+    c.ints = p;
+  }
+  return c;
+}
+
+const GPOp *gp_op_register(const GPOpDef *def, bool allow_override) {
+  if (!def || def->struct_size < GP_STRUCT_SIZE(GPOpDef, help)) {
+    gp_error_set(GP_ERR_VERSION, "op_register: GPOpDef struct_size %zu is smaller than the 1.0 size %zu",
+                 def ? def->struct_size : 0, GP_STRUCT_SIZE(GPOpDef, help));
+    return NULL;
+  }
+  if (GP_ABI_MAJOR_OF(def->abi_version) != GP_ABI_VERSION_MAJOR) {
+    gp_error_set(GP_ERR_VERSION, "op_register: op '%s' was built for ABI %u.%u, this host is %d.%d",
+                 def->name ? def->name : "?", GP_ABI_MAJOR_OF(def->abi_version), GP_ABI_MINOR_OF(def->abi_version),
+                 GP_ABI_VERSION_MAJOR, GP_ABI_VERSION_MINOR);
+    return NULL;
+  }
+  if (!valid_op_name(def->name)) {
+    gp_error_set(GP_ERR_VALUE, "op_register: invalid op name '%s'", def->name ? def->name : "(null)");
+    return NULL;
+  }
+  if (!def->type_rel) {
+    gp_error_set(GP_ERR_VALUE, "op_register: op '%s' has no type relation", def->name);
+    return NULL;
+  }
+  if (def->num_attrs < 0 || (def->num_attrs && !def->attrs) || def->num_inputs < -1) {
+    gp_error_set(GP_ERR_VALUE, "op_register: op '%s' has an invalid attribute schema or input count", def->name);
+    return NULL;
+  }
+  if (def->pattern < 0 || def->pattern > GP_PATTERN_OPAQUE) {
+    gp_error_set(GP_ERR_VALUE, "op_register: op '%s' has an invalid pattern %d", def->name, (int)def->pattern);
+    return NULL;
+  }
+  for (int32_t i = 0; i < def->num_attrs; i++) {
+    if (!def->attrs[i].name || !def->attrs[i].name[0]) {
+      gp_error_set(GP_ERR_VALUE, "op_register: op '%s' attribute %d has no name", def->name, (int)i);
+      return NULL;
+    }
+    for (int32_t j = 0; j < i; j++)
+      if (strcmp(def->attrs[i].name, def->attrs[j].name) == 0) {
+        gp_error_set(GP_ERR_VALUE, "op_register: op '%s' declares attribute '%s' twice", def->name,
+                     def->attrs[i].name);
+        return NULL;
+      }
+  }
+  pthread_rwlock_wrlock(&op_lock);
+  if (!allow_override && gp_strmap_has(&op_by_name, def->name)) {
+    pthread_rwlock_unlock(&op_lock);
+    gp_error_set(GP_ERR_VALUE, "op_register: op '%s' is already registered", def->name);
+    return NULL;
+  }
+  GPOp *op = gp_calloc(1, sizeof *op);
+  op->base.obj.ref_count = GP_REF_IMMORTAL;
+  op->base.obj.type_index = GP_TI_OP;
+  op->base.obj.deleter = op_never_freed;
+  op->name = gp_strdup(def->name);
+  op->num_inputs = def->num_inputs;
+  op->pattern = def->pattern;
+  op->flags = def->flags;
+  op->num_attrs = def->num_attrs;
+  GPAttrField *fields = def->num_attrs ? gp_calloc((size_t)def->num_attrs, sizeof *fields) : NULL;
+  for (int32_t i = 0; i < def->num_attrs; i++) {
+    fields[i].name = gp_strdup(def->attrs[i].name);
+    fields[i].kind = def->attrs[i].kind;
+    fields[i].required = def->attrs[i].required;
+    fields[i].default_value = copy_value(&def->attrs[i].default_value);
+    fields[i].help = def->attrs[i].help ? gp_strdup(def->attrs[i].help) : NULL;
+  }
+  op->attrs = fields;
+  op->type_rel = def->type_rel;
+  op->type_rel_user = def->type_rel_user;
+  op->help = def->help ? gp_strdup(def->help) : NULL;
+  if (op_len == op_cap) {
+    op_cap = op_cap ? op_cap * 2 : 64;
+    op_list = gp_realloc(op_list, (size_t)op_cap * sizeof *op_list);
+  }
+  op->index = op_len;
+  op_list[op_len++] = op;
+  gp_strmap_put(&op_by_name, def->name, op);
+  pthread_rwlock_unlock(&op_lock);
+  return op;
+}
+
+const GPType *gp_op_infer(const GPOp *op, const GPAttrs *attrs, const GPType *const *arg_types, int32_t nargs) {
+  if (op->num_inputs >= 0 && nargs != op->num_inputs) {
+    gp_error_set(GP_ERR_TYPE, "%s: expects %d argument%s, got %d", op->name, (int)op->num_inputs,
+                 op->num_inputs == 1 ? "" : "s", (int)nargs);
+    return NULL;
+  }
+  for (int32_t i = 0; i < nargs; i++)
+    if (!arg_types[i]) {
+      gp_error_set(GP_ERR_TYPE, "%s: argument %d has no type", op->name, (int)i);
+      return NULL;
+    }
+  const GPType *out = NULL;
+  if (op->type_rel(op, attrs, arg_types, nargs, &out, op->type_rel_user) != 0 || !out) {
+    if (!gp_error_kind()) gp_error_set(GP_ERR_TYPE, "type relation failed without a message");
+    gp_error_set_kind(GP_ERR_TYPE);
+    gp_error_prefix("%s", op->name);
+    return NULL;
+  }
+  return out;
+}

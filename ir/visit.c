@@ -1,0 +1,113 @@
+/* visit.c -- iterative post-order and the memoizing rewriter. */
+#include "ir.h"
+
+static inline GPExpr *child_at(const GPExpr *e, int32_t i) {
+  switch (gp_kind(e)) {
+  case GP_TI_CALL: {
+    const GPCall *c = (const GPCall *)e;
+    return i == 0 ? c->op : c->args[i - 1];
+  }
+  case GP_TI_TUPLE: return ((const GPTuple *)e)->fields[i];
+  case GP_TI_TUPLE_GET_ITEM: return ((const GPTupleGetItem *)e)->tuple;
+  case GP_TI_FUNCTION_EXPR: {
+    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
+    return i < f->nparams ? (GPExpr *)f->params[i] : f->body;
+  }
+  case GP_TI_LET: {
+    const GPLet *l = (const GPLet *)e;
+    return i == 0 ? (GPExpr *)l->var : i == 1 ? l->value : l->body;
+  }
+  case GP_TI_IF: {
+    const GPIf *f = (const GPIf *)e;
+    return i == 0 ? f->cond : i == 1 ? f->then_branch : f->else_branch;
+  }
+  default: return NULL;
+  }
+}
+
+typedef struct {
+  GPExpr *e;
+  int32_t next, count;
+} Frame;
+
+int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
+  *out = NULL;
+  *count = 0;
+  if (!root || !gp_is_expr(root)) {
+    gp_error_set(GP_ERR_VALUE, "post_order: root is not an expression");
+    return -1;
+  }
+  GPPtrMap seen = {0};
+  size_t cap = 64, sp = 0, olen = 0, ocap = 256;
+  Frame *st = gp_malloc(cap * sizeof(Frame));
+  GPExpr **order = gp_malloc(ocap * sizeof(GPExpr *));
+  gp_map_put(&seen, root, root);
+  st[sp++] = (Frame){root, 0, gp_expr_num_children(root)};
+  while (sp) {
+    Frame *f = &st[sp - 1];
+    if (f->next < f->count) {
+      GPExpr *c = child_at(f->e, f->next++);
+      if (gp_map_has(&seen, c)) continue;
+      gp_map_put(&seen, c, c);
+      if (sp == cap) {
+        cap *= 2;
+        st = gp_realloc(st, cap * sizeof(Frame));
+      }
+      st[sp++] = (Frame){c, 0, gp_expr_num_children(c)};
+      continue;
+    }
+    if (olen == ocap) {
+      ocap *= 2;
+      order = gp_realloc(order, ocap * sizeof(GPExpr *));
+    }
+    order[olen++] = f->e;
+    sp--;
+  }
+  gp_free(st);
+  gp_map_free(&seen);
+  *out = order;
+  *count = olen;
+  return 0;
+}
+
+GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
+  GPExpr **order;
+  size_t n;
+  if (gp_post_order(root, &order, &n) != 0) return NULL;
+  GPPtrMap memo = {0};
+  GPExpr *kids_small[16];
+  GPExpr *result = NULL;
+  bool failed = false;
+  for (size_t i = 0; i < n && !failed; i++) {
+    GPExpr *e = order[i];
+    int32_t nk = gp_expr_num_children(e);
+    GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
+    for (int32_t k = 0; k < nk; k++) kids[k] = gp_map_get(&memo, child_at(e, k));
+    GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
+    if (kids != kids_small) gp_free(kids);
+    if (!rebuilt) {
+      failed = true;
+      break;
+    }
+    GPExpr *repl = fn ? fn(user, e, rebuilt) : gp_retain(rebuilt);
+    gp_release(rebuilt);
+    if (!repl) {
+      if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "rewrite callback failed without an error");
+      failed = true;
+      break;
+    }
+    if (!gp_is_expr(repl)) {
+      gp_release(repl);
+      gp_error_set(GP_ERR_VALUE, "rewrite callback returned a non-expression");
+      failed = true;
+      break;
+    }
+    gp_map_put(&memo, e, repl);
+  }
+  if (!failed) result = gp_retain(gp_map_get(&memo, root));
+  for (size_t i = 0; i < memo.cap; i++)
+    if (memo.keys[i]) gp_release(memo.vals[i]);
+  gp_map_free(&memo);
+  gp_free(order);
+  return result;
+}
