@@ -454,7 +454,9 @@ typedef struct GPPassInfo {
 /* ------------------------------------------------------------------------------------------ */
 /* Traversal helpers                                                                           */
 
-/* Called by GPHostAPI.rewrite once per distinct node, children first.  `orig` is the node in the
+/* Called by GPHostAPI.rewrite once per distinct node, children first (a let's value before its
+ * var).  A var in a binding position whose replacement is not a var keeps its binding
+ * occurrence, so a callback may replace the uses of a name by its value and drop the let.  `orig` is the node in the
  * input; `rebuilt` is the same node with its children replaced by their rewrites (it is `orig`
  * itself when no child changed).  Return a new reference to the replacement (return
  * gp_retain(rebuilt) to keep it), or NULL after error_set() to abort. */
@@ -562,8 +564,33 @@ struct GPHostAPI {
    * NULL + error (GP_ERR_PASS naming the pass) on failure; `mod` is never changed. */
   GPModule *(*run_pipeline)(const GPModule *mod, const char *pipeline, GPPassContext *ctx);
 
-  /* Plugins: load a shared object by path (checks versions, calls its initialize). */
+  /* Plugins: load a shared object by path (checks versions, calls its initialize; the passes it
+   * registers record the plugin's name as their origin).  Loading a file that is already loaded
+   * (same real path) is a no-op success; another file with an already loaded name is an error. */
   int (*plugin_load)(const char *path);
+
+  /* C interop through libffi.  A signature is "<ret>(<param>,...)" with at most 16 params and
+   * the codes v (void; return only), b (C bool), i32, i64, u32, u64, f32, f64, p (void *),
+   * s (const char *), o (GPObject *); e.g. "i64(i32,f64,p,s,o)".  A malformed signature is
+   * GP_ERR_VALUE naming its column.
+   *
+   * ffi_wrap: a packed function (new reference) that converts its GPAny arguments (count and
+   * type checked: GP_ERR_VALUE / GP_ERR_TYPE naming the argument) and calls `fnptr`, which must
+   * stay valid (its shared object loaded) while the packed function lives.  'o' arguments are
+   * borrowed by the C function; an 'o' return must be a new reference (the result owns it); an
+   * 's' return is copied into a GPString; 'p' returns an opaque pointer (NULL becomes None).
+   * Only 'o', 'p' and 's' returns can report failure: NULL with the thread's error set.
+   *
+   * ffi_closure: a C function pointer with that signature which packs its arguments into GPAny
+   * (NULL p/s/o become None), calls `f` and converts the result back.  On failure the function
+   * returns zero/NULL and leaves the error in the thread's slot (callers check error_kind).  An
+   * 'o' result is returned as a new reference; an 's' result stays valid until the next call of
+   * the same closure or its release.  `f` is retained (the caller keeps its own reference).
+   * *out_handle receives the owner of the code; the pointer is valid until
+   * ffi_closure_free(handle).  NULL + error on failure. */
+  GPPackedFunc *(*ffi_wrap)(void *fnptr, const char *signature);
+  void *(*ffi_closure)(GPPackedFunc *f, const char *signature, void **out_handle);
+  void (*ffi_closure_free)(void *handle); /* NULL is a no-op; releases f */
 };
 
 /* Print flags. */

@@ -252,10 +252,13 @@ const char *gp_expr_kind_name(const GPExpr *e); /* "call", "var", ... */
 /* Traversal (ir/visit.c).  Iterative.                                                          */
 
 /* Every distinct node reachable from root, children before parents (post-DFS order, children
- * visited in gp_expr_children order).  Ops are included.  *out is gp_malloc'd. */
+ * visited in gp_expr_children order, except a let's value before its var).  Ops are included.
+ * *out is gp_malloc'd. */
 int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count);
 /* See GPRewriteFn.  fn may be NULL (identity, i.e. rebuild nothing).  The rebuilt node passed
- * to fn has checked_type cleared when any child changed. */
+ * to fn has checked_type cleared when any child changed.  A var in a binding position (let var,
+ * function param) whose replacement is not a var keeps its binding occurrence, so a callback
+ * may replace uses of a name by its value and then drop the let. */
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
 
 /* ------------------------------------------------------------------------------------------ */

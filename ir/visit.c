@@ -25,6 +25,20 @@ static inline GPExpr *child_at(const GPExpr *e, int32_t i) {
   }
 }
 
+/* Visiting order: children order, except that a let's value is visited before its var, so a
+ * rewrite sees the bound value before any use of the name. */
+static inline GPExpr *visit_at(const GPExpr *e, int32_t i) {
+  if (gp_kind(e) == GP_TI_LET && i < 2) return child_at(e, 1 - i);
+  return child_at(e, i);
+}
+
+/* Binding positions: a let's var and a function's params. */
+static inline bool is_binding(const GPExpr *e, int32_t i) {
+  if (gp_kind(e) == GP_TI_LET) return i == 0;
+  if (gp_kind(e) == GP_TI_FUNCTION_EXPR) return i < ((const GPFunctionExpr *)e)->nparams;
+  return false;
+}
+
 typedef struct {
   GPExpr *e;
   int32_t next, count;
@@ -46,7 +60,7 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
   while (sp) {
     Frame *f = &st[sp - 1];
     if (f->next < f->count) {
-      GPExpr *c = child_at(f->e, f->next++);
+      GPExpr *c = visit_at(f->e, f->next++);
       if (gp_map_has(&seen, c)) continue;
       gp_map_put(&seen, c, c);
       if (sp == cap) {
@@ -82,7 +96,12 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
     GPExpr *e = order[i];
     int32_t nk = gp_expr_num_children(e);
     GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
-    for (int32_t k = 0; k < nk; k++) kids[k] = gp_map_get(&memo, child_at(e, k));
+    for (int32_t k = 0; k < nk; k++) {
+      GPExpr *orig_kid = child_at(e, k);
+      kids[k] = gp_map_get(&memo, orig_kid);
+      /* A binding name replaced by a non-var (e.g. inlined) keeps its binding occurrence. */
+      if (is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = orig_kid;
+    }
     GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
     if (kids != kids_small) gp_free(kids);
     if (!rebuilt) {

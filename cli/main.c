@@ -1,0 +1,394 @@
+/* main.c -- the `graphpass` command: list passes, optimize a module.
+ * Exit status: 0 success; 1 bad input (file, text, plugin); 2 usage (flags, pipeline, config);
+ * 3 a pass failed. */
+#include "../ir/ir.h"
+#include "../plugin/plugin.h"
+#include "../registry/registry.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
+
+static const char usage_text[] =
+    "usage: graphpass passes [--plugin FILE]... [--target T]\n"
+    "       graphpass opt INPUT [-o OUTPUT] [--target T] [--opt-level N] [--pipeline P]\n"
+    "                 [--disable A,B] [--require A,B] [--config key=value]... [--plugin FILE]...\n"
+    "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
+    "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
+    "                 [--stats] [--no-types] [--no-default-plugins]\n"
+    "       graphpass --version | --help\n"
+    "INPUT is Relay text (TVM's print(mod) format); '-' reads stdin.\n";
+
+static void die_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "graphpass: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n%s", usage_text);
+}
+
+static int report(int code) {
+  fprintf(stderr, "graphpass: error: %s\n", gp_error_message());
+  gp_error_clear();
+  return code;
+}
+
+/* Read a whole file ('-' = stdin) into a NUL-terminated buffer. */
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) {
+    gp_error_set(GP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  GPBuf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) gp_buf_put(&b, chunk, n);
+  bool err = ferror(f);
+  if (f != stdin) fclose(f);
+  if (err) {
+    gp_buf_free(&b);
+    gp_error_set(GP_ERR_IO, "%s: read error", path);
+    return NULL;
+  }
+  *len = b.len;
+  return gp_buf_take(&b);
+}
+
+typedef struct {
+  const char *plugins[64];
+  int nplugins;
+  bool no_default_plugins;
+  const char *target;
+} PluginOpts;
+
+static int load_plugins(const PluginOpts *o) {
+  if (!o->no_default_plugins) {
+    char *dir = gp_plugin_default_dir();
+    if (!dir) return -1;
+    int rc = gp_plugin_load_dir(dir);
+    if (rc != 0 && gp_error_kind() == GP_ERR_IO && strstr(gp_error_message(), "directory")) {
+      /* no plugin directory beside the executable: only explicit plugins */
+      gp_error_clear();
+      rc = 0;
+    }
+    gp_free(dir);
+    if (rc != 0) return -1;
+  }
+  for (int i = 0; i < o->nplugins; i++)
+    if (gp_plugin_load(o->plugins[i]) != 0) return -1;
+  return 0;
+}
+
+static void shutdown_all(void) {
+  gp_plugins_unload_all();
+  gp_registry_shutdown();
+  gp_types_shutdown();
+}
+
+/* ---- graphpass passes */
+
+static bool pass_runs_on(const GPPassEntry *e, const char *target) {
+  if (!target) return true;
+  for (int32_t i = 0; i < e->info.num_excluded_targets; i++)
+    if (strcmp(e->info.excluded_targets[i], target) == 0) return false;
+  if (!e->info.num_targets) return true;
+  for (int32_t i = 0; i < e->info.num_targets; i++)
+    if (strcmp(e->info.targets[i], target) == 0) return true;
+  return false;
+}
+
+static void join(FILE *f, const char *const *items, int32_t n, const char *none) {
+  if (!n) fputs(none, f);
+  for (int32_t i = 0; i < n; i++) fprintf(f, "%s%s", i ? "," : "", items[i]);
+}
+
+static int cmd_passes(int argc, char **argv) {
+  PluginOpts po = {0};
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc && po.nplugins < 64) {
+      po.plugins[po.nplugins++] = argv[++i];
+    } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
+      po.target = argv[++i];
+    } else if (strcmp(argv[i], "--no-default-plugins") == 0) {
+      po.no_default_plugins = true;
+    } else {
+      die_usage("passes: unexpected argument '%s'", argv[i]);
+      return EXIT_USAGE;
+    }
+  }
+  if (load_plugins(&po) != 0) return report(EXIT_INPUT);
+  GPPassEntry **list;
+  size_t n = gp_pass_list(&list);
+  printf("%-28s %-9s %-28s %-16s %s\n", "name", "opt-level", "required", "targets", "plugin");
+  for (size_t i = 0; i < n; i++) {
+    GPPassEntry *e = list[i];
+    if (pass_runs_on(e, po.target)) {
+      printf("%-28s %-9d ", e->info.name, (int)e->info.opt_level);
+      char req[256] = "-", tg[256] = "all";
+      FILE *m = fmemopen(req, sizeof req, "w");
+      if (m) {
+        join(m, e->info.required, e->info.num_required, "-");
+        fclose(m);
+      }
+      m = fmemopen(tg, sizeof tg, "w");
+      if (m) {
+        join(m, e->info.targets, e->info.num_targets, "all");
+        for (int32_t k = 0; k < e->info.num_excluded_targets; k++) fprintf(m, ",!%s", e->info.excluded_targets[k]);
+        fclose(m);
+      }
+      printf("%-28s %-16s %s\n", req, tg, e->origin);
+    }
+    gp_pass_entry_release(e);
+  }
+  gp_free(list);
+  if (po.target) {
+    char *set = gp_opt_set_get(po.target, "default");
+    if (set) {
+      printf("default set for %s: %s\n", po.target, set);
+      gp_free(set);
+    } else {
+      gp_error_clear();
+    }
+  }
+  return EXIT_OK;
+}
+
+/* ---- graphpass opt */
+
+typedef struct {
+  const char *name;
+  int64_t count;
+} OpCount;
+
+static int op_count_cmp(const void *a, const void *b) {
+  return strcmp(((const OpCount *)a)->name, ((const OpCount *)b)->name);
+}
+
+static void print_stats(const GPModule *m) {
+  int64_t calls = 0, primitive = 0, nodes = 0;
+  int32_t nops = gp_op_count();
+  int64_t *per_op = gp_calloc((size_t)(nops ? nops : 1), sizeof(int64_t));
+  for (int32_t f = 0; f < m->num_functions; f++) {
+    GPExpr **order;
+    size_t n;
+    if (gp_post_order(&m->funcs[f]->base, &order, &n) != 0) continue;
+    for (size_t i = 0; i < n; i++) {
+      GPExpr *e = order[i];
+      if (gp_kind(e) == GP_TI_OP) continue;
+      nodes++;
+      if (gp_kind(e) == GP_TI_CALL) {
+        calls++;
+        GPExpr *op = GP_AS(GPCall, e)->op;
+        if (gp_kind(op) == GP_TI_OP) {
+          int32_t idx = GP_AS(GPOp, op)->index;
+          if (idx >= 0 && idx < nops) per_op[idx]++;
+        }
+      } else if (gp_kind(e) == GP_TI_FUNCTION_EXPR) {
+        const GPAttrValue *v = gp_attrs_get(GP_AS(GPFunctionExpr, e)->attrs, "Primitive");
+        if (v && v->i) primitive++;
+      }
+    }
+    gp_free(order);
+  }
+  printf("stat functions %d\n", (int)m->num_functions);
+  printf("stat nodes %lld\n", (long long)nodes);
+  printf("stat calls %lld\n", (long long)calls);
+  printf("stat primitive_functions %lld\n", (long long)primitive);
+  OpCount *oc = gp_malloc(sizeof(OpCount) * (size_t)(nops ? nops : 1));
+  int32_t k = 0;
+  for (int32_t i = 0; i < nops; i++)
+    if (per_op[i]) oc[k++] = (OpCount){gp_op_at(i)->name, per_op[i]};
+  qsort(oc, (size_t)k, sizeof *oc, op_count_cmp);
+  for (int32_t i = 0; i < k; i++) printf("stat op:%s %lld\n", oc[i].name, (long long)oc[i].count);
+  gp_free(oc);
+  gp_free(per_op);
+}
+
+/* Apply a comma-separated list through fn. */
+static int each_name(GPPassContext *ctx, const char *list, int (*fn)(GPPassContext *, const char *)) {
+  char *copy = gp_strdup(list);
+  int rc = 0;
+  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save))
+    rc = fn(ctx, tok);
+  gp_free(copy);
+  return rc;
+}
+
+static int add_print_before(GPPassContext *c, const char *n) {
+  gp_vec_push(&c->print_before, gp_strdup(n));
+  return 0;
+}
+static int add_print_after(GPPassContext *c, const char *n) {
+  gp_vec_push(&c->print_after, gp_strdup(n));
+  return 0;
+}
+
+static int cmd_opt(int argc, char **argv) {
+  PluginOpts po = {0};
+  const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
+  const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32];
+  int ndisable = 0, nrequire = 0, nconfig = 0, npbefore = 0, npafter = 0;
+  bool time_passes = false, pba = false, paa = false, verify_each = false, explain = false, stats = false,
+       types = true;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    bool has = i + 1 < argc;
+#define TAKE(var)                                      \
+  do {                                                 \
+    if (!has) {                                        \
+      die_usage("opt: %s needs a value", a);           \
+      return EXIT_USAGE;                               \
+    }                                                  \
+    var = argv[++i];                                   \
+  } while (0)
+#define TAKE_LIST(arr, n)                              \
+  do {                                                 \
+    if (!has || n >= (int)GP_ARRAY_LEN(arr)) {         \
+      die_usage("opt: %s needs a value", a);           \
+      return EXIT_USAGE;                               \
+    }                                                  \
+    arr[n++] = argv[++i];                              \
+  } while (0)
+    if (strcmp(a, "-o") == 0) TAKE(output);
+    else if (strcmp(a, "--target") == 0) TAKE(po.target);
+    else if (strcmp(a, "--opt-level") == 0) TAKE(opt_level);
+    else if (strcmp(a, "--pipeline") == 0) TAKE(pipeline);
+    else if (strcmp(a, "--disable") == 0) TAKE_LIST(disable, ndisable);
+    else if (strcmp(a, "--require") == 0) TAKE_LIST(require, nrequire);
+    else if (strcmp(a, "--config") == 0) TAKE_LIST(config, nconfig);
+    else if (strcmp(a, "--plugin") == 0) TAKE_LIST(po.plugins, po.nplugins);
+    else if (strcmp(a, "--print-before") == 0) TAKE_LIST(pbefore, npbefore);
+    else if (strcmp(a, "--print-after") == 0) TAKE_LIST(pafter, npafter);
+    else if (strcmp(a, "--time-passes") == 0) time_passes = true;
+    else if (strcmp(a, "--print-before-all") == 0) pba = true;
+    else if (strcmp(a, "--print-after-all") == 0) paa = true;
+    else if (strcmp(a, "--verify-each") == 0) verify_each = true;
+    else if (strcmp(a, "--explain") == 0) explain = true;
+    else if (strcmp(a, "--stats") == 0) stats = true;
+    else if (strcmp(a, "--no-types") == 0) types = false;
+    else if (strcmp(a, "--no-default-plugins") == 0) po.no_default_plugins = true;
+    else if (a[0] == '-' && a[1]) {
+      die_usage("opt: unknown option '%s'", a);
+      return EXIT_USAGE;
+    } else if (!input) input = a;
+    else {
+      die_usage("opt: unexpected argument '%s'", a);
+      return EXIT_USAGE;
+    }
+#undef TAKE
+#undef TAKE_LIST
+  }
+  if (!input) {
+    die_usage("opt: %s", "missing INPUT");
+    return EXIT_USAGE;
+  }
+  if (load_plugins(&po) != 0) return report(EXIT_INPUT);
+
+  GPPassContext *ctx = gp_ctx_new();
+  int code = EXIT_OK;
+  GPModule *mod = NULL, *out = NULL;
+  if (po.target && gp_ctx_set_target(ctx, po.target) != 0) goto usage_error;
+  if (opt_level) {
+    char *end;
+    long lvl = strtol(opt_level, &end, 10);
+    if (*end || end == opt_level || lvl < 0 || lvl > 10) {
+      gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not an integer from 0 to 10", opt_level);
+      goto usage_error;
+    }
+    gp_ctx_set_opt_level(ctx, (int32_t)lvl);
+  }
+  for (int i = 0; i < ndisable; i++)
+    if (each_name(ctx, disable[i], gp_ctx_disable) != 0) goto usage_error;
+  for (int i = 0; i < nrequire; i++)
+    if (each_name(ctx, require[i], gp_ctx_require) != 0) goto usage_error;
+  for (int i = 0; i < npbefore; i++) each_name(ctx, pbefore[i], add_print_before);
+  for (int i = 0; i < npafter; i++) each_name(ctx, pafter[i], add_print_after);
+  for (int i = 0; i < nconfig; i++) {
+    char *kv = gp_strdup(config[i]);
+    char *eq = strchr(kv, '=');
+    if (!eq) {
+      gp_free(kv);
+      gp_error_set(GP_ERR_VALUE, "--config '%s' is not key=value", config[i]);
+      goto usage_error;
+    }
+    *eq = 0;
+    int rc = gp_ctx_set_config(ctx, kv, eq + 1);
+    gp_free(kv);
+    if (rc != 0) goto usage_error;
+  }
+  ctx->time_passes = time_passes;
+  ctx->print_before_all = pba;
+  ctx->print_after_all = paa;
+  ctx->verify_each = verify_each;
+  ctx->explain = explain;
+  ctx->print_types = types;
+  ctx->out = stderr;
+
+  size_t len;
+  char *text = read_file(input, &len);
+  if (!text) {
+    code = report(EXIT_INPUT);
+    goto done;
+  }
+  mod = gp_parse(text, len, strcmp(input, "-") == 0 ? "<stdin>" : input);
+  gp_free(text);
+  if (!mod) {
+    code = report(EXIT_INPUT);
+    goto done;
+  }
+  out = gp_run_pipeline(mod, pipeline, ctx);
+  if (!out) {
+    code = report(gp_error_kind() == GP_ERR_PASS ? EXIT_PASS : EXIT_USAGE);
+    goto done;
+  }
+  char *printed = gp_print(out, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA);
+  if (output && strcmp(output, "-") != 0) {
+    FILE *f = fopen(output, "wb");
+    if (!f) {
+      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
+      gp_free(printed);
+      code = report(EXIT_INPUT);
+      goto done;
+    }
+    fputs(printed, f);
+    fclose(f);
+  } else {
+    fputs(printed, stdout);
+  }
+  gp_free(printed);
+  if (stats) print_stats(out);
+  goto done;
+usage_error:
+  code = report(EXIT_USAGE);
+done:
+  gp_release(out);
+  gp_release(mod);
+  gp_ctx_free(ctx);
+  return code;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    fputs(usage_text, argc < 2 ? stderr : stdout);
+    return argc < 2 ? EXIT_USAGE : EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("graphpass 0.1.0 (ABI %d.%d)\n", GP_ABI_VERSION_MAJOR, GP_ABI_VERSION_MINOR);
+    return EXIT_OK;
+  }
+  gp_ops_init();
+  int rc;
+  if (strcmp(argv[1], "passes") == 0)
+    rc = cmd_passes(argc - 2, argv + 2);
+  else if (strcmp(argv[1], "opt") == 0)
+    rc = cmd_opt(argc - 2, argv + 2);
+  else {
+    die_usage("unknown command '%s'", argv[1]);
+    rc = EXIT_USAGE;
+  }
+  fflush(stdout);
+  shutdown_all();
+  return rc;
+}

@@ -1,0 +1,445 @@
+/* ops_nn.c -- neural-network ops: conv2d, dense, bias_add, batch_norm, dropout, pools, softmax,
+ * lrn, batch_flatten. */
+#include "ir/ops/ops.h"
+
+#include <string.h>
+
+/* An INTS attribute of two values (one value is replicated), each >= min. */
+static int attr_pair(const GPOp *op, const GPAttrs *attrs, const char *key, int64_t min,
+                     int64_t out[2]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(op, attrs, key, &n);
+  if (n == 1 || n == 2) {
+    out[0] = v[0];
+    out[1] = v[n - 1];
+    if (out[0] >= min && out[1] >= min) return 0;
+    gp_error_set(GP_ERR_TYPE, "%s %s must be >= %lld", key, gp_ops_ints(n, v).s, (long long)min);
+    return -1;
+  }
+  return gp_ops_ints_check(v, n, 2, min, key);
+}
+
+static int attr_pad(const GPOp *op, const GPAttrs *attrs, int64_t pad[4]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(op, attrs, "padding", &n);
+  return gp_ops_pad4(v, n, "padding", pad);
+}
+
+/* Output extent of a window of `k` (dilated by `dil`) sliding with `stride` over `in` padded
+ * by `pad` in total; ceil_mode rounds up.  -1 + error when the window does not fit. */
+static int window_out(int64_t in, int64_t pad, int64_t k, int64_t dil, int64_t stride,
+                      bool ceil_mode, const char *dim, const GPType *data, int64_t *out) {
+  if (in == GP_DIM_ANY || k == GP_DIM_ANY) {
+    *out = GP_DIM_ANY;
+    return 0;
+  }
+  int64_t eff = (k - 1) * dil + 1;
+  int64_t num = in + pad - eff;
+  if (num < 0) {
+    gp_error_set(GP_ERR_TYPE,
+                 "the window of %s %lld (dilated to %lld) is larger than the padded input %s %lld "
+                 "of data (shape %s)",
+                 dim, (long long)k, (long long)eff, dim, (long long)(in + pad), gp_ops_shape(data).s);
+    return -1;
+  }
+  if (ceil_mode) num += stride - 1;
+  *out = num / stride + 1;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.conv2d                                                                                   */
+
+static const int64_t k_one2[] = {1, 1};
+static const int64_t k_zero2[] = {0, 0};
+
+static const GPAttrField k_conv2d_attrs[] = {
+    GP_F_INTS("strides", k_one2),
+    GP_F_INTS("padding", k_zero2),
+    GP_F_INTS("dilation", k_one2),
+    GP_F_INT("groups", 1),
+    GP_F_NONE("channels", GP_ATTR_INT),
+    GP_F_NONE("kernel_size", GP_ATTR_INTS),
+    GP_F_STR("data_layout", "NCHW"),
+    GP_F_STR("kernel_layout", "OIHW"),
+    GP_F_STR("out_layout", ""),
+    GP_F_DTYPE_VOID("out_dtype"),
+};
+
+#define P(c) ((c) - 'A')
+
+static int conv2d_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  const GPType *weight = data ? gp_ops_tensor(args, 1, "weight") : NULL;
+  if (!weight) return -1;
+  int64_t strides[2], dilation[2], pad[4];
+  if (attr_pair(op, attrs, "strides", 1, strides) != 0 ||
+      attr_pair(op, attrs, "dilation", 1, dilation) != 0 || attr_pad(op, attrs, pad) != 0)
+    return -1;
+  int64_t groups = gp_ops_attr_int(op, attrs, "groups");
+  if (groups < 1) {
+    gp_error_set(GP_ERR_TYPE, "groups %lld must be >= 1", (long long)groups);
+    return -1;
+  }
+  const char *out_layout_s = gp_ops_attr_str(op, attrs, "out_layout");
+  GPLayout dl, kl, ol;
+  if (gp_layout_parse(gp_ops_attr_str(op, attrs, "data_layout"), "data_layout", &dl) != 0 ||
+      gp_layout_require(&dl, "NCHW", false, "data_layout") != 0 ||
+      gp_layout_parse(gp_ops_attr_str(op, attrs, "kernel_layout"), "kernel_layout", &kl) != 0 ||
+      gp_layout_require(&kl, "OIHW", false, "kernel_layout") != 0 ||
+      gp_layout_parse(out_layout_s[0] ? out_layout_s : dl.text, "out_layout", &ol) != 0 ||
+      gp_layout_require(&ol, "NCHW", false, "out_layout") != 0)
+    return -1;
+  int64_t d[26], w[26];
+  if (gp_layout_to_primal(&dl, data, "data", d) != 0 ||
+      gp_layout_to_primal(&kl, weight, "weight", w) != 0)
+    return -1;
+
+  int32_t nks;
+  const int64_t *ks = gp_ops_attr_ints(op, attrs, "kernel_size", &nks);
+  if (nks >= 0) {
+    if (gp_ops_ints_check(ks, nks, 2, 1, "kernel_size") != 0) return -1;
+    if ((w[P('H')] != GP_DIM_ANY && w[P('H')] != ks[0]) ||
+        (w[P('W')] != GP_DIM_ANY && w[P('W')] != ks[1])) {
+      gp_error_set(GP_ERR_TYPE, "kernel_size %s does not match weight (shape %s) in layout %s",
+                   gp_ops_ints(nks, ks).s, gp_ops_shape(weight).s, kl.text);
+      return -1;
+    }
+  }
+  int64_t channels = w[P('O')];
+  if (!gp_ops_attr_none(op, attrs, "channels")) {
+    int64_t c = gp_ops_attr_int(op, attrs, "channels");
+    if (channels != GP_DIM_ANY && channels != c) {
+      gp_error_set(GP_ERR_TYPE,
+                   "channels %lld does not match the output channels %lld of weight (shape %s)",
+                   (long long)c, (long long)channels, gp_ops_shape(weight).s);
+      return -1;
+    }
+    channels = c;
+  }
+  if (d[P('C')] != GP_DIM_ANY && w[P('I')] != GP_DIM_ANY && d[P('C')] != w[P('I')] * groups) {
+    gp_error_set(GP_ERR_TYPE,
+                 "input channels %lld of data (shape %s) do not match weight input channels %lld "
+                 "* groups %lld",
+                 (long long)d[P('C')], gp_ops_shape(data).s, (long long)w[P('I')],
+                 (long long)groups);
+    return -1;
+  }
+  if (channels != GP_DIM_ANY && channels % groups != 0) {
+    gp_error_set(GP_ERR_TYPE, "output channels %lld of weight (shape %s) are not divisible by "
+                              "groups %lld",
+                 (long long)channels, gp_ops_shape(weight).s, (long long)groups);
+    return -1;
+  }
+  int64_t o[26];
+  for (int i = 0; i < 26; i++) o[i] = -2;
+  o[P('N')] = d[P('N')];
+  o[P('C')] = channels;
+  if (window_out(d[P('H')], pad[0] + pad[2], w[P('H')], dilation[0], strides[0], false, "height",
+                 data, &o[P('H')]) != 0 ||
+      window_out(d[P('W')], pad[1] + pad[3], w[P('W')], dilation[1], strides[1], false, "width",
+                 data, &o[P('W')]) != 0)
+    return -1;
+  int64_t oshape[GP_LAYOUT_MAX];
+  if (gp_layout_from_primal(&ol, o, oshape) != 0) return -1;
+  DLDataType odt = gp_ops_attr_dtype(op, attrs, "out_dtype");
+  if (odt.bits == 0) odt = data->tensor.dtype;
+  return gp_ops_ret(odt, ol.n, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.dense                                                                                    */
+
+static const GPAttrField k_dense_attrs[] = {
+    GP_F_NONE("units", GP_ATTR_INT),
+    GP_F_DTYPE_VOID("out_dtype"),
+};
+
+static int dense_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                     int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  const GPType *weight = data ? gp_ops_tensor(args, 1, "weight") : NULL;
+  if (!weight) return -1;
+  if (data->n < 1) {
+    gp_error_set(GP_ERR_TYPE, "data must have rank >= 1, got a scalar");
+    return -1;
+  }
+  if (weight->n != 2) {
+    gp_error_set(GP_ERR_TYPE, "weight must have rank 2 (units, in_features), got shape %s",
+                 gp_ops_shape(weight).s);
+    return -1;
+  }
+  int64_t k = data->tensor.shape[data->n - 1], wk = weight->tensor.shape[1];
+  if (k != GP_DIM_ANY && wk != GP_DIM_ANY && k != wk) {
+    gp_error_set(GP_ERR_TYPE,
+                 "input features %lld of data (shape %s) do not match in_features %lld of weight "
+                 "(shape %s)",
+                 (long long)k, gp_ops_shape(data).s, (long long)wk, gp_ops_shape(weight).s);
+    return -1;
+  }
+  int64_t units = weight->tensor.shape[0];
+  if (!gp_ops_attr_none(op, attrs, "units")) {
+    int64_t u = gp_ops_attr_int(op, attrs, "units");
+    if (units != GP_DIM_ANY && units != u) {
+      gp_error_set(GP_ERR_TYPE, "units %lld does not match weight (shape %s)", (long long)u,
+                   gp_ops_shape(weight).s);
+      return -1;
+    }
+    units = u;
+  }
+  int64_t oshape[GP_OPS_MAX_RANK];
+  memcpy(oshape, data->tensor.shape, (size_t)data->n * sizeof(int64_t));
+  oshape[data->n - 1] = units;
+  DLDataType odt = gp_ops_attr_dtype(op, attrs, "out_dtype");
+  if (odt.bits == 0) odt = data->tensor.dtype;
+  return gp_ops_ret(odt, data->n, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.bias_add, nn.batch_norm                                                                  */
+
+static const GPAttrField k_bias_add_attrs[] = {GP_F_INT("axis", 1)};
+
+/* Error unless `vec` is the 1-d tensor (shape[axis]) of data's dtype. */
+static int check_channel_vec(const GPType *data, int32_t axis, const GPType *vec, const char *nm) {
+  int64_t c = data->tensor.shape[axis];
+  if (vec->n != 1 || (vec->tensor.shape[0] != GP_DIM_ANY && c != GP_DIM_ANY &&
+                      vec->tensor.shape[0] != c)) {
+    gp_error_set(GP_ERR_TYPE, "%s (shape %s) must have shape (%lld): data (shape %s) at axis %d",
+                 nm, gp_ops_shape(vec).s, (long long)c, gp_ops_shape(data).s, (int)axis);
+    return -1;
+  }
+  return gp_ops_same_dtype(data, "data", vec, nm);
+}
+
+static int bias_add_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  const GPType *bias = data ? gp_ops_tensor(args, 1, "bias") : NULL;
+  int32_t axis;
+  if (!bias || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0 ||
+      check_channel_vec(data, axis, bias, "bias") != 0)
+    return -1;
+  *out = data;
+  return 0;
+}
+
+static const GPAttrField k_batch_norm_attrs[] = {
+    GP_F_INT("axis", 1),
+    GP_F_FLOAT("epsilon", 1e-5),
+    GP_F_BOOL("center", 1),
+    GP_F_BOOL("scale", 1),
+};
+
+static int batch_norm_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                          int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  static const char *const names[] = {"data", "gamma", "beta", "moving_mean", "moving_var"};
+  if (gp_ops_nargs(nargs, 5) != 0) return -1;
+  const GPType *t[5];
+  for (int32_t i = 0; i < 5; i++)
+    if (!(t[i] = gp_ops_tensor(args, i, names[i]))) return -1;
+  int32_t axis;
+  if (gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), t[0]->n, "axis", t[0], &axis) != 0)
+    return -1;
+  for (int32_t i = 1; i < 5; i++)
+    if (check_channel_vec(t[0], axis, t[i], names[i]) != 0) return -1;
+  const GPType *vec;
+  if (gp_ops_ret(t[0]->tensor.dtype, 1, &t[0]->tensor.shape[axis], &vec) != 0) return -1;
+  const GPType *fields[3] = {t[0], vec, vec};
+  *out = gp_type_tuple(3, fields);
+  return *out ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.dropout                                                                                  */
+
+static const GPAttrField k_dropout_attrs[] = {GP_F_FLOAT("rate", 0.5)};
+
+static int dropout_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  const GPType *fields[2] = {data, data};
+  *out = gp_type_tuple(2, fields);
+  return *out ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pools                                                                                       */
+
+static const GPAttrField k_max_pool2d_attrs[] = {
+    GP_F_REQ("pool_size", GP_ATTR_INTS),
+    GP_F_INTS("strides", k_one2),
+    GP_F_INTS("dilation", k_one2),
+    GP_F_INTS("padding", k_zero2),
+    GP_F_STR("layout", "NCHW"),
+    GP_F_STR("out_layout", ""),
+    GP_F_BOOL("ceil_mode", 0),
+};
+
+static const GPAttrField k_avg_pool2d_attrs[] = {
+    GP_F_REQ("pool_size", GP_ATTR_INTS),
+    GP_F_INTS("strides", k_one2),
+    GP_F_INTS("dilation", k_one2),
+    GP_F_INTS("padding", k_zero2),
+    GP_F_STR("layout", "NCHW"),
+    GP_F_STR("out_layout", ""),
+    GP_F_BOOL("ceil_mode", 0),
+    GP_F_BOOL("count_include_pad", 0),
+};
+
+static const GPAttrField k_global_pool2d_attrs[] = {
+    GP_F_STR("layout", "NCHW"),
+    GP_F_STR("out_layout", ""),
+};
+
+/* Parse the pool layout and find H and W, which must not be split; data's rank must match. */
+static int pool_layout(const GPOp *op, const GPAttrs *attrs, const GPType *data, int32_t *h,
+                       int32_t *w) {
+  GPLayout l;
+  if (gp_layout_parse(gp_ops_attr_str(op, attrs, "layout"), "layout", &l) != 0) return -1;
+  *h = gp_layout_index(&l, 'H');
+  *w = gp_layout_index(&l, 'W');
+  if (*h < 0 || *w < 0 || gp_layout_index(&l, 'h') >= 0 || gp_layout_index(&l, 'w') >= 0) {
+    gp_error_set(GP_ERR_TYPE, "layout \"%s\" must have axes H and W, which cannot be split", l.text);
+    return -1;
+  }
+  if (data->n != l.n) {
+    gp_error_set(GP_ERR_TYPE, "data has rank %d (shape %s) but layout %s has %d axes", (int)data->n,
+                 gp_ops_shape(data).s, l.text, (int)l.n);
+    return -1;
+  }
+  return 0;
+}
+
+static int pool2d_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  int32_t h, w;
+  if (!data || pool_layout(op, attrs, data, &h, &w) != 0) return -1;
+  int64_t pool[2], strides[2], dilation[2], pad[4];
+  if (attr_pair(op, attrs, "pool_size", 1, pool) != 0 ||
+      attr_pair(op, attrs, "strides", 1, strides) != 0 ||
+      attr_pair(op, attrs, "dilation", 1, dilation) != 0 || attr_pad(op, attrs, pad) != 0)
+    return -1;
+  bool ceil_mode = gp_ops_attr_bool(op, attrs, "ceil_mode");
+  int64_t oshape[GP_OPS_MAX_RANK];
+  memcpy(oshape, data->tensor.shape, (size_t)data->n * sizeof(int64_t));
+  if (window_out(data->tensor.shape[h], pad[0] + pad[2], pool[0], dilation[0], strides[0],
+                 ceil_mode, "height", data, &oshape[h]) != 0 ||
+      window_out(data->tensor.shape[w], pad[1] + pad[3], pool[1], dilation[1], strides[1],
+                 ceil_mode, "width", data, &oshape[w]) != 0)
+    return -1;
+  return gp_ops_ret(data->tensor.dtype, data->n, oshape, out);
+}
+
+static int global_pool2d_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                             int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  int32_t h, w;
+  if (!data || pool_layout(op, attrs, data, &h, &w) != 0) return -1;
+  int64_t oshape[GP_OPS_MAX_RANK];
+  memcpy(oshape, data->tensor.shape, (size_t)data->n * sizeof(int64_t));
+  oshape[h] = oshape[w] = 1;
+  return gp_ops_ret(data->tensor.dtype, data->n, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.softmax, nn.lrn, nn.batch_flatten                                                        */
+
+static const GPAttrField k_softmax_attrs[] = {GP_F_INT("axis", -1)};
+
+static int softmax_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  int32_t axis;
+  if (!data || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0)
+    return -1;
+  *out = data;
+  return 0;
+}
+
+static const GPAttrField k_lrn_attrs[] = {
+    GP_F_INT("size", 5),       GP_F_INT("axis", 1),       GP_F_FLOAT("bias", 2.0),
+    GP_F_FLOAT("alpha", 1e-4), GP_F_FLOAT("beta", 0.75),
+};
+
+static int lrn_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                   const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  int32_t axis;
+  if (!data || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0)
+    return -1;
+  int64_t size = gp_ops_attr_int(op, attrs, "size");
+  if (size < 1) {
+    gp_error_set(GP_ERR_TYPE, "size %lld must be >= 1", (long long)size);
+    return -1;
+  }
+  *out = data;
+  return 0;
+}
+
+static int batch_flatten_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                             int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  if (data->n < 1) {
+    gp_error_set(GP_ERR_TYPE, "data must have rank >= 1, got a scalar");
+    return -1;
+  }
+  int64_t oshape[2] = {data->tensor.shape[0], 1};
+  for (int32_t i = 1; i < data->n; i++) oshape[1] = gp_ops_dim_mul(oshape[1], data->tensor.shape[i]);
+  return gp_ops_ret(data->tensor.dtype, 2, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+#define N_ATTRS(a) ((int32_t)GP_ARRAY_LEN(a))
+
+void gp_ops_register_nn(void) {
+  gp_ops_def("nn.conv2d", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_conv2d_attrs,
+             N_ATTRS(k_conv2d_attrs), conv2d_rel, "2-d convolution (NCHW/OIHW, NHWC/HWIO, ...).");
+  gp_ops_def("nn.dense", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_dense_attrs,
+             N_ATTRS(k_dense_attrs), dense_rel, "Fully connected layer: data * weight^T.");
+  gp_ops_def("nn.bias_add", 2, GP_PATTERN_BROADCAST, 0, k_bias_add_attrs,
+             N_ATTRS(k_bias_add_attrs), bias_add_rel, "Add a 1-d bias along axis.");
+  gp_ops_def("nn.batch_norm", 5, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_batch_norm_attrs,
+             N_ATTRS(k_batch_norm_attrs), batch_norm_rel,
+             "Batch normalization (inference); returns (out, mean, var).");
+  /* TVM marks dropout TOpIsStateful (random), so CSE and constant folding leave it alone */
+  gp_ops_def("nn.dropout", 1, GP_PATTERN_OPAQUE, GP_OP_STATEFUL, k_dropout_attrs,
+             N_ATTRS(k_dropout_attrs), dropout_rel, "Dropout; returns (out, mask).");
+  gp_ops_def("nn.max_pool2d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_max_pool2d_attrs,
+             N_ATTRS(k_max_pool2d_attrs), pool2d_rel, "2-d max pooling.");
+  gp_ops_def("nn.avg_pool2d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_avg_pool2d_attrs,
+             N_ATTRS(k_avg_pool2d_attrs), pool2d_rel, "2-d average pooling.");
+  gp_ops_def("nn.global_avg_pool2d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0,
+             k_global_pool2d_attrs, N_ATTRS(k_global_pool2d_attrs), global_pool2d_rel,
+             "2-d global average pooling.");
+  gp_ops_def("nn.softmax", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_softmax_attrs,
+             N_ATTRS(k_softmax_attrs), softmax_rel, "Softmax along axis.");
+  gp_ops_def("nn.lrn", 1, GP_PATTERN_OPAQUE, 0, k_lrn_attrs, N_ATTRS(k_lrn_attrs), lrn_rel,
+             "Local response normalization along axis.");
+  gp_ops_def("nn.batch_flatten", 1, GP_PATTERN_INJECTIVE, 0, NULL, 0, batch_flatten_rel,
+             "Flatten all axes but the first.");
+}

@@ -1,0 +1,51 @@
+/* ops_reduce.c -- reductions: sum, mean (TVM's ReduceRel). */
+#include "ir/ops/ops.h"
+
+static const GPAttrField k_reduce_attrs[] = {
+    GP_F_NONE("axis", GP_ATTR_INTS),
+    GP_F_BOOL("keepdims", 0),
+    GP_F_BOOL("exclude", 0),
+};
+
+static int reduce_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n, nd = data->n;
+  const int64_t *axes = gp_ops_attr_ints(op, attrs, "axis", &n);
+  bool reduce[GP_OPS_MAX_RANK] = {false};
+  if (n < 0) { /* None: every axis (exclude does not apply) */
+    for (int32_t i = 0; i < nd; i++) reduce[i] = true;
+  } else {
+    for (int32_t i = 0; i < n; i++) {
+      int32_t a;
+      if (gp_ops_axis(axes[i], nd, "axis", data, &a) != 0) return -1;
+      if (reduce[a]) {
+        gp_error_set(GP_ERR_TYPE, "axis %s names axis %d twice", gp_ops_ints(n, axes).s, (int)a);
+        return -1;
+      }
+      reduce[a] = true;
+    }
+    if (gp_ops_attr_bool(op, attrs, "exclude"))
+      for (int32_t i = 0; i < nd; i++) reduce[i] = !reduce[i];
+  }
+  bool keepdims = gp_ops_attr_bool(op, attrs, "keepdims");
+  int64_t o[GP_OPS_MAX_RANK];
+  int32_t no = 0;
+  for (int32_t i = 0; i < nd; i++) {
+    if (!reduce[i])
+      o[no++] = data->tensor.shape[i];
+    else if (keepdims)
+      o[no++] = 1;
+  }
+  return gp_ops_ret(data->tensor.dtype, no, o, out);
+}
+
+void gp_ops_register_reduce(void) {
+  gp_ops_def("sum", 1, GP_PATTERN_COMM_REDUCE, 0, k_reduce_attrs,
+             (int32_t)GP_ARRAY_LEN(k_reduce_attrs), reduce_rel, "Sum over axis.");
+  gp_ops_def("mean", 1, GP_PATTERN_COMM_REDUCE, 0, k_reduce_attrs,
+             (int32_t)GP_ARRAY_LEN(k_reduce_attrs), reduce_rel, "Mean over axis.");
+}

@@ -1,0 +1,598 @@
+/* ops_transform.c -- shape transforms: concatenate, reshape, transpose, expand_dims, squeeze,
+ * full/zeros/ones, strided_slice, split, layout_transform. */
+#include "ir/ops/ops.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define N_ATTRS(a) ((int32_t)GP_ARRAY_LEN(a))
+
+/* ------------------------------------------------------------------------------------------ */
+/* concatenate                                                                                 */
+
+static const GPAttrField k_concatenate_attrs[] = {GP_F_INT("axis", 0)};
+
+static int concatenate_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                           int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *tup = args[0];
+  if (!tup || tup->kind != GP_TYPE_TUPLE) {
+    gp_error_set(GP_ERR_TYPE, "data must be a tuple of tensors, got %s", gp_ops_type(tup).s);
+    return -1;
+  }
+  if (tup->n == 0) {
+    gp_error_set(GP_ERR_TYPE, "data must be a non-empty tuple of tensors");
+    return -1;
+  }
+  char what[32];
+  const GPType *first = NULL;
+  for (int32_t i = 0; i < tup->n; i++) {
+    snprintf(what, sizeof what, "field %d of data", (int)i);
+    const GPType *t = gp_ops_tensor(tup->tuple.fields, i, what);
+    if (!t) return -1;
+    if (!first) {
+      first = t;
+      continue;
+    }
+    if (t->n != first->n) {
+      gp_error_set(GP_ERR_TYPE, "all tensors must have the same rank: field 0 has shape %s, field "
+                                "%d has shape %s",
+                   gp_ops_shape(first).s, (int)i, gp_ops_shape(t).s);
+      return -1;
+    }
+    if (!gp_dtype_eq(t->tensor.dtype, first->tensor.dtype)) {
+      gp_error_set(GP_ERR_TYPE, "all tensors must have the same dtype: field 0 is %s, field %d is %s",
+                   gp_ops_dtype(first->tensor.dtype).s, (int)i, gp_ops_dtype(t->tensor.dtype).s);
+      return -1;
+    }
+  }
+  if (first->n == 0) {
+    gp_error_set(GP_ERR_TYPE, "cannot concatenate scalars");
+    return -1;
+  }
+  int32_t axis;
+  if (gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), first->n, "axis", first, &axis) != 0)
+    return -1;
+  int64_t oshape[GP_OPS_MAX_RANK];
+  for (int32_t d = 0; d < first->n; d++) {
+    int64_t acc = d == axis ? 0 : -2; /* -2: no known value yet */
+    bool any = false;
+    for (int32_t i = 0; i < tup->n; i++) {
+      int64_t v = tup->tuple.fields[i]->tensor.shape[d];
+      if (v == GP_DIM_ANY) {
+        any = true;
+      } else if (d == axis) {
+        acc += v;
+      } else if (acc == -2) {
+        acc = v;
+      } else if (acc != v) {
+        int32_t j = 0;
+        while (tup->tuple.fields[j]->tensor.shape[d] != acc) j++;
+        gp_error_set(GP_ERR_TYPE,
+                     "shapes must match except on the concatenation axis %d: field %d has shape "
+                     "%s, field %d has shape %s",
+                     (int)axis, (int)j, gp_ops_shape(tup->tuple.fields[j]).s, (int)i,
+                     gp_ops_shape(tup->tuple.fields[i]).s);
+        return -1;
+      }
+    }
+    oshape[d] = any ? GP_DIM_ANY : acc;
+  }
+  return gp_ops_ret(first->tensor.dtype, first->n, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reshape                                                                                     */
+
+static const GPAttrField k_reshape_attrs[] = {
+    GP_F_REQ("newshape", GP_ATTR_INTS),
+    GP_F_BOOL("allowzero", 0),
+};
+
+/* Relay's special values: 0 copy (unless allowzero), -1 infer, -2 copy the rest, -3 merge two,
+ * -4 split one into the next two values (one may be -1). */
+static int reshape_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n;
+  const int64_t *ns = gp_ops_attr_ints(op, attrs, "newshape", &n);
+  if (n < 0) {
+    gp_error_set(GP_ERR_TYPE, "attribute newshape is required");
+    return -1;
+  }
+  bool allowzero = gp_ops_attr_bool(op, attrs, "allowzero");
+  const int64_t *in = data->tensor.shape;
+  int32_t ni = data->n, src = 0, no = 0, infer = -1;
+  int64_t o[GP_OPS_MAX_RANK];
+  bool used_in[GP_OPS_MAX_RANK] = {false}, used_out[GP_OPS_MAX_RANK] = {false};
+#define NS_ERR(...)                                                                           \
+  do {                                                                                        \
+    GPBuf b_ = {0};                                                                           \
+    gp_buf_printf(&b_, __VA_ARGS__);                                                          \
+    gp_error_set(GP_ERR_TYPE, "newshape %s for data (shape %s): %s", gp_ops_ints(n, ns).s,     \
+                 gp_ops_shape(data).s, b_.data);                                              \
+    gp_buf_free(&b_);                                                                         \
+    return -1;                                                                                \
+  } while (0)
+  for (int32_t i = 0; i < n; i++) {
+    int64_t v = ns[i];
+    if (no >= GP_OPS_MAX_RANK) NS_ERR("too many dimensions");
+    if (v > 0 || (v == 0 && allowzero)) {
+      o[no++] = v;
+      src++;
+    } else if (v == 0) {
+      if (src >= ni) NS_ERR("0 at position %d has no input dimension to copy", (int)i);
+      used_in[src] = used_out[no] = true;
+      o[no++] = in[src++];
+    } else if (v == -1) {
+      if (infer >= 0) NS_ERR("only one dimension can be -1");
+      infer = no;
+      o[no++] = 1;
+      src++;
+    } else if (v == -2) {
+      while (src < ni) {
+        if (no >= GP_OPS_MAX_RANK) NS_ERR("too many dimensions");
+        used_in[src] = used_out[no] = true;
+        o[no++] = in[src++];
+      }
+    } else if (v == -3) {
+      if (src + 1 >= ni) NS_ERR("-3 at position %d needs two input dimensions to merge", (int)i);
+      used_in[src] = used_in[src + 1] = used_out[no] = true;
+      o[no++] = gp_ops_dim_mul(in[src], in[src + 1]);
+      src += 2;
+    } else if (v == -4) {
+      if (i + 2 >= n) NS_ERR("-4 at position %d must be followed by two values", (int)i);
+      if (src >= ni) NS_ERR("-4 at position %d has no input dimension to split", (int)i);
+      if (no + 1 >= GP_OPS_MAX_RANK) NS_ERR("too many dimensions");
+      int64_t d0 = in[src], d1 = ns[i + 1], d2 = ns[i + 2];
+      used_in[src++] = true;
+      i += 2;
+      if ((d1 == -1 && d2 == -1) || d1 < -1 || d2 < -1 || d1 == 0 || d2 == 0)
+        NS_ERR("-4 split values %lld, %lld must be positive (at most one -1)", (long long)d1,
+               (long long)d2);
+      int64_t k = d1 == -1 ? d2 : d2 == -1 ? d1 : d1 * d2; /* known factor or product */
+      if (d0 != GP_DIM_ANY && ((d1 == -1 || d2 == -1) ? d0 % k != 0 : k != d0))
+        NS_ERR("-4 cannot split dimension %lld into %lld * %lld", (long long)d0,
+               (long long)ns[i - 1], (long long)ns[i]);
+      if (d1 == -1) d1 = d0 == GP_DIM_ANY ? GP_DIM_ANY : d0 / d2;
+      if (d2 == -1) d2 = d0 == GP_DIM_ANY ? GP_DIM_ANY : d0 / d1;
+      used_out[no] = used_out[no + 1] = true;
+      o[no++] = d1;
+      o[no++] = d2;
+    } else {
+      NS_ERR("unsupported value %lld", (long long)v);
+    }
+  }
+  /* Element counts: known only when every dim involved is known. */
+  int64_t in_rest = 1, out_rest = 1;
+  for (int32_t i = 0; i < ni; i++)
+    if (infer < 0 || !used_in[i]) in_rest = gp_ops_dim_mul(in_rest, in[i]);
+  for (int32_t i = 0; i < no; i++)
+    if (i != infer && (infer < 0 || !used_out[i])) out_rest = gp_ops_dim_mul(out_rest, o[i]);
+  if (infer >= 0) {
+    if (in_rest == GP_DIM_ANY || out_rest == GP_DIM_ANY)
+      o[infer] = GP_DIM_ANY;
+    else if (out_rest == 0 || in_rest % out_rest != 0)
+      NS_ERR("cannot infer the -1 dimension: %lld elements are not divisible by %lld",
+             (long long)in_rest, (long long)out_rest);
+    else
+      o[infer] = in_rest / out_rest;
+  } else if (in_rest != GP_DIM_ANY && out_rest != GP_DIM_ANY && in_rest != out_rest) {
+    NS_ERR("the result %s has %lld elements, data has %lld", gp_ops_dims(no, o).s,
+           (long long)out_rest, (long long)in_rest);
+  }
+#undef NS_ERR
+  return gp_ops_ret(data->tensor.dtype, no, o, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* transpose, expand_dims, squeeze                                                             */
+
+static const GPAttrField k_transpose_attrs[] = {GP_F_NONE("axes", GP_ATTR_INTS)};
+
+static int transpose_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                         int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n, nd = data->n;
+  const int64_t *axes = gp_ops_attr_ints(op, attrs, "axes", &n);
+  int64_t o[GP_OPS_MAX_RANK];
+  if (n < 0 || (n == 0 && nd > 0)) { /* None (or []): reverse */
+    for (int32_t i = 0; i < nd; i++) o[i] = data->tensor.shape[nd - 1 - i];
+    return gp_ops_ret(data->tensor.dtype, nd, o, out);
+  }
+  if (n != nd) {
+    gp_error_set(GP_ERR_TYPE, "axes %s must have one entry per dimension of data (shape %s)",
+                 gp_ops_ints(n, axes).s, gp_ops_shape(data).s);
+    return -1;
+  }
+  bool seen[GP_OPS_MAX_RANK] = {false};
+  for (int32_t i = 0; i < n; i++) {
+    int32_t a;
+    if (gp_ops_axis(axes[i], nd, "axis", data, &a) != 0) return -1;
+    if (seen[a]) {
+      gp_error_set(GP_ERR_TYPE, "axes %s is not a permutation: axis %d repeats",
+                   gp_ops_ints(n, axes).s, (int)a);
+      return -1;
+    }
+    seen[a] = true;
+    o[i] = data->tensor.shape[a];
+  }
+  return gp_ops_ret(data->tensor.dtype, nd, o, out);
+}
+
+static const GPAttrField k_expand_dims_attrs[] = {
+    GP_F_REQ("axis", GP_ATTR_INT),
+    GP_F_INT("num_newaxis", 1),
+};
+
+static int expand_dims_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                           int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  if (gp_ops_attr_none(op, attrs, "axis")) {
+    gp_error_set(GP_ERR_TYPE, "attribute axis is required");
+    return -1;
+  }
+  int64_t axis = gp_ops_attr_int(op, attrs, "axis");
+  int64_t k = gp_ops_attr_int(op, attrs, "num_newaxis");
+  int32_t nd = data->n;
+  if (k < 0 || nd + k > GP_OPS_MAX_RANK) {
+    gp_error_set(GP_ERR_TYPE, "num_newaxis %lld must be in [0, %d]", (long long)k,
+                 GP_OPS_MAX_RANK - nd);
+    return -1;
+  }
+  if (axis < -(int64_t)nd - 1 || axis > nd) {
+    gp_error_set(GP_ERR_TYPE, "axis %lld is out of range [%d, %d] for data (shape %s)",
+                 (long long)axis, -(int)nd - 1, (int)nd, gp_ops_shape(data).s);
+    return -1;
+  }
+  int32_t a = (int32_t)(axis < 0 ? axis + nd + 1 : axis);
+  int64_t o[GP_OPS_MAX_RANK];
+  int32_t no = 0;
+  for (int32_t i = 0; i < a; i++) o[no++] = data->tensor.shape[i];
+  for (int64_t i = 0; i < k; i++) o[no++] = 1;
+  for (int32_t i = a; i < nd; i++) o[no++] = data->tensor.shape[i];
+  return gp_ops_ret(data->tensor.dtype, no, o, out);
+}
+
+static const GPAttrField k_squeeze_attrs[] = {GP_F_NONE("axis", GP_ATTR_INTS)};
+
+static int squeeze_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n, nd = data->n;
+  const int64_t *axes = gp_ops_attr_ints(op, attrs, "axis", &n);
+  bool drop[GP_OPS_MAX_RANK] = {false};
+  if (n < 0) {
+    for (int32_t i = 0; i < nd; i++) drop[i] = data->tensor.shape[i] == 1;
+  } else {
+    for (int32_t i = 0; i < n; i++) {
+      int32_t a;
+      if (gp_ops_axis(axes[i], nd, "axis", data, &a) != 0) return -1;
+      int64_t d = data->tensor.shape[a];
+      if (d != 1 && d != GP_DIM_ANY) {
+        gp_error_set(GP_ERR_TYPE, "axis %d of data (shape %s) has extent %lld, not 1", (int)a,
+                     gp_ops_shape(data).s, (long long)d);
+        return -1;
+      }
+      drop[a] = true;
+    }
+  }
+  int64_t o[GP_OPS_MAX_RANK];
+  int32_t no = 0;
+  for (int32_t i = 0; i < nd; i++)
+    if (!drop[i]) o[no++] = data->tensor.shape[i];
+  return gp_ops_ret(data->tensor.dtype, no, o, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* full, zeros, ones                                                                           */
+
+static const GPAttrField k_init_attrs[] = {
+    GP_F_REQ("shape", GP_ATTR_INTS),
+    GP_F_DTYPE_VOID("dtype"),
+};
+
+static int init_shape(const GPOp *op, const GPAttrs *attrs, int32_t *n, const int64_t **shape) {
+  *shape = gp_ops_attr_ints(op, attrs, "shape", n);
+  if (*n < 0) {
+    gp_error_set(GP_ERR_TYPE, "attribute shape is required");
+    return -1;
+  }
+  if (*n > GP_OPS_MAX_RANK) {
+    gp_error_set(GP_ERR_TYPE, "shape has rank %d; at most %d is supported", (int)*n, GP_OPS_MAX_RANK);
+    return -1;
+  }
+  for (int32_t i = 0; i < *n; i++)
+    if ((*shape)[i] < 0) {
+      gp_error_set(GP_ERR_TYPE, "shape %s has a negative dimension", gp_ops_ints(*n, *shape).s);
+      return -1;
+    }
+  return 0;
+}
+
+static int full_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                    const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *fill = gp_ops_tensor(args, 0, "fill_value");
+  if (!fill) return -1;
+  if (fill->n != 0) {
+    gp_error_set(GP_ERR_TYPE, "fill_value must be a scalar, got shape %s", gp_ops_shape(fill).s);
+    return -1;
+  }
+  int32_t n;
+  const int64_t *shape;
+  if (init_shape(op, attrs, &n, &shape) != 0) return -1;
+  DLDataType dt = gp_ops_attr_dtype(op, attrs, "dtype");
+  if (dt.bits == 0) dt = fill->tensor.dtype;
+  return gp_ops_ret(dt, n, shape, out);
+}
+
+static int init_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                    const GPType **out, void *user) {
+  GP_UNUSED(user), GP_UNUSED(args);
+  if (gp_ops_nargs(nargs, 0) != 0) return -1;
+  int32_t n;
+  const int64_t *shape;
+  if (init_shape(op, attrs, &n, &shape) != 0) return -1;
+  DLDataType dt = gp_ops_attr_dtype(op, attrs, "dtype");
+  if (dt.bits == 0) {
+    gp_error_set(GP_ERR_TYPE, "attribute dtype is required");
+    return -1;
+  }
+  return gp_ops_ret(dt, n, shape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* strided_slice                                                                               */
+
+static const GPAttrField k_strided_slice_attrs[] = {
+    GP_F_REQ("begin", GP_ATTR_INTS),
+    GP_F_REQ("end", GP_ATTR_INTS),
+    GP_F_NONE("strides", GP_ATTR_INTS),
+    GP_F_STR("slice_mode", "end"),
+    GP_F_NONE("axes", GP_ATTR_INTS),
+};
+
+/* TVM's CanonicalizeIndex: negative counts from the end, then clamp to the valid range. */
+static int64_t canon_index(int64_t i, int64_t extent, int64_t stride) {
+  int64_t lo = stride < 0 ? -1 : 0, hi = stride < 0 ? extent - 1 : extent;
+  if (i < 0) i += extent;
+  return i < lo ? lo : i > hi ? hi : i;
+}
+
+static int strided_slice_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                             int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t nb, ne, ns, na, nd = data->n;
+  const int64_t *begin = gp_ops_attr_ints(op, attrs, "begin", &nb);
+  const int64_t *end = gp_ops_attr_ints(op, attrs, "end", &ne);
+  const int64_t *strides = gp_ops_attr_ints(op, attrs, "strides", &ns);
+  const int64_t *axes = gp_ops_attr_ints(op, attrs, "axes", &na);
+  const char *mode = gp_ops_attr_str(op, attrs, "slice_mode");
+  bool size_mode = strcmp(mode, "size") == 0;
+  if (!size_mode && strcmp(mode, "end") != 0) {
+    gp_error_set(GP_ERR_TYPE, "slice_mode \"%s\" must be \"end\" or \"size\"", mode);
+    return -1;
+  }
+  if (nb < 0 || ne < 0) {
+    gp_error_set(GP_ERR_TYPE, "attributes begin and end are required");
+    return -1;
+  }
+  if (ns < 0) ns = 0;
+  /* the sliced axes: `axes` when given (begin/end/strides then have one entry per axis), else
+   * the leading ones */
+  int32_t nsl = na >= 0 ? na : (nb > ne ? nb : ne);
+  if (na >= 0 && (nb != na || ne != na || ns > na)) {
+    gp_error_set(GP_ERR_TYPE, "begin %s, end %s and strides %s must have one entry per axis in %s",
+                 gp_ops_ints(nb, begin).s, gp_ops_ints(ne, end).s, gp_ops_ints(ns, strides).s,
+                 gp_ops_ints(na, axes).s);
+    return -1;
+  }
+  if (nsl > nd) {
+    gp_error_set(GP_ERR_TYPE, "begin %s and end %s have more entries than data (shape %s) has axes",
+                 gp_ops_ints(nb, begin).s, gp_ops_ints(ne, end).s, gp_ops_shape(data).s);
+    return -1;
+  }
+  int64_t o[GP_OPS_MAX_RANK];
+  memcpy(o, data->tensor.shape, (size_t)nd * sizeof(int64_t));
+  bool seen[GP_OPS_MAX_RANK] = {false};
+  for (int32_t i = 0; i < nsl; i++) {
+    int32_t a = i;
+    if (na >= 0 && gp_ops_axis(axes[i], nd, "axes entry", data, &a) != 0) return -1;
+    if (seen[a]) {
+      gp_error_set(GP_ERR_TYPE, "axes %s repeats axis %d", gp_ops_ints(na, axes).s, (int)a);
+      return -1;
+    }
+    seen[a] = true;
+    int64_t stride = size_mode || i >= ns ? 1 : strides[i];
+    if (stride == 0) {
+      gp_error_set(GP_ERR_TYPE, "strides %s has a zero stride", gp_ops_ints(ns, strides).s);
+      return -1;
+    }
+    int64_t extent = data->tensor.shape[a];
+    if (extent == GP_DIM_ANY) {
+      o[a] = GP_DIM_ANY;
+      continue;
+    }
+    int64_t b = i < nb ? begin[i] : (stride > 0 ? 0 : INT64_MAX);
+    int64_t e;
+    if (i >= ne) /* as TVM: a missing end with a negative stride stops before index 0 */
+      e = stride < 0 ? 0 : INT64_MAX;
+    else if (size_mode)
+      e = end[i] < 0 || end[i] > INT64_MAX - extent ? INT64_MAX : canon_index(b, extent, 1) + end[i];
+    else
+      e = end[i];
+    int64_t cb = canon_index(b, extent, stride), ce = canon_index(e, extent, stride);
+    if (stride > 0 ? cb > ce : cb < ce) {
+      gp_error_set(GP_ERR_TYPE,
+                   "begin %lld and end %lld (stride %lld) select a negative range on axis %d of "
+                   "data (shape %s)",
+                   (long long)b, (long long)e, (long long)stride, (int)a, gp_ops_shape(data).s);
+      return -1;
+    }
+    o[a] = stride > 0 ? (ce - cb + stride - 1) / stride : (cb - ce - stride - 1) / -stride;
+  }
+  return gp_ops_ret(data->tensor.dtype, nd, o, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* split                                                                                       */
+
+static const GPAttrField k_split_attrs[] = {
+    GP_F_REQ("indices_or_sections", GP_ATTR_NONE), /* an INT (sections) or INTS (indices) */
+    GP_F_INT("axis", 0),
+};
+
+static int split_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                     int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  int32_t axis;
+  if (!data) return -1;
+  if (data->n == 0) {
+    gp_error_set(GP_ERR_TYPE, "cannot split a scalar");
+    return -1;
+  }
+  if (gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0)
+    return -1;
+  const GPAttrValue *ios = gp_ops_attr(op, attrs, "indices_or_sections");
+  int64_t dim = data->tensor.shape[axis];
+  int64_t o[GP_OPS_MAX_RANK];
+  memcpy(o, data->tensor.shape, (size_t)data->n * sizeof(int64_t));
+  GPVec fields = {0};
+  int rc = -1;
+  if (ios->kind == GP_ATTR_INT) {
+    int64_t sections = ios->i;
+    if (sections < 1 || sections > 1 << 20) {
+      gp_error_set(GP_ERR_TYPE, "indices_or_sections %lld must be a positive number of sections",
+                   (long long)sections);
+      return -1;
+    }
+    if (dim != GP_DIM_ANY && dim % sections != 0) {
+      gp_error_set(GP_ERR_TYPE,
+                   "indices_or_sections %lld does not divide axis %d of data (shape %s), extent "
+                   "%lld",
+                   (long long)sections, (int)axis, gp_ops_shape(data).s, (long long)dim);
+      return -1;
+    }
+    o[axis] = dim == GP_DIM_ANY ? GP_DIM_ANY : dim / sections;
+    const GPType *t;
+    if (gp_ops_ret(data->tensor.dtype, data->n, o, &t) != 0) return -1;
+    for (int64_t i = 0; i < sections; i++) gp_vec_push(&fields, (void *)t);
+  } else if (ios->kind == GP_ATTR_INTS) {
+    int64_t prev = 0;
+    for (int32_t i = 0; i <= ios->n; i++) {
+      int64_t idx = i < ios->n ? ios->ints[i] : dim;
+      if (i < ios->n && (idx <= prev || (dim != GP_DIM_ANY && idx >= dim))) {
+        gp_error_set(GP_ERR_TYPE,
+                     "indices_or_sections %s must be strictly ascending and inside (0, %lld), the "
+                     "extent of axis %d of data (shape %s)",
+                     gp_ops_ints(ios->n, ios->ints).s, (long long)dim, (int)axis,
+                     gp_ops_shape(data).s);
+        goto done;
+      }
+      o[axis] = idx == GP_DIM_ANY ? GP_DIM_ANY : idx - prev;
+      prev = idx;
+      const GPType *t;
+      if (gp_ops_ret(data->tensor.dtype, data->n, o, &t) != 0) goto done;
+      gp_vec_push(&fields, (void *)t);
+    }
+  } else {
+    gp_error_set(GP_ERR_TYPE, "indices_or_sections must be an int (sections) or a list of ints "
+                              "(indices)");
+    return -1;
+  }
+  *out = gp_type_tuple((int32_t)fields.len, (const GPType *const *)fields.items);
+  rc = *out ? 0 : -1;
+done:
+  gp_vec_free(&fields);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* layout_transform                                                                            */
+
+static const GPAttrField k_layout_transform_attrs[] = {
+    GP_F_REQ("src_layout", GP_ATTR_STR),
+    GP_F_REQ("dst_layout", GP_ATTR_STR),
+};
+
+static int layout_transform_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                                int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  GPLayout src, dst;
+  if (gp_layout_parse(gp_ops_attr_str(op, attrs, "src_layout"), "src_layout", &src) != 0 ||
+      gp_layout_parse(gp_ops_attr_str(op, attrs, "dst_layout"), "dst_layout", &dst) != 0)
+    return -1;
+  for (int32_t i = 0; i < src.n; i++)
+    if (!src.factor[i] && gp_layout_index(&dst, src.axis[i]) < 0) {
+      gp_error_set(GP_ERR_TYPE, "src_layout %s and dst_layout %s do not have the same axes (%c)",
+                   src.text, dst.text, src.axis[i]);
+      return -1;
+    }
+  for (int32_t i = 0; i < dst.n; i++)
+    if (!dst.factor[i] && gp_layout_index(&src, dst.axis[i]) < 0) {
+      gp_error_set(GP_ERR_TYPE, "src_layout %s and dst_layout %s do not have the same axes (%c)",
+                   src.text, dst.text, dst.axis[i]);
+      return -1;
+    }
+  int64_t primal[26], o[GP_LAYOUT_MAX];
+  if (gp_layout_to_primal(&src, data, "data", primal) != 0 ||
+      gp_layout_from_primal(&dst, primal, o) != 0)
+    return -1;
+  return gp_ops_ret(data->tensor.dtype, dst.n, o, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+void gp_ops_register_transform(void) {
+  gp_ops_def("concatenate", 1, GP_PATTERN_INJECTIVE, 0, k_concatenate_attrs,
+             N_ATTRS(k_concatenate_attrs), concatenate_rel,
+             "Concatenate a tuple of tensors along axis.");
+  gp_ops_def("reshape", 1, GP_PATTERN_INJECTIVE, GP_OP_RESHAPE_ONLY, k_reshape_attrs,
+             N_ATTRS(k_reshape_attrs), reshape_rel,
+             "Reshape (newshape special values 0, -1, -2, -3, -4).");
+  gp_ops_def("transpose", 1, GP_PATTERN_INJECTIVE, 0, k_transpose_attrs,
+             N_ATTRS(k_transpose_attrs), transpose_rel, "Permute axes (reverse when None).");
+  gp_ops_def("expand_dims", 1, GP_PATTERN_BROADCAST, 0, k_expand_dims_attrs,
+             N_ATTRS(k_expand_dims_attrs), expand_dims_rel,
+             "Insert num_newaxis axes of extent 1 at axis.");
+  gp_ops_def("squeeze", 1, GP_PATTERN_INJECTIVE, 0, k_squeeze_attrs, N_ATTRS(k_squeeze_attrs),
+             squeeze_rel, "Remove axes of extent 1 (all when axis is None).");
+  gp_ops_def("full", 1, GP_PATTERN_ELEMWISE, 0, k_init_attrs, N_ATTRS(k_init_attrs), full_rel,
+             "A tensor of shape filled with the scalar fill_value.");
+  gp_ops_def("zeros", 0, GP_PATTERN_ELEMWISE, 0, k_init_attrs, N_ATTRS(k_init_attrs), init_rel,
+             "A tensor of zeros.");
+  gp_ops_def("ones", 0, GP_PATTERN_ELEMWISE, 0, k_init_attrs, N_ATTRS(k_init_attrs), init_rel,
+             "A tensor of ones.");
+  gp_ops_def("strided_slice", 1, GP_PATTERN_INJECTIVE, 0, k_strided_slice_attrs,
+             N_ATTRS(k_strided_slice_attrs), strided_slice_rel,
+             "Slice with begin, end and strides (negative indices count from the end).");
+  gp_ops_def("split", 1, GP_PATTERN_INJECTIVE, 0, k_split_attrs, N_ATTRS(k_split_attrs),
+             split_rel, "Split into equal sections or at indices along axis; returns a tuple.");
+  gp_ops_def("layout_transform", 1, GP_PATTERN_INJECTIVE, 0, k_layout_transform_attrs,
+             N_ATTRS(k_layout_transform_attrs), layout_transform_rel,
+             "Change the data layout (e.g. NCHW -> NHWC, NCHW -> NCHW16c).");
+}

@@ -1,0 +1,148 @@
+/* support.c -- plugin-local helpers: a pointer map, child access, the pass calling convention. */
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n, size);
+  if (!p) {
+    fputs("graphpass std plugin: out of memory\n", stderr);
+    abort();
+  }
+  return p;
+}
+
+static size_t phash(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static size_t pslot(const void *const *keys, size_t cap, const void *key) {
+  size_t i = phash(key) & (cap - 1);
+  while (keys[i] && keys[i] != key) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+void *pmap_get(const PMap *m, const void *key) {
+  if (!m->cap) return NULL;
+  size_t i = pslot(m->keys, m->cap, key);
+  return m->keys[i] ? m->vals[i] : NULL;
+}
+
+bool pmap_has(const PMap *m, const void *key) {
+  return m->cap && m->keys[pslot(m->keys, m->cap, key)] != NULL;
+}
+
+void pmap_put(PMap *m, const void *key, void *val) {
+  if ((m->len + 1) * 4 > m->cap * 3) {
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    const void **nk = xcalloc(ncap, sizeof *nk);
+    void **nv = xcalloc(ncap, sizeof *nv);
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) {
+        size_t j = pslot(nk, ncap, m->keys[i]);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+      }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+  }
+  size_t i = pslot(m->keys, m->cap, key);
+  if (!m->keys[i]) {
+    m->keys[i] = key;
+    m->len++;
+  }
+  m->vals[i] = val;
+}
+
+void pmap_free(PMap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+int32_t std_num_children(const GPExpr *e) {
+  switch (ekind(e)) {
+  case GP_TI_CALL: return 1 + ((const GPCall *)e)->nargs;
+  case GP_TI_TUPLE: return ((const GPTuple *)e)->n;
+  case GP_TI_TUPLE_GET_ITEM: return 1;
+  case GP_TI_FUNCTION_EXPR: return ((const GPFunctionExpr *)e)->nparams + 1;
+  case GP_TI_LET:
+  case GP_TI_IF: return 3;
+  default: return 0;
+  }
+}
+
+GPExpr *std_child_at(const GPExpr *e, int32_t i) {
+  switch (ekind(e)) {
+  case GP_TI_CALL: return i == 0 ? ((const GPCall *)e)->op : ((const GPCall *)e)->args[i - 1];
+  case GP_TI_TUPLE: return ((const GPTuple *)e)->fields[i];
+  case GP_TI_TUPLE_GET_ITEM: return ((const GPTupleGetItem *)e)->tuple;
+  case GP_TI_FUNCTION_EXPR: {
+    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
+    return i < f->nparams ? (GPExpr *)f->params[i] : f->body;
+  }
+  case GP_TI_LET: {
+    const GPLet *l = (const GPLet *)e;
+    return i == 0 ? (GPExpr *)l->var : i == 1 ? l->value : l->body;
+  }
+  case GP_TI_IF: {
+    const GPIf *f = (const GPIf *)e;
+    return i == 0 ? f->cond : i == 1 ? f->then_branch : f->else_branch;
+  }
+  default: return NULL;
+  }
+}
+
+bool std_is_binding(const GPExpr *e, int32_t i) {
+  if (ekind(e) == GP_TI_LET) return i == 0;
+  if (ekind(e) == GP_TI_FUNCTION_EXPR) return i < ((const GPFunctionExpr *)e)->nparams;
+  return false;
+}
+
+int std_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule **mod, GPPassContext **ctx) {
+  if (nargs != 2 || args[0].type_index != GP_TI_MODULE || !args[0].v_obj ||
+      args[1].type_index != GP_TI_OPAQUE_PTR) {
+    H->error_set(GP_ERR_VALUE, "%s: expects (module, pass context), got %d arguments", pass, (int)nargs);
+    return -1;
+  }
+  *mod = (GPModule *)args[0].v_obj;
+  *ctx = (GPPassContext *)args[1].v_ptr;
+  return 0;
+}
+
+int std_return_module(GPAny *result, GPModule *mod) {
+  if (!mod) return -1;
+  result->type_index = GP_TI_MODULE;
+  result->zero_padding = 0;
+  result->v_obj = &mod->obj;
+  return 0;
+}
+
+bool std_config_bool(GPPassContext *ctx, const char *key, bool dflt) {
+  GPAny v = {0};
+  if (!ctx || H->ctx_get_config(ctx, key, &v) != 0) {
+    H->error_clear();
+    return dflt;
+  }
+  return v.type_index == GP_TI_BOOL || v.type_index == GP_TI_INT ? v.v_int64 != 0 : dflt;
+}
+
+const char *std_config_str(GPPassContext *ctx, const char *key, const char *dflt) {
+  GPAny v = {0};
+  if (!ctx || H->ctx_get_config(ctx, key, &v) != 0) {
+    H->error_clear();
+    return dflt;
+  }
+  if (v.type_index == GP_TI_RAW_STR) return v.v_c_str;
+  if (v.type_index == GP_TI_STR) return ((GPString *)v.v_obj)->data;
+  return dflt;
+}

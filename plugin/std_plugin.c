@@ -1,0 +1,29 @@
+/* std_plugin.c -- the entry of the standard pass plugin (build/plugins/libgp_std.so).
+ * Its only exported symbol is graphpass_plugin_entry. */
+#include "../passes/passes.h"
+
+const GPHostAPI *gp_std_host;
+
+/* The default optimization set of the `llvm` target (grows as passes land). */
+static const char default_llvm[] = "RemoveUnusedFunctions,DeadCodeElimination";
+
+static int std_initialize(const GPHostAPI *host) {
+  if (!host || host->struct_size < GP_STRUCT_SIZE(GPHostAPI, plugin_load)) return -1;
+  gp_std_host = host;
+  int (*const regs[])(void) = {std_register_infer_type, std_register_remove_unused_functions,
+                                std_register_dead_code_elimination, std_register_print_ir};
+  for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+    if (regs[i]() != 0) return -1;
+  return H->opt_set_register("llvm", "default", default_llvm);
+}
+
+static const GPPluginAPI std_plugin = {
+    .struct_size = sizeof(GPPluginAPI),
+    .abi_version = GP_ABI_VERSION,
+    .name = "std",
+    .version = "0.1.0",
+    .initialize = std_initialize,
+    .finalize = 0,
+};
+
+GP_EXPORT const GPPluginAPI *graphpass_plugin_entry(void) { return &std_plugin; }

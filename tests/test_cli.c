@@ -1,0 +1,155 @@
+/* test_cli.c -- the `graphpass` command and the embedding example, run as a user runs them. */
+#include "test_helpers.h"
+
+static char *cmd(const char *fmt, const char *a) {
+  GPBuf b = {0};
+  gp_buf_printf(&b, "%s/bin/graphpass ", th_build_dir());
+  gp_buf_printf(&b, fmt, a, a, a);
+  return gp_buf_take(&b);
+}
+
+static int run(const char *fmt, const char *arg, char **out) {
+  char *c = cmd(fmt, arg ? arg : "");
+  int rc = th_run(c, out);
+  gp_free(c);
+  return rc;
+}
+
+Test(cli, opt_on_the_bundled_example_with_stats) {
+  char *out;
+  int rc = run("opt examples/resnet_block.relay --stats", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "stat functions 1\n"), "%s", out);
+  cr_assert(strstr(out, "stat op:nn.conv2d 2\n"), "%s", out);
+  cr_assert(strstr(out, "stat primitive_functions 0\n"), "%s", out);
+  cr_assert(strstr(out, "stat calls "), "%s", out);
+  cr_assert_null(strstr(out, "@add_func"), "%s", out);
+  gp_free(out);
+}
+
+Test(cli, output_reparses_to_the_same_module) {
+  char *out;
+  char *tmp = th_path("tests/cli_out.relay");
+  int rc = run("opt examples/resnet_block.relay -o %s", tmp, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  gp_free(out);
+  GPModule *a = th_parse_file(tmp);
+  GPBuf b = {0};
+  gp_buf_printf(&b, "opt %s --pipeline PrintIR{show_types=false} --config PrintIR.file=/dev/null", tmp);
+  rc = run("%s", b.data, &out);
+  gp_buf_free(&b);
+  cr_assert_eq(rc, 0, "%s", out);
+  GPModule *c = gp_parse(out, strlen(out), "stdout");
+  cr_assert(c, "%s\n%s", gp_error_message(), out);
+  th_assert_module_eq(c, a);
+  gp_release(a);
+  gp_release(c);
+  remove(tmp);
+  gp_free(tmp);
+  gp_free(out);
+}
+
+Test(cli, parse_error_has_location_and_exit_1) {
+  char *out;
+  int rc = run("opt tests/data/passes/../../../README.md", NULL, &out);
+  cr_assert_eq(rc, 1, "%s", out);
+  cr_assert(strstr(out, "README.md:1:1: error:") || strstr(out, "README.md:"), "%s", out);
+  gp_free(out);
+  rc = run("opt /nonexistent.relay", NULL, &out);
+  cr_assert_eq(rc, 1, "%s", out);
+  cr_assert(strstr(out, "/nonexistent.relay"), "%s", out);
+  gp_free(out);
+}
+
+Test(cli, usage_errors_exit_2) {
+  char *out;
+  cr_assert_eq(run("opt", NULL, &out), 2, "%s", out);
+  gp_free(out);
+  cr_assert_eq(run("opt examples/resnet_block.relay --bogus", NULL, &out), 2, "%s", out);
+  gp_free(out);
+  cr_assert_eq(run("opt examples/resnet_block.relay --pipeline NoSuchPass", NULL, &out), 2, "%s", out);
+  cr_assert(strstr(out, "NoSuchPass"), "%s", out);
+  gp_free(out);
+  cr_assert_eq(run("opt examples/resnet_block.relay --config Nope.key=1", NULL, &out), 2, "%s", out);
+  cr_assert(strstr(out, "DeadCodeElimination.inline_once"), "valid keys should be listed: %s", out);
+  gp_free(out);
+  cr_assert_eq(run("frobnicate", NULL, &out), 2, "%s", out);
+  gp_free(out);
+}
+
+Test(cli, pass_failure_exit_3_names_the_pass) {
+  char *out;
+  int rc = run("opt examples/resnet_block.relay --pipeline RemoveUnusedFunctions "
+               "--config RemoveUnusedFunctions.entry_functions=nope",
+               NULL, &out);
+  cr_assert_eq(rc, 3, "%s", out);
+  cr_assert(strstr(out, "RemoveUnusedFunctions"), "%s", out);
+  gp_free(out);
+}
+
+Test(cli, explain_and_time_passes) {
+  char *out;
+  int rc = run("opt examples/resnet_block.relay --explain --time-passes -o /dev/null", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: InferType: ran"), "%s", out);
+  cr_assert(strstr(out, "explain: DeadCodeElimination: ran"), "%s", out);
+  cr_assert(strstr(out, "DeadCodeElimination"), "%s", out);
+  gp_free(out);
+  rc = run("opt examples/resnet_block.relay --explain --opt-level 0 -o /dev/null", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: RemoveUnusedFunctions: skipped"), "%s", out);
+  gp_free(out);
+}
+
+Test(cli, passes_lists_the_standard_plugin) {
+  char *out;
+  int rc = run("passes --target llvm", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "DeadCodeElimination"), "%s", out);
+  cr_assert(strstr(out, "InferType"), "%s", out);
+  cr_assert(strstr(out, " std"), "origin plugin should be listed: %s", out);
+  cr_assert(strstr(out, "default set for llvm: "), "%s", out);
+  gp_free(out);
+}
+
+Test(cli, out_of_tree_plugin_runs_after_its_requirement) {
+  char *plugin = th_path("tests/plugins/libext_plugin.so");
+  char *out;
+  GPBuf b = {0};
+  gp_buf_printf(&b, "opt examples/resnet_block.relay --plugin %s --pipeline ExtCountCalls --explain -o /dev/null",
+                plugin);
+  int rc = run("%s", b.data, &out);
+  gp_buf_free(&b);
+  cr_assert_eq(rc, 0, "%s", out);
+  const char *infer = strstr(out, "explain: InferType: ran");
+  const char *ext = strstr(out, "explain: ExtCountCalls: ran");
+  cr_assert(infer && ext && infer < ext, "InferType must run before ExtCountCalls:\n%s", out);
+  cr_assert(strstr(out, "ExtCountCalls: "), "%s", out);
+  gp_free(out);
+  gp_free(plugin);
+}
+
+Test(cli, plugin_of_another_major_is_refused) {
+  char *plugin = th_path("tests/plugins/libext_plugin_major2.so");
+  char *out;
+  GPBuf b = {0};
+  gp_buf_printf(&b, "passes --plugin %s", plugin);
+  int rc = run("%s", b.data, &out);
+  gp_buf_free(&b);
+  cr_assert_eq(rc, 1, "%s", out);
+  cr_assert(strstr(out, "2.0") && strstr(out, "1.0"), "message must name both versions: %s", out);
+  gp_free(out);
+  gp_free(plugin);
+}
+
+Test(cli, embedding_example) {
+  GPBuf b = {0};
+  gp_buf_printf(&b, "%s/bin/embed %s/plugins/libgp_std.so", th_build_dir(), th_build_dir());
+  char *out;
+  int rc = th_run(b.data, &out);
+  gp_buf_free(&b);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "functions: 1"), "%s", out);
+  cr_assert_null(strstr(out, "%dead"), "%s", out);
+  gp_free(out);
+}
