@@ -28,6 +28,8 @@ size_t gp_pass_list(GPPassEntry ***out);
 /* The origin used for registrations made while a plugin initializes (set by the loader). */
 void gp_registry_set_origin(const char *origin);
 const char *gp_registry_origin(void);
+/* Unregister every pass and drop every optimization set (process exit / tests only). */
+void gp_registry_shutdown(void);
 
 /* Optimization sets: per target, named pipelines; "default" is what runs when no pipeline is
  * given.  Registering an existing (target, set) replaces it. */

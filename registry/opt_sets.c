@@ -1,0 +1,180 @@
+/* opt_sets.c -- optimization sets: per target, named pipeline strings; one of them (the
+ * selected one, else "default") runs when no pipeline is given.  Guarded by the registry lock. */
+#include "registry_impl.h"
+
+#include <string.h>
+
+typedef struct TargetSets {
+  char *target;
+  GPVec names;     /* char*, sorted */
+  GPVec pipelines; /* char*, parallel to names */
+  char *selected;  /* NULL: "default" */
+} TargetSets;
+
+static GPVec g_targets; /* TargetSets*, sorted by target */
+
+/* Lock held. */
+static ptrdiff_t find_target(const char *target) {
+  for (size_t i = 0; i < g_targets.len; i++) {
+    int c = strcmp(((TargetSets *)g_targets.items[i])->target, target);
+    if (c == 0) return (ptrdiff_t)i;
+    if (c > 0) return -(ptrdiff_t)i - 1;
+  }
+  return -(ptrdiff_t)g_targets.len - 1;
+}
+
+static ptrdiff_t find_set(const TargetSets *t, const char *set) {
+  for (size_t i = 0; i < t->names.len; i++) {
+    int c = strcmp(t->names.items[i], set);
+    if (c == 0) return (ptrdiff_t)i;
+    if (c > 0) return -(ptrdiff_t)i - 1;
+  }
+  return -(ptrdiff_t)t->names.len - 1;
+}
+
+static void vec_insert(GPVec *v, size_t at, void *p) {
+  gp_vec_push(v, NULL);
+  memmove(&v->items[at + 1], &v->items[at], (v->len - 1 - at) * sizeof(void *));
+  v->items[at] = p;
+}
+
+/* Lock held: errors naming the known targets / the target's sets. */
+static void err_no_target(const char *target) {
+  GPBuf b = {0};
+  for (size_t i = 0; i < g_targets.len; i++) {
+    if (i) gp_buf_puts(&b, ", ");
+    gp_buf_puts(&b, ((TargetSets *)g_targets.items[i])->target);
+  }
+  gp_error_set(GP_ERR_NOT_FOUND, "no optimization sets for target '%s' (known targets: %s)", target,
+               b.len ? b.data : "none");
+  gp_buf_free(&b);
+}
+
+static void err_no_set(const TargetSets *t, const char *set) {
+  GPBuf b = {0};
+  for (size_t i = 0; i < t->names.len; i++) {
+    if (i) gp_buf_puts(&b, ", ");
+    gp_buf_puts(&b, t->names.items[i]);
+  }
+  gp_error_set(GP_ERR_NOT_FOUND, "target '%s' has no optimization set '%s' (sets: %s)", t->target, set,
+               b.len ? b.data : "none");
+  gp_buf_free(&b);
+}
+
+int gp_opt_set_register(const char *target, const char *set, const char *pipeline) {
+  if (!gp_reg_name_valid(target)) {
+    gp_error_set(GP_ERR_VALUE, "optimization set: invalid target name '%s'", target ? target : "(null)");
+    return -1;
+  }
+  if (!gp_reg_name_valid(set)) {
+    gp_error_set(GP_ERR_VALUE, "optimization set: invalid set name '%s'", set ? set : "(null)");
+    return -1;
+  }
+  if (!pipeline) {
+    gp_error_set(GP_ERR_VALUE, "optimization set '%s' of target '%s': pipeline is NULL", set, target);
+    return -1;
+  }
+  GPPipeline p;
+  if (gp_pipeline_parse(pipeline, &p) != 0) {
+    gp_error_prefix("optimization set '%s' of target '%s'", set, target);
+    return -1;
+  }
+  gp_pipeline_free(&p);
+  char *copy = gp_strdup(pipeline), *old = NULL;
+  gp_reg_lock();
+  ptrdiff_t ti = find_target(target);
+  TargetSets *t;
+  if (ti >= 0) {
+    t = g_targets.items[ti];
+  } else {
+    t = gp_calloc(1, sizeof *t);
+    t->target = gp_strdup(target);
+    vec_insert(&g_targets, (size_t)(-ti - 1), t);
+  }
+  ptrdiff_t si = find_set(t, set);
+  if (si >= 0) {
+    old = t->pipelines.items[si];
+    t->pipelines.items[si] = copy;
+  } else {
+    vec_insert(&t->names, (size_t)(-si - 1), gp_strdup(set));
+    vec_insert(&t->pipelines, (size_t)(-si - 1), copy);
+  }
+  gp_reg_unlock();
+  gp_free(old);
+  return 0;
+}
+
+char *gp_opt_set_get(const char *target, const char *set) {
+  char *r = NULL;
+  gp_reg_lock();
+  ptrdiff_t ti = target ? find_target(target) : -1;
+  if (ti < 0) {
+    err_no_target(target ? target : "(null)");
+  } else {
+    TargetSets *t = g_targets.items[ti];
+    if (!set) set = t->selected ? t->selected : "default";
+    ptrdiff_t si = find_set(t, set);
+    if (si < 0)
+      err_no_set(t, set);
+    else
+      r = gp_strdup(t->pipelines.items[si]);
+  }
+  gp_reg_unlock();
+  return r;
+}
+
+char *gp_opt_set_default(const char *target) {
+  return gp_opt_set_get(target, NULL);
+}
+
+int gp_opt_set_select(const char *target, const char *set) {
+  int rc = -1;
+  gp_reg_lock();
+  ptrdiff_t ti = target ? find_target(target) : -1;
+  if (ti < 0) {
+    err_no_target(target ? target : "(null)");
+  } else {
+    TargetSets *t = g_targets.items[ti];
+    if (!set || find_set(t, set) < 0) {
+      err_no_set(t, set ? set : "(null)");
+    } else {
+      gp_free(t->selected);
+      t->selected = gp_strdup(set);
+      rc = 0;
+    }
+  }
+  gp_reg_unlock();
+  return rc;
+}
+
+char *gp_opt_set_list(void) {
+  GPBuf b = {0};
+  gp_reg_lock();
+  for (size_t i = 0; i < g_targets.len; i++) {
+    TargetSets *t = g_targets.items[i];
+    for (size_t j = 0; j < t->names.len; j++)
+      gp_buf_printf(&b, "%s %s %s\n", t->target, (char *)t->names.items[j], (char *)t->pipelines.items[j]);
+  }
+  gp_reg_unlock();
+  return gp_buf_take(&b);
+}
+
+void gp_opt_sets_shutdown(void) {
+  gp_reg_lock();
+  GPVec all = g_targets;
+  g_targets = (GPVec){0};
+  gp_reg_unlock();
+  for (size_t i = 0; i < all.len; i++) {
+    TargetSets *t = all.items[i];
+    for (size_t j = 0; j < t->names.len; j++) {
+      gp_free(t->names.items[j]);
+      gp_free(t->pipelines.items[j]);
+    }
+    gp_vec_free(&t->names);
+    gp_vec_free(&t->pipelines);
+    gp_free(t->selected);
+    gp_free(t->target);
+    gp_free(t);
+  }
+  gp_vec_free(&all);
+}

@@ -1,0 +1,418 @@
+/* run.c -- running a pipeline: resolve the items (expand `required` transitively, de-duplicate,
+ * order topologically keeping the user's order where the constraints allow), decide what runs
+ * (targets, then TVM's enablement, dependencies of running passes), call the passes, and run
+ * the instruments (timing, IR dumps, verification, explain).
+ *
+ * A running pipeline holds a reference to every entry it resolved, so passes may be
+ * unregistered (or re-registered) concurrently without affecting it.  The registry lock is never
+ * held while a pass runs. */
+#include "registry_impl.h"
+
+#include <string.h>
+#include <time.h>
+
+typedef struct Node {
+  GPPassEntry *e;    /* owned reference */
+  bool user;         /* listed in the pipeline (not only pulled in as a dependency) */
+  GPVec cfg_keys;    /* char* full keys (owned) from the pipeline items */
+  GPVec cfg_vals;    /* GPAny* (owned; NULL once the pass replaced it in the context) */
+  bool run;
+  int32_t needed_by; /* index of the first running dependent, or -1 */
+  char *why;         /* explain text (gp_malloc'd) */
+  uint64_t ns;       /* time spent in the pass */
+} Node;
+
+typedef struct Run {
+  Node *nodes;
+  size_t n, cap;
+} Run;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static ptrdiff_t find_node(const Run *r, const char *name) {
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->nodes[i].e->info.name, name) == 0) return (ptrdiff_t)i;
+  return -1;
+}
+
+static size_t add_node(Run *r, GPPassEntry *e) {
+  if (r->n == r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 8;
+    r->nodes = gp_realloc(r->nodes, r->cap * sizeof *r->nodes);
+  }
+  r->nodes[r->n] = (Node){.e = e, .needed_by = -1};
+  return r->n++;
+}
+
+static void run_free(Run *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    Node *nd = &r->nodes[i];
+    for (size_t k = 0; k < nd->cfg_keys.len; k++) {
+      gp_free(nd->cfg_keys.items[k]);
+      gp_free(nd->cfg_vals.items[k]);
+    }
+    gp_vec_free(&nd->cfg_keys);
+    gp_vec_free(&nd->cfg_vals);
+    gp_free(nd->why);
+    gp_pass_entry_release(nd->e);
+  }
+  gp_free(r->nodes);
+}
+
+/* ---- resolution */
+
+typedef struct Frame {
+  GPPassEntry *e;
+  int32_t next; /* next index into e->info.required */
+} Frame;
+
+/* Visit `root` (a reference the caller gives away) and its requirements, depth first without
+ * recursion, appending each pass after its requirements.  Returns the node index of root. */
+static ptrdiff_t visit(Run *r, GPPassEntry *root) {
+  Frame *st = gp_malloc(sizeof *st * 8);
+  size_t sn = 0, scap = 8;
+  st[sn++] = (Frame){root, 0};
+  while (sn) {
+    Frame *top = &st[sn - 1];
+    if (top->next < top->e->info.num_required) {
+      const char *rn = top->e->info.required[top->next++];
+      if (find_node(r, rn) >= 0) continue;
+      for (size_t j = 0; j < sn; j++) {
+        if (strcmp(st[j].e->info.name, rn) != 0) continue;
+        GPBuf b = {0};
+        for (size_t k = j; k < sn; k++) gp_buf_printf(&b, "%s -> ", st[k].e->info.name);
+        gp_buf_puts(&b, rn);
+        gp_error_set(GP_ERR_VALUE, "dependency cycle between passes: %s", b.data);
+        gp_buf_free(&b);
+        goto fail;
+      }
+      GPPassEntry *d = gp_pass_acquire(rn);
+      if (!d) {
+        GPBuf b = {0};
+        gp_buf_printf(&b, "required by %s", top->e->info.name);
+        gp_reg_error_no_such_pass(rn, b.data);
+        gp_buf_free(&b);
+        goto fail;
+      }
+      if (sn == scap) {
+        scap *= 2;
+        st = gp_realloc(st, scap * sizeof *st);
+      }
+      st[sn++] = (Frame){d, 0};
+    } else {
+      size_t idx = add_node(r, top->e);
+      sn--;
+      if (!sn) {
+        gp_free(st);
+        return (ptrdiff_t)idx;
+      }
+    }
+  }
+fail:
+  for (size_t k = 0; k < sn; k++) gp_pass_entry_release(st[k].e);
+  gp_free(st);
+  return -1;
+}
+
+/* Apply the `{key=value}` of a pipeline item to its node (parsed by the pass's key types). */
+static int add_item_config(Node *nd, const GPPipelineItem *it) {
+  const GPPassInfo *in = &nd->e->info;
+  for (int32_t c = 0; c < it->nconfig; c++) {
+    const char *w = it->keys[c];
+    int32_t ki = -1;
+    char *full = NULL;
+    for (int32_t k = 0; k < in->num_config_keys && ki < 0; k++) {
+      char *f = gp_config_full_key(in->name, &in->config_keys[k]);
+      if (strcmp(f, w) == 0 || strcmp(in->config_keys[k].name, w) == 0) {
+        ki = k;
+        full = f;
+      } else {
+        gp_free(f);
+      }
+    }
+    if (ki < 0) {
+      GPBuf b = {0};
+      for (int32_t k = 0; k < in->num_config_keys; k++) {
+        char *f = gp_config_full_key(in->name, &in->config_keys[k]);
+        gp_buf_printf(&b, "%s%s", k ? ", " : "", f);
+        gp_free(f);
+      }
+      gp_error_set(GP_ERR_NOT_FOUND, "pass %s has no config key '%s' (its keys: %s)", in->name, w, b.len ? b.data : "none");
+      gp_buf_free(&b);
+      return -1;
+    }
+    GPAny *v = gp_config_parse_value(&in->config_keys[ki], full, it->values[c]);
+    if (!v) {
+      gp_free(full);
+      return -1;
+    }
+    size_t k = 0;
+    while (k < nd->cfg_keys.len && strcmp(nd->cfg_keys.items[k], full) != 0) k++;
+    if (k < nd->cfg_keys.len) { /* the same pass listed twice: the later value wins */
+      gp_free(full);
+      gp_free(nd->cfg_vals.items[k]);
+      nd->cfg_vals.items[k] = v;
+    } else {
+      gp_vec_push(&nd->cfg_keys, full);
+      gp_vec_push(&nd->cfg_vals, v);
+    }
+  }
+  return 0;
+}
+
+static int resolve(Run *r, const GPPipeline *p) {
+  for (int32_t i = 0; i < p->n; i++) {
+    const GPPipelineItem *it = &p->items[i];
+    ptrdiff_t idx = find_node(r, it->name);
+    if (idx < 0) {
+      GPPassEntry *e = gp_pass_acquire(it->name);
+      if (!e) {
+        gp_reg_error_no_such_pass(it->name, NULL);
+        return -1;
+      }
+      idx = visit(r, e);
+      if (idx < 0) return -1;
+    }
+    r->nodes[idx].user = true;
+    if (add_item_config(&r->nodes[idx], it) != 0) return -1;
+  }
+  return 0;
+}
+
+/* ---- decisions */
+
+static bool has_name(const GPVec *v, const char *name) {
+  for (size_t i = 0; i < v->len; i++)
+    if (strcmp(v->items[i], name) == 0) return true;
+  return false;
+}
+
+static bool str_in(const char *const *a, int32_t n, const char *s) {
+  for (int32_t i = 0; i < n; i++)
+    if (strcmp(a[i], s) == 0) return true;
+  return false;
+}
+
+static char *fmt(const char *f, ...) GP_FMT(1, 2);
+static char *fmt(const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  char tmp[1];
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(tmp, sizeof tmp, f, ap2);
+  va_end(ap2);
+  char *s = gp_malloc((size_t)n + 1);
+  vsnprintf(s, (size_t)n + 1, f, ap);
+  va_end(ap);
+  return s;
+}
+
+static int decide(Run *r, const GPPassContext *ctx) {
+  for (size_t ii = r->n; ii-- > 0;) {
+    Node *nd = &r->nodes[ii];
+    const GPPassInfo *in = &nd->e->info;
+    nd->run = false;
+    if (in->num_targets && !str_in(in->targets, in->num_targets, ctx->target)) {
+      GPBuf b = {0};
+      for (int32_t k = 0; k < in->num_targets; k++) gp_buf_printf(&b, "%s%s", k ? ", " : "", in->targets[k]);
+      nd->why = fmt("target %s not in [%s]", ctx->target, b.data);
+      gp_buf_free(&b);
+    } else if (str_in(in->excluded_targets, in->num_excluded_targets, ctx->target)) {
+      nd->why = fmt("target %s excluded", ctx->target);
+    } else if (has_name(&ctx->disabled, in->name)) {
+      if (nd->needed_by >= 0) {
+        gp_error_set(GP_ERR_VALUE, "pass %s requires %s, which is disabled",
+                     r->nodes[nd->needed_by].e->info.name, in->name);
+        return -1;
+      }
+      nd->why = fmt("disabled");
+    } else if (has_name(&ctx->required, in->name)) {
+      nd->run = true;
+      nd->why = fmt("required");
+    } else if (nd->user && ctx->opt_level >= in->opt_level) {
+      nd->run = true;
+    } else if (nd->needed_by >= 0) {
+      nd->run = true;
+      nd->why = fmt("required by %s", r->nodes[nd->needed_by].e->info.name);
+    } else if (nd->user) {
+      nd->why = fmt("opt-level %d > context opt-level %d", in->opt_level, ctx->opt_level);
+    } else {
+      nd->why = fmt("only required by passes that do not run");
+    }
+    if (!nd->run) continue;
+    for (int32_t k = 0; k < in->num_required; k++) {
+      ptrdiff_t j = find_node(r, in->required[k]);
+      if (j >= 0) r->nodes[j].needed_by = (int32_t)ii; /* ends as the first dependent */
+    }
+  }
+  return 0;
+}
+
+/* ---- instruments */
+
+static int dump(GPPassContext *ctx, const GPModule *m, const char *when, const char *name) {
+  char *text = gp_print(m, ctx->print_types ? GP_PRINT_TYPES : 0);
+  if (!text) {
+    gp_error_prefix("printing the IR %s %s", when, name);
+    return -1;
+  }
+  if (ctx->out) {
+    size_t n = strlen(text);
+    fprintf(ctx->out, "; IR %s %s:\n%s%s", when, name, text, n && text[n - 1] == '\n' ? "" : "\n");
+    fflush(ctx->out);
+  }
+  gp_free(text);
+  return 0;
+}
+
+static void timing_report(GPPassContext *ctx, const Run *r, uint64_t total_ns) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < r->n; i++) sum += r->nodes[i].ns;
+  double tot = (double)total_ns / 1000.0;
+  double self = (double)(total_ns > sum ? total_ns - sum : 0) / 1000.0;
+  GPBuf b = {0};
+  gp_buf_printf(&b, "pipeline: %.0fus [%.0fus] (%.2f%%; %.2f%%)\n", tot, self, 100.0, 100.0);
+  for (size_t i = 0; i < r->n; i++) {
+    const Node *nd = &r->nodes[i];
+    if (!nd->run) continue;
+    double us = (double)nd->ns / 1000.0;
+    double pct = total_ns ? 100.0 * (double)nd->ns / (double)total_ns : 0.0;
+    gp_buf_printf(&b, "\t%s: %.0fus [%.0fus] (%.2f%%; %.2f%%)\n", nd->e->info.name, us, us, pct, pct);
+  }
+  gp_free(ctx->timing_report);
+  ctx->timing_report = gp_buf_take(&b);
+  if (ctx->out) {
+    fputs(ctx->timing_report, ctx->out);
+    fflush(ctx->out);
+  }
+}
+
+static int check_names(const GPVec *v, const char *what) {
+  for (size_t i = 0; i < v->len; i++) {
+    GPPassEntry *e = gp_pass_acquire(v->items[i]);
+    if (!e) {
+      gp_reg_error_no_such_pass(v->items[i], what);
+      return -1;
+    }
+    gp_pass_entry_release(e);
+  }
+  return 0;
+}
+
+/* ---- running one pass */
+
+static GPModule *call_pass(GPPassContext *ctx, Node *nd, GPModule *cur) {
+  const GPPassInfo *in = &nd->e->info;
+  size_t nc = nd->cfg_keys.len;
+  void **saved = nc ? gp_malloc(nc * sizeof *saved) : NULL;
+  for (size_t k = 0; k < nc; k++) {
+    saved[k] = gp_strmap_get(&ctx->config, nd->cfg_keys.items[k]);
+    gp_strmap_put(&ctx->config, nd->cfg_keys.items[k], nd->cfg_vals.items[k]);
+  }
+  GPAny args[2] = {{.type_index = GP_TI_MODULE, .v_obj = &cur->obj}, gp_any_ptr(ctx)};
+  GPAny res = {0};
+  uint64_t t0 = now_ns();
+  int rc = in->func(in->self, args, 2, &res);
+  nd->ns = now_ns() - t0;
+  for (size_t k = 0; k < nc; k++) {
+    const char *key = nd->cfg_keys.items[k];
+    void *now = gp_strmap_get(&ctx->config, key);
+    if (now != nd->cfg_vals.items[k]) { /* the pass set the key itself (freeing ours) */
+      nd->cfg_vals.items[k] = NULL;
+      gp_free(now);
+    }
+    if (saved[k])
+      gp_strmap_put(&ctx->config, key, saved[k]);
+    else
+      gp_strmap_remove(&ctx->config, key);
+  }
+  gp_free(saved);
+  if (rc != 0) {
+    gp_any_clear(&res);
+    if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "failed without an error message");
+    gp_error_prefix("pass %s", in->name);
+    gp_error_set_kind(GP_ERR_PASS);
+    return NULL;
+  }
+  if (res.type_index != GP_TI_MODULE || !res.v_obj || res.v_obj->type_index != GP_TI_MODULE) {
+    const char *what = res.type_index == GP_TI_NONE ? "nothing" : gp_type_index_name(res.type_index);
+    gp_error_set(GP_ERR_PASS, "pass %s returned %s instead of a module", in->name, what ? what : "a non-module");
+    gp_any_clear(&res);
+    return NULL;
+  }
+  return (GPModule *)(void *)res.v_obj;
+}
+
+GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext *ctx) {
+  uint64_t t_start = now_ns();
+  if (!m) {
+    gp_error_set(GP_ERR_VALUE, "run pipeline: module is NULL");
+    return NULL;
+  }
+  GPPassContext *own_ctx = NULL;
+  if (!ctx) ctx = own_ctx = gp_ctx_new();
+  char *default_pipeline = NULL;
+  if (!pipeline) {
+    default_pipeline = gp_opt_set_default(ctx->target);
+    if (!default_pipeline) {
+      gp_ctx_free(own_ctx);
+      return NULL;
+    }
+    pipeline = default_pipeline;
+  }
+  GPPipeline p = {0};
+  Run r = {0};
+  GPModule *cur = NULL;
+  if (gp_pipeline_parse(pipeline, &p) != 0) goto fail;
+  if (check_names(&ctx->disabled, "in the context's disabled passes") ||
+      check_names(&ctx->required, "in the context's required passes") ||
+      check_names(&ctx->print_before, "in the context's print-before passes") ||
+      check_names(&ctx->print_after, "in the context's print-after passes"))
+    goto fail;
+  if (resolve(&r, &p) != 0 || decide(&r, ctx) != 0) goto fail;
+
+  cur = gp_retain((void *)m);
+  for (size_t i = 0; i < r.n; i++) {
+    Node *nd = &r.nodes[i];
+    const char *name = nd->e->info.name;
+    if (ctx->explain && ctx->out) {
+      fprintf(ctx->out, "explain: %s: %s%s%s%s\n", name, nd->run ? "ran" : "skipped", nd->why ? " (" : "",
+              nd->why ? nd->why : "", nd->why ? ")" : "");
+      fflush(ctx->out);
+    }
+    if (!nd->run) continue;
+    if ((ctx->print_before_all || has_name(&ctx->print_before, name)) && dump(ctx, cur, "before", name) != 0)
+      goto fail;
+    GPModule *next = call_pass(ctx, nd, cur);
+    if (!next) goto fail;
+    gp_release(cur);
+    cur = next;
+    if (ctx->verify_each && gp_verify(cur) != 0) {
+      gp_error_prefix("pass %s produced an ill-formed module", name);
+      gp_error_set_kind(GP_ERR_PASS);
+      goto fail;
+    }
+    if ((ctx->print_after_all || has_name(&ctx->print_after, name)) && dump(ctx, cur, "after", name) != 0)
+      goto fail;
+  }
+  if (ctx->time_passes) timing_report(ctx, &r, now_ns() - t_start);
+  run_free(&r);
+  gp_pipeline_free(&p);
+  gp_free(default_pipeline);
+  gp_ctx_free(own_ctx);
+  return cur;
+
+fail:
+  if (ctx->time_passes && r.n) timing_report(ctx, &r, now_ns() - t_start);
+  gp_release(cur);
+  run_free(&r);
+  gp_pipeline_free(&p);
+  gp_free(default_pipeline);
+  gp_ctx_free(own_ctx);
+  return NULL;
+}
