@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
 
@@ -67,12 +68,9 @@ static int load_plugins(const PluginOpts *o) {
   if (!o->no_default_plugins) {
     char *dir = gp_plugin_default_dir();
     if (!dir) return -1;
-    int rc = gp_plugin_load_dir(dir);
-    if (rc != 0 && gp_error_kind() == GP_ERR_IO && strstr(gp_error_message(), "directory")) {
-      /* no plugin directory beside the executable: only explicit plugins */
-      gp_error_clear();
-      rc = 0;
-    }
+    struct stat st;
+    /* no plugin directory beside the executable: only explicit plugins */
+    int rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? gp_plugin_load_dir(dir) : 0;
     gp_free(dir);
     if (rc != 0) return -1;
   }

@@ -1,0 +1,162 @@
+/*
+ * host_api.c -- the host table: the ABI's view of the host library.  graphpass_host_api() is
+ * the only symbol libgraphpass.so exports.
+ */
+#include "../ffi/bridge.h"
+#include "../ir/ir.h"
+#include "../registry/registry.h"
+#include "plugin.h"
+
+/* ---- adapters: ABI int flags vs internal bool, argument order, ops init */
+
+static GPTensor *h_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape,
+                                int with_data) {
+  return gp_tensor_alloc(dtype, ndim, shape, with_data != 0);
+}
+
+static GPAttrs *h_op_attrs_new(const GPOp *op, int32_t n, const char *const *keys,
+                               const GPAttrValue *values) {
+  gp_ops_init();
+  return gp_op_attrs_new(op, n, keys, values);
+}
+
+static const GPOp *h_op_get(const char *name) {
+  gp_ops_init();
+  return gp_op_get(name);
+}
+
+static const GPOp *h_op_register(const GPOpDef *def, int allow_override) {
+  gp_ops_init();
+  return gp_op_register(def, allow_override != 0);
+}
+
+static int h_module_add(GPModule *mod, const char *name, GPFunctionExpr *fn, int allow_override) {
+  return gp_module_add(mod, name, fn, allow_override != 0);
+}
+
+static GPModule *h_infer_types(const GPModule *mod) {
+  gp_ops_init();
+  return gp_infer_types(mod);
+}
+
+static GPModule *h_parse(const char *text, size_t len, const char *source_name) {
+  gp_ops_init();
+  return gp_parse(text, len, source_name);
+}
+
+static int h_structural_equal(const GPModule *a, const GPModule *b) {
+  return gp_module_equal(a, b) ? 1 : 0;
+}
+
+static int h_pass_register(const GPPassInfo *info, int allow_override) {
+  const char *origin = gp_registry_origin();
+  return gp_pass_register(info, allow_override != 0, origin ? origin : "host");
+}
+
+static int32_t h_ctx_opt_level(const GPPassContext *ctx) { return ctx ? ctx->opt_level : 2; }
+
+static const char *h_ctx_target(const GPPassContext *ctx) { return ctx ? ctx->target : NULL; }
+
+static GPModule *h_run_pipeline(const GPModule *mod, const char *pipeline, GPPassContext *ctx) {
+  gp_ops_init();
+  return gp_run_pipeline(mod, pipeline, ctx);
+}
+
+static void *h_ffi_closure(GPPackedFunc *f, const char *signature, void **out_handle) {
+  GPFfiClosure *h = NULL;
+  void *code = gp_ffi_closure(f, signature, out_handle ? &h : NULL);
+  if (out_handle) *out_handle = h;
+  return code;
+}
+
+static void h_ffi_closure_free(void *handle) { gp_ffi_closure_free(handle); }
+
+static const GPHostAPI k_host_api = {
+    .struct_size = sizeof(GPHostAPI),
+    .abi_version = GP_ABI_VERSION,
+
+    .error_set = gp_error_set,
+    .error_kind = gp_error_kind,
+    .error_message = gp_error_message,
+    .error_clear = gp_error_clear,
+
+    .alloc = gp_malloc,
+    .free = gp_free,
+
+    .string_new = gp_string_new,
+    .func_new = gp_func_new,
+    .any_clear = gp_any_clear,
+
+    .type_tensor = gp_type_tensor,
+    .type_tuple = gp_type_tuple,
+    .type_func = gp_type_func,
+
+    .tensor_from_dlpack = gp_tensor_from_dlpack,
+    .tensor_alloc = h_tensor_alloc,
+
+    .attrs_new = gp_attrs_new,
+    .op_attrs_new = h_op_attrs_new,
+    .attrs_get = gp_attrs_get,
+
+    .op_get = h_op_get,
+    .op_register = h_op_register,
+
+    .var_new = gp_var_new,
+    .global_var_new = gp_global_var_new,
+    .constant_new = gp_constant_new,
+    .call_new = gp_call_new,
+    .tuple_new = gp_tuple_new,
+    .tuple_get_item_new = gp_tuple_get_item_new,
+    .function_new = gp_function_new,
+    .let_new = gp_let_new,
+    .if_new = gp_if_new,
+    .expr_annotate = gp_expr_annotate,
+
+    .post_order = gp_post_order,
+    .rewrite = gp_rewrite,
+
+    .module_new = gp_module_new,
+    .module_add = h_module_add,
+    .module_lookup = gp_module_lookup,
+    .module_copy = gp_module_copy,
+
+    .infer_types = h_infer_types,
+    .verify = gp_verify,
+    .parse = h_parse,
+    .print = gp_print,
+    .structural_equal = h_structural_equal,
+    .structural_hash = gp_module_hash,
+
+    .pass_register = h_pass_register,
+    .pass_unregister = gp_pass_unregister,
+    .opt_set_register = gp_opt_set_register,
+
+    .ctx_new = gp_ctx_new,
+    .ctx_free = gp_ctx_free,
+    .ctx_opt_level = h_ctx_opt_level,
+    .ctx_target = h_ctx_target,
+    .ctx_set_opt_level = gp_ctx_set_opt_level,
+    .ctx_set_target = gp_ctx_set_target,
+    .ctx_set_config = gp_ctx_set_config,
+    .ctx_get_config = gp_ctx_get_config,
+    .ctx_disable = gp_ctx_disable,
+    .ctx_require = gp_ctx_require,
+
+    .run_pipeline = h_run_pipeline,
+
+    .plugin_load = gp_plugin_load,
+
+    .ffi_wrap = gp_ffi_wrap,
+    .ffi_closure = h_ffi_closure,
+    .ffi_closure_free = h_ffi_closure_free,
+};
+
+const GPHostAPI *gp_host_api(void) {
+  gp_ops_init();
+  return &k_host_api;
+}
+
+GP_EXPORT const GPHostAPI *graphpass_host_api(void) {
+  gp_ops_init();
+  return &k_host_api;
+}

@@ -1,0 +1,332 @@
+/*
+ * loader.c -- loading plugins (see plugin.h).
+ */
+#include "plugin.h"
+
+#include "../registry/registry.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct Loaded {
+  char *name;
+  char *version;
+  char *path; /* realpath */
+  void *handle;
+  uint32_t abi_version;
+  void (*finalize)(void);
+  bool keep_mapped; /* registered ops point into it: never dlclose */
+} Loaded;
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_mu;
+static Loaded *g_list;
+static size_t g_n, g_cap;
+
+static void init_lock(void) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE); /* initialize may load plugins */
+  pthread_mutex_init(&g_mu, &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+static void lock(void) {
+  pthread_once(&g_once, init_lock);
+  pthread_mutex_lock(&g_mu);
+}
+
+static void unlock(void) { pthread_mutex_unlock(&g_mu); }
+
+/* Unregister every pass whose origin is `origin`.  Leaves the error slot as it was. */
+static void unregister_origin(const char *origin) {
+  GPPassEntry **list = NULL;
+  size_t n = gp_pass_list(&list);
+  GPVec names = {0};
+  for (size_t i = 0; i < n; i++) {
+    if (list[i]->origin && strcmp(list[i]->origin, origin) == 0)
+      gp_vec_push(&names, gp_strdup(list[i]->info.name));
+    gp_pass_entry_release(list[i]);
+  }
+  gp_free(list);
+  int32_t kind = gp_error_kind();
+  char *msg = kind != GP_OK ? gp_strdup(gp_error_message()) : NULL;
+  for (size_t i = 0; i < names.len; i++) {
+    (void)gp_pass_unregister(names.items[i]);
+    gp_free(names.items[i]);
+  }
+  gp_vec_free(&names);
+  if (kind != GP_OK) gp_error_set(kind, "%s", msg);
+  else gp_error_clear();
+  gp_free(msg);
+}
+
+static Loaded *find_by_path(const char *real) {
+  for (size_t i = 0; i < g_n; i++)
+    if (strcmp(g_list[i].path, real) == 0) return &g_list[i];
+  return NULL;
+}
+
+static Loaded *find_by_name(const char *name) {
+  for (size_t i = 0; i < g_n; i++)
+    if (strcmp(g_list[i].name, name) == 0) return &g_list[i];
+  return NULL;
+}
+
+/* Checks a plugin table; 0 or -1 with an error. */
+static const uint32_t k_min_minor = GP_ABI_MIN_MINOR; /* a variable: no -Wtype-limits at 0 */
+
+static int check_table(const char *path, const GPPluginAPI *api) {
+  const uint32_t hmaj = GP_ABI_VERSION_MAJOR, hmin = GP_ABI_VERSION_MINOR;
+  if (!api) {
+    gp_error_set(GP_ERR_VALUE, "plugin %s: %s() returned NULL", path, GP_PLUGIN_ENTRY_SYMBOL);
+    return -1;
+  }
+  if (api->struct_size < GP_STRUCT_SIZE(GPPluginAPI, abi_version)) {
+    gp_error_set(GP_ERR_VERSION,
+                 "plugin %s: its table is %zu bytes, too small to hold a version (not a graphpass "
+                 "plugin table?)",
+                 path, api->struct_size);
+    return -1;
+  }
+  uint32_t maj = GP_ABI_MAJOR_OF(api->abi_version), min = GP_ABI_MINOR_OF(api->abi_version);
+  if (maj != hmaj || min < k_min_minor) {
+    gp_error_set(GP_ERR_VERSION,
+                 "plugin %s was built for graphpass ABI %u.%u; this host implements %u.%u "
+                 "(accepts %u.%u to %u.x)",
+                 path, maj, min, hmaj, hmin, hmaj, k_min_minor, hmaj);
+    return -1;
+  }
+  if (api->struct_size < GP_STRUCT_SIZE(GPPluginAPI, finalize)) {
+    gp_error_set(GP_ERR_VERSION,
+                 "plugin %s: its table is %zu bytes, smaller than the %zu bytes of ABI %u.0 "
+                 "(the plugin claims %u.%u)",
+                 path, api->struct_size, GP_STRUCT_SIZE(GPPluginAPI, finalize), hmaj, maj, min);
+    return -1;
+  }
+  if (!api->name || !api->name[0]) {
+    gp_error_set(GP_ERR_VALUE, "plugin %s: its table has no name", path);
+    return -1;
+  }
+  if (strcmp(api->name, "host") == 0) {
+    gp_error_set(GP_ERR_VALUE, "plugin %s: the name 'host' is reserved", path);
+    return -1;
+  }
+  if (!api->initialize) {
+    gp_error_set(GP_ERR_VALUE, "plugin %s (%s): its table has no initialize function", api->name,
+                 path);
+    return -1;
+  }
+  return 0;
+}
+
+static int load_locked(const char *path, const char *real) {
+  if (find_by_path(real)) return 0; /* already loaded: no-op */
+
+  dlerror();
+  void *handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *e = dlerror();
+    gp_error_set(GP_ERR_IO, "plugin %s: cannot load: %s", path, e ? e : "unknown dlopen error");
+    return -1;
+  }
+  dlerror();
+  void *sym = dlsym(handle, GP_PLUGIN_ENTRY_SYMBOL);
+  if (!sym) {
+    gp_error_set(GP_ERR_IO, "plugin %s: no symbol '%s' (not a graphpass plugin?)", path,
+                 GP_PLUGIN_ENTRY_SYMBOL);
+    dlclose(handle);
+    return -1;
+  }
+  GPPluginEntryFn entry;
+  memcpy(&entry, &sym, sizeof entry); /* POSIX: dlsym results convert to function pointers */
+  const GPPluginAPI *api = entry();
+  if (check_table(path, api) < 0) {
+    dlclose(handle);
+    return -1;
+  }
+  Loaded *same = find_by_name(api->name);
+  if (same) {
+    gp_error_set(GP_ERR_VALUE, "plugin %s: a plugin named '%s' is already loaded from %s", path,
+                 api->name, same->path);
+    dlclose(handle);
+    return -1;
+  }
+
+  /* Copy what we keep before running plugin code. */
+  char *name = gp_strdup(api->name);
+  char *prev_origin = gp_strdup(gp_registry_origin() ? gp_registry_origin() : "host");
+  const GPHostAPI *host = gp_host_api(); /* also registers the built-in ops */
+  int32_t ops_before = gp_op_count();
+  gp_registry_set_origin(name);
+  int rc = api->initialize(host);
+  gp_registry_set_origin(prev_origin);
+  gp_free(prev_origin);
+  bool keep_mapped = gp_op_count() != ops_before;
+
+  if (rc != 0) {
+    int32_t kind = gp_error_kind();
+    char *msg = gp_strdup(kind != GP_OK ? gp_error_message() : "");
+    unregister_origin(name);
+    if (!keep_mapped) dlclose(handle);
+    if (kind != GP_OK)
+      gp_error_set(kind, "plugin %s (%s): initialize failed: %s", name, path, msg);
+    else
+      gp_error_set(GP_ERR_VALUE, "plugin %s (%s): initialize failed (returned %d without an error)",
+                   name, path, rc);
+    gp_free(msg);
+    gp_free(name);
+    return -1;
+  }
+
+  if (g_n == g_cap) {
+    g_cap = g_cap ? g_cap * 2 : 8;
+    g_list = gp_realloc(g_list, g_cap * sizeof *g_list);
+  }
+  Loaded *l = &g_list[g_n++];
+  l->name = name;
+  l->version = gp_strdup(api->version ? api->version : "");
+  l->path = gp_strdup(real);
+  l->handle = handle;
+  l->abi_version = api->abi_version;
+  l->finalize = api->finalize;
+  l->keep_mapped = keep_mapped;
+  return 0;
+}
+
+int gp_plugin_load(const char *path) {
+  if (!path || !path[0]) {
+    gp_error_set(GP_ERR_VALUE, "plugin_load: empty path");
+    return -1;
+  }
+  char *real = realpath(path, NULL);
+  if (!real) {
+    gp_error_set(GP_ERR_IO, "plugin %s: %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+    gp_error_set(GP_ERR_IO, "plugin %s: not a regular file", path);
+    free(real);
+    return -1;
+  }
+  lock();
+  int rc = load_locked(path, real);
+  unlock();
+  free(real);
+  return rc;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gp_plugin_load_dir(const char *dir) {
+  if (!dir || !dir[0]) {
+    gp_error_set(GP_ERR_VALUE, "plugin directory: empty path");
+    return -1;
+  }
+  DIR *d = opendir(dir);
+  if (!d) {
+    gp_error_set(GP_ERR_IO, "plugin directory %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  GPVec names = {0};
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    size_t n = strlen(de->d_name);
+    if (n > 3 && strcmp(de->d_name + n - 3, ".so") == 0) gp_vec_push(&names, gp_strdup(de->d_name));
+  }
+  closedir(d);
+  if (names.len) qsort(names.items, names.len, sizeof(void *), cmp_str);
+  int rc = 0;
+  GPBuf path = {0};
+  for (size_t i = 0; i < names.len; i++) {
+    if (rc == 0) {
+      path.len = 0;
+      gp_buf_printf(&path, "%s/%s", dir, (const char *)names.items[i]);
+      struct stat st;
+      if (stat(path.data, &st) == 0 && S_ISREG(st.st_mode) && gp_plugin_load(path.data) < 0)
+        rc = -1;
+    }
+    gp_free(names.items[i]);
+  }
+  gp_buf_free(&path);
+  gp_vec_free(&names);
+  return rc;
+}
+
+size_t gp_plugin_list(GPPluginInfo **out) {
+  lock();
+  size_t n = g_n;
+  GPPluginInfo *arr = n ? gp_malloc(n * sizeof *arr) : NULL;
+  for (size_t i = 0; i < n; i++) {
+    arr[i].name = g_list[i].name;
+    arr[i].version = g_list[i].version;
+    arr[i].path = g_list[i].path;
+    arr[i].handle = g_list[i].handle;
+    arr[i].abi_version = g_list[i].abi_version;
+  }
+  unlock();
+  *out = arr;
+  return n;
+}
+
+void gp_plugins_unload_all(void) {
+  lock();
+  while (g_n > 0) {
+    Loaded *l = &g_list[g_n - 1];
+    unregister_origin(l->name); /* self_deleters run while the code is still mapped */
+    if (l->finalize) l->finalize();
+    if (!l->keep_mapped) dlclose(l->handle);
+    gp_free(l->name);
+    gp_free(l->version);
+    gp_free(l->path);
+    g_n--;
+  }
+  gp_free(g_list);
+  g_list = NULL;
+  g_cap = 0;
+  unlock();
+}
+
+char *gp_plugin_default_dir(void) {
+  const char *env = getenv("GRAPHPASS_PLUGIN_PATH");
+  if (env && env[0]) return gp_strdup(env);
+  size_t cap = 256;
+  char *buf = NULL;
+  for (;;) {
+    buf = gp_realloc(buf, cap);
+    ssize_t n = readlink("/proc/self/exe", buf, cap);
+    if (n < 0) {
+      gp_error_set(GP_ERR_IO, "plugin directory: cannot read /proc/self/exe: %s", strerror(errno));
+      gp_free(buf);
+      return NULL;
+    }
+    if ((size_t)n < cap) {
+      buf[n] = '\0';
+      break;
+    }
+    cap *= 2;
+  }
+  char *slash = strrchr(buf, '/');
+  if (slash) *slash = '\0';
+  GPBuf b = {0};
+  gp_buf_printf(&b, "%s/../plugins", slash && buf[0] ? buf : (slash ? "" : "."));
+  gp_free(buf);
+  char *path = gp_buf_take(&b);
+  char *real = realpath(path, NULL);
+  if (real) {
+    gp_free(path);
+    path = gp_strdup(real);
+    free(real);
+  }
+  return path;
+}
