@@ -827,6 +827,29 @@ static const char *cstr(Parser *P, const char *s, size_t n) {
   return P->namebuf.data;
 }
 
+/* The ".N" right after a name (no spaces): TVM prints ONNX names such as %input.1 as they are.
+ * Returns the name length including it, or 0. */
+static size_t dotted_suffix(Parser *P, const char *s, size_t n) {
+  Tok *d = cur(P);
+  if (d->kind != T_DOT || d->b != s + n) return 0;
+  Tok *k = peek(P, 1);
+  if (k->kind != T_INT || k->suffixed || k->b != d->b + 1) return 0;
+  return (size_t)(k->b + k->len - s);
+}
+
+/* A %name in a binding position (cur is T_LOCAL): consumed with every ".N" part. */
+static void take_binder(Parser *P, const char **s, size_t *n) {
+  *s = cur(P)->s;
+  *n = cur(P)->n;
+  advance(P);
+  size_t n2;
+  while ((n2 = dotted_suffix(P, *s, *n)) != 0) {
+    *n = n2;
+    advance(P);
+    advance(P);
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Scopes: names -> innermost binding                                                           */
 
@@ -1714,9 +1737,9 @@ static bool parse_fn_sig(Parser *P, size_t fi) {
     if (t->kind == T_RPAREN) break;
     if (t->kind == T_LOCAL) {
       uint32_t pl = t->line, pc = t->col;
-      const char *ns = t->s;
-      size_t nn = t->n;
-      advance(P);
+      const char *ns;
+      size_t nn;
+      take_binder(P, &ns, &nn);
       const GPType *ty = NULL;
       t = cur(P);
       if (t->kind == T_LBRACE)
@@ -1855,10 +1878,10 @@ static bool machine(Parser *P, GPExpr **out) {
           fail_tok(P, t, is_let ? "expected a variable ('%name') after 'let'" : "expected a variable after 'free_var'");
           goto err;
         }
-        const char *ns = t->s;
-        size_t nn = t->n;
+        const char *ns;
+        size_t nn;
         uint32_t vl = t->line, vc = t->col;
-        advance(P);
+        take_binder(P, &ns, &nn);
         const GPType *ty = NULL;
         if (cur(P)->kind == T_COLON) {
           advance(P);
@@ -1897,13 +1920,22 @@ static bool machine(Parser *P, GPExpr **out) {
       hc = t->col;
       switch (t->kind) {
       case T_LOCAL: {
-        GPExpr *e = lookup(P, false, 0, t->s, t->n);
+        const char *ns = t->s;
+        size_t nn = t->n, n2;
+        GPExpr *e = lookup(P, false, 0, ns, nn), *e2;
+        advance(P);
+        /* %input.1: the longer name when it is bound, else a get-item */
+        while ((n2 = dotted_suffix(P, ns, nn)) != 0 && (e2 = lookup(P, false, 0, ns, n2)) != NULL) {
+          e = e2;
+          nn = n2;
+          advance(P);
+          advance(P);
+        }
         if (!e) {
-          fail(P, hl, hc, "undefined variable '%%%.*s'", (int)(t->n > 64 ? 64 : t->n), t->s);
+          fail(P, hl, hc, "undefined variable '%%%.*s'", (int)(nn > 64 ? 64 : nn), ns);
           goto err;
         }
         hv = gp_retain(e);
-        advance(P);
         break;
       }
       case T_GRAPH: {

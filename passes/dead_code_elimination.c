@@ -13,10 +13,14 @@ typedef struct {
   PMap uses;      /* var -> use count (as uintptr_t) */
   PMap impure;    /* node -> non-NULL when impure */
   PMap inline_of; /* var -> original value, for bindings to inline */
-  PMap inlined;   /* original value -> its rewrite (owned reference) */
+  PMap inlined;   /* original value -> its rewrite (owned reference), or PENDING */
   bool inline_once, ignore_impurity;
   int64_t removed, inlined_count;
 } Dce;
+
+/* Placeholder of a value to inline whose rewrite has not been seen yet. */
+static char pending_mark;
+#define PENDING ((void *)&pending_mark)
 
 static void analyse(Dce *d, GPExpr **nodes, size_t count) {
   for (size_t k = 0; k < count; k++) {
@@ -50,7 +54,7 @@ static GPExpr *dce_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     if (value) {
       GPExpr *repl = pmap_get(&d->inlined, value);
       d->inlined_count++;
-      return gp_retain(repl ? repl : value);
+      return gp_retain(repl && repl != PENDING ? repl : value);
     }
   } else if (ekind(orig) == GP_TI_LET) {
     GPLet *l = (GPLet *)orig;
@@ -60,13 +64,13 @@ static GPExpr *dce_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
       return gp_retain(((GPLet *)rebuilt)->body);
     }
   }
-  if (pmap_has(&d->inlined, orig)) pmap_put(&d->inlined, orig, gp_retain(rebuilt));
+  if (pmap_get(&d->inlined, orig) == PENDING) pmap_put(&d->inlined, orig, gp_retain(rebuilt));
   return gp_retain(rebuilt);
 }
 
 static void dce_free(Dce *d) {
   for (size_t i = 0; i < d->inlined.cap; i++)
-    if (d->inlined.keys[i] && d->inlined.vals[i] != d->inlined.keys[i]) gp_release(d->inlined.vals[i]);
+    if (d->inlined.keys[i] && d->inlined.vals[i] != PENDING) gp_release(d->inlined.vals[i]);
   pmap_free(&d->uses);
   pmap_free(&d->impure);
   pmap_free(&d->inline_of);
@@ -97,7 +101,7 @@ static int dce(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
       any = true;
       if (uses == 1) {
         pmap_put(&d.inline_of, l->var, l->value);
-        pmap_put(&d.inlined, l->value, l->value); /* placeholder: filled by the rewrite */
+        pmap_put(&d.inlined, l->value, PENDING); /* filled by the rewrite */
       }
     }
     H->free(nodes);

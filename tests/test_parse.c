@@ -282,6 +282,27 @@ Test(parse, scalars_of_each_dtype) {
   gp_release(m);
 }
 
+Test(parse, tvm_spellings) {
+  GPModule *m = parse_golden("tvm_spellings.relay");
+  GPFunctionExpr *f = fn_of(m, "main");
+  cr_assert_str_eq(f->params[0]->name, "input.1");
+  cr_assert_eq(f->params[0]->type_annotation, gp_type_tensor(GP_DT_F32, 2, (int64_t[]){1, 3}));
+  GPCall *add = as_call(f->body, "add");
+  GPTupleGetItem *gi = GP_AS(GPTupleGetItem, add->args[1]);
+  cr_assert_eq(gp_kind(gi), GP_TI_TUPLE_GET_ITEM, "%%t.0 is a get-item: %%t.0 is not a bound name");
+  cr_assert_eq(gi->tuple, &f->params[1]->base);
+  GPCall *clip = as_call(add->args[0], "clip");
+  cr_assert_eq(gp_attrs_float(clip->attrs, "a_min", 0), -INFINITY);
+  cr_assert_eq(gp_attrs_float(clip->attrs, "a_max", 0), INFINITY);
+  GPCall *lrelu = as_call(clip->args[0], "nn.leaky_relu");
+  cr_assert_float_eq(gp_attrs_float(lrelu->attrs, "alpha", 0), 0.1, 1e-12);
+  GPCall *rs = as_call(lrelu->args[0], "reshape");
+  expect_ints(rs->attrs, "newshape", 2, (int64_t[]){1, -1});
+  GPCall *a0 = as_call(rs->args[0], "add");
+  cr_assert_eq(a0->args[0], &f->params[0]->base, "%%input.1 is the param");
+  gp_release(m);
+}
+
 Test(parse, version_header_optional_and_comments) {
   const char *text = "// a comment\n/* block /* nested */ still comment */\n"
                      "def @main(%x: int64) -> int64 { negative(%x) // trailing\n}\n";
@@ -612,7 +633,8 @@ Test(parse_big, deeply_nested_calls_parens_tuples_types, .timeout = 120) {
 /* Malformed input: every prefix and random byte changes fail cleanly (or parse)                */
 
 static const char *k_golden[] = {"conv_block.relay", "two_funcs.relay", "closures.relay", "let_if.relay",
-                                 "meta_nodata.relay", "scalars.relay", "tvm_json_meta.relay"};
+                                 "meta_nodata.relay", "scalars.relay", "tvm_json_meta.relay",
+                                 "tvm_spellings.relay"};
 
 static void parse_or_clean_error(const char *text, size_t len) {
   GPModule *m = gp_parse(text, len, "f.relay");
