@@ -1241,7 +1241,7 @@ static size_t scratch_put(Parser *P, const void *data, size_t n) {
   /* keep 8-byte alignment for arrays */
   while (P->scratch.len % 8) gp_buf_putc(&P->scratch, 0);
   size_t off = P->scratch.len;
-  gp_buf_put(&P->scratch, data, n);
+  if (n) gp_buf_put(&P->scratch, data, n);
   return off;
 }
 

@@ -371,6 +371,10 @@ Test(parse, attribute_values) {
   cr_assert_eq(gp_attrs_get(conv->attrs, "out_dtype")->dtype.bits, 0);
   expect_ints(conv->attrs, "strides", 2, (int64_t[]){1, 1});
   gp_release(m);
+  m = parse_str("def @main(%x: Tensor[(1, 3), float32]) { squeeze(%x, axis=[]) }");
+  cr_assert(m, "%s", gp_error_message());
+  expect_ints(as_call(fn_of(m, "main")->body, "squeeze")->attrs, "axis", 0, NULL);
+  gp_release(m);
 }
 
 Test(parse, shadowing_scopes_and_free_var) {
