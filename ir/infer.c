@@ -628,7 +628,7 @@ static int run(Infer *I, size_t base) {
 
 static void infer_free(Infer *I) {
   for (size_t i = 0; i < I->memo.cap; i++)
-    if (I->memo.keys[i]) gp_release(I->memo.vals[i]);
+    if (I->memo.slots[i].key) gp_release(I->memo.slots[i].val);
   gp_map_free(&I->memo);
   gp_map_free(&I->pending);
   gp_free(I->st);

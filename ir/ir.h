@@ -56,12 +56,20 @@ void gp_vec_push(GPVec *v, void *p);
 void *gp_vec_pop(GPVec *v);
 void gp_vec_free(GPVec *v);
 
-/* Open-addressing hash map from pointer (non-NULL) to pointer. */
+/* Open-addressing hash map from pointer (non-NULL) to pointer.  Key and value share a slot,
+ * so a probe touches one cache line.  Iterate with: for i < cap, if (slots[i].key) ... */
+typedef struct GPPtrMapSlot {
+  void *key;
+  void *val;
+} GPPtrMapSlot;
+
 typedef struct GPPtrMap {
-  void **keys;
-  void **vals;
+  GPPtrMapSlot *slots;
   size_t len, cap; /* cap is 0 or a power of two */
 } GPPtrMap;
+
+/* Size the map for n entries without rehashing (call before a known number of puts). */
+void gp_map_reserve(GPPtrMap *m, size_t n);
 
 void *gp_map_get(const GPPtrMap *m, const void *key); /* NULL when absent */
 bool gp_map_has(const GPPtrMap *m, const void *key);

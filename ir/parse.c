@@ -2384,8 +2384,8 @@ static void parser_free(Parser *P) {
   gp_free(P->globals);
   gp_strmap_free(&P->gmap);
   for (size_t i = 0; i < P->meta.cap; i++)
-    if (P->meta.keys && P->meta.keys[i]) {
-      MetaEnt *m = P->meta.vals[i];
+    if (P->meta.slots[i].key) {
+      MetaEnt *m = P->meta.slots[i].val;
       if (m) {
         gp_release(m->t);
         gp_release(m->c);

@@ -872,8 +872,8 @@ static void printer_free(Printer *p) {
   gp_vec_free(&p->meta);
   gp_map_free(&p->consts);
   for (size_t i = 0; i < p->vars.cap; i++) {
-    if (p->vars.keys && p->vars.keys[i] && p->vars.vals[i]) {
-      VarInfo *vi = p->vars.vals[i];
+    if (p->vars.slots[i].key && p->vars.slots[i].val) {
+      VarInfo *vi = p->vars.slots[i].val;
       gp_free(vi->name);
       gp_free(vi->decl);
       gp_free(vi);

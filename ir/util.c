@@ -145,52 +145,52 @@ static inline size_t ptr_hash(const void *p) {
 
 /* ---- GPPtrMap */
 
-static size_t map_slot(void *const *keys, size_t cap, const void *key) {
+static size_t map_slot(const GPPtrMapSlot *slots, size_t cap, const void *key) {
   size_t mask = cap - 1, i = ptr_hash(key) & mask;
-  while (keys[i] && keys[i] != key) i = (i + 1) & mask;
+  while (slots[i].key && slots[i].key != key) i = (i + 1) & mask;
   return i;
 }
 
 void *gp_map_get(const GPPtrMap *m, const void *key) {
   if (!m->cap) return NULL;
-  size_t i = map_slot(m->keys, m->cap, key);
-  return m->keys[i] ? m->vals[i] : NULL;
+  const GPPtrMapSlot *s = &m->slots[map_slot(m->slots, m->cap, key)];
+  return s->key ? s->val : NULL;
 }
 
 bool gp_map_has(const GPPtrMap *m, const void *key) {
   if (!m->cap) return false;
-  return m->keys[map_slot(m->keys, m->cap, key)] != NULL;
+  return m->slots[map_slot(m->slots, m->cap, key)].key != NULL;
 }
 
-static void map_grow(GPPtrMap *m) {
-  size_t ncap = m->cap ? m->cap * 2 : 16;
-  void **nk = gp_calloc(ncap, sizeof(void *)), **nv = gp_calloc(ncap, sizeof(void *));
+static void map_rehash(GPPtrMap *m, size_t ncap) {
+  GPPtrMapSlot *ns = gp_calloc(ncap, sizeof *ns);
   for (size_t i = 0; i < m->cap; i++) {
-    if (!m->keys[i]) continue;
-    size_t j = map_slot(nk, ncap, m->keys[i]);
-    nk[j] = m->keys[i];
-    nv[j] = m->vals[i];
+    if (!m->slots[i].key) continue;
+    ns[map_slot(ns, ncap, m->slots[i].key)] = m->slots[i];
   }
-  gp_free(m->keys);
-  gp_free(m->vals);
-  m->keys = nk;
-  m->vals = nv;
+  gp_free(m->slots);
+  m->slots = ns;
   m->cap = ncap;
 }
 
+void gp_map_reserve(GPPtrMap *m, size_t n) {
+  size_t need = 16;
+  while (need * 3 < n * 4 + 4) need *= 2;
+  if (need > m->cap) map_rehash(m, need);
+}
+
 void gp_map_put(GPPtrMap *m, const void *key, void *val) {
-  if ((m->len + 1) * 4 > m->cap * 3) map_grow(m);
-  size_t i = map_slot(m->keys, m->cap, key);
-  if (!m->keys[i]) {
-    m->keys[i] = (void *)key;
+  if ((m->len + 1) * 4 > m->cap * 3) map_rehash(m, m->cap ? m->cap * 2 : 16);
+  GPPtrMapSlot *s = &m->slots[map_slot(m->slots, m->cap, key)];
+  if (!s->key) {
+    s->key = (void *)key;
     m->len++;
   }
-  m->vals[i] = val;
+  s->val = val;
 }
 
 void gp_map_free(GPPtrMap *m) {
-  gp_free(m->keys);
-  gp_free(m->vals);
+  gp_free(m->slots);
   memset(m, 0, sizeof *m);
 }
 

@@ -125,7 +125,7 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
   }
   if (!failed) result = gp_retain(gp_map_get(&memo, root));
   for (size_t i = 0; i < memo.cap; i++)
-    if (memo.keys[i]) gp_release(memo.vals[i]);
+    if (memo.slots[i].key) gp_release(memo.slots[i].val);
   gp_map_free(&memo);
   gp_free(order);
   return result;

@@ -70,7 +70,7 @@ static GPExpr *dce_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
 
 static void dce_free(Dce *d) {
   for (size_t i = 0; i < d->inlined.cap; i++)
-    if (d->inlined.keys[i] && d->inlined.vals[i] != PENDING) gp_release(d->inlined.vals[i]);
+    if (d->inlined.slots[i].key && d->inlined.slots[i].val != PENDING) gp_release(d->inlined.slots[i].val);
   pmap_free(&d->uses);
   pmap_free(&d->impure);
   pmap_free(&d->inline_of);

@@ -20,9 +20,12 @@ extern const GPHostAPI *gp_std_host;
 /* ---- support.c: what every pass needs */
 
 /* Pointer-keyed open-addressing map (plugin-local, libc allocator). */
+typedef struct PMapSlot {
+  const void *key;
+  void *val;
+} PMapSlot;
 typedef struct PMap {
-  const void **keys;
-  void **vals;
+  PMapSlot *slots; /* key and value together: one cache line per probe */
   size_t len, cap;
 } PMap;
 void *pmap_get(const PMap *m, const void *key);

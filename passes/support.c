@@ -22,50 +22,42 @@ static size_t phash(const void *p) {
   return (size_t)x;
 }
 
-static size_t pslot(const void *const *keys, size_t cap, const void *key) {
+static size_t pslot(const PMapSlot *slots, size_t cap, const void *key) {
   size_t i = phash(key) & (cap - 1);
-  while (keys[i] && keys[i] != key) i = (i + 1) & (cap - 1);
+  while (slots[i].key && slots[i].key != key) i = (i + 1) & (cap - 1);
   return i;
 }
 
 void *pmap_get(const PMap *m, const void *key) {
   if (!m->cap) return NULL;
-  size_t i = pslot(m->keys, m->cap, key);
-  return m->keys[i] ? m->vals[i] : NULL;
+  const PMapSlot *s = &m->slots[pslot(m->slots, m->cap, key)];
+  return s->key ? s->val : NULL;
 }
 
 bool pmap_has(const PMap *m, const void *key) {
-  return m->cap && m->keys[pslot(m->keys, m->cap, key)] != NULL;
+  return m->cap && m->slots[pslot(m->slots, m->cap, key)].key != NULL;
 }
 
 void pmap_put(PMap *m, const void *key, void *val) {
   if ((m->len + 1) * 4 > m->cap * 3) {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    const void **nk = xcalloc(ncap, sizeof *nk);
-    void **nv = xcalloc(ncap, sizeof *nv);
+    PMapSlot *ns = xcalloc(ncap, sizeof *ns);
     for (size_t i = 0; i < m->cap; i++)
-      if (m->keys[i]) {
-        size_t j = pslot(nk, ncap, m->keys[i]);
-        nk[j] = m->keys[i];
-        nv[j] = m->vals[i];
-      }
-    free(m->keys);
-    free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
+      if (m->slots[i].key) ns[pslot(ns, ncap, m->slots[i].key)] = m->slots[i];
+    free(m->slots);
+    m->slots = ns;
     m->cap = ncap;
   }
-  size_t i = pslot(m->keys, m->cap, key);
-  if (!m->keys[i]) {
-    m->keys[i] = key;
+  PMapSlot *s = &m->slots[pslot(m->slots, m->cap, key)];
+  if (!s->key) {
+    s->key = key;
     m->len++;
   }
-  m->vals[i] = val;
+  s->val = val;
 }
 
 void pmap_free(PMap *m) {
-  free(m->keys);
-  free(m->vals);
+  free(m->slots);
   memset(m, 0, sizeof *m);
 }
 
