@@ -396,6 +396,51 @@ typedef struct GPIf {
   GPExpr *cond, *then_branch, *else_branch; /* owned */
 } GPIf;
 
+/* The children of an expression, in a fixed order that every walker shares:
+ * call: op, then args; tuple: fields; get-item: tuple; function: params, then body;
+ * let: var, value, body; if: cond, then, else; var, global var, constant, op: none.
+ * Inline so hosts and plugins read the public layout through one definition. */
+static inline int32_t gp_expr_num_children(const GPExpr *e) {
+  switch (e->obj.type_index) {
+  case GP_TI_CALL: return 1 + ((const GPCall *)e)->nargs;
+  case GP_TI_TUPLE: return ((const GPTuple *)e)->n;
+  case GP_TI_TUPLE_GET_ITEM: return 1;
+  case GP_TI_FUNCTION_EXPR: return ((const GPFunctionExpr *)e)->nparams + 1;
+  case GP_TI_LET:
+  case GP_TI_IF: return 3;
+  default: return 0;
+  }
+}
+
+/* Child i (0 <= i < gp_expr_num_children(e)), borrowed. */
+static inline GPExpr *gp_expr_child_at(const GPExpr *e, int32_t i) {
+  switch (e->obj.type_index) {
+  case GP_TI_CALL: return i == 0 ? ((const GPCall *)e)->op : ((const GPCall *)e)->args[i - 1];
+  case GP_TI_TUPLE: return ((const GPTuple *)e)->fields[i];
+  case GP_TI_TUPLE_GET_ITEM: return ((const GPTupleGetItem *)e)->tuple;
+  case GP_TI_FUNCTION_EXPR: {
+    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
+    return i < f->nparams ? (GPExpr *)f->params[i] : f->body;
+  }
+  case GP_TI_LET: {
+    const GPLet *l = (const GPLet *)e;
+    return i == 0 ? (GPExpr *)l->var : i == 1 ? l->value : l->body;
+  }
+  case GP_TI_IF: {
+    const GPIf *f = (const GPIf *)e;
+    return i == 0 ? f->cond : i == 1 ? f->then_branch : f->else_branch;
+  }
+  default: return NULL;
+  }
+}
+
+/* Non-zero when child i of e binds a name (a let's var, a function's params), not a use. */
+static inline int gp_expr_is_binding(const GPExpr *e, int32_t i) {
+  if (e->obj.type_index == GP_TI_LET) return i == 0;
+  if (e->obj.type_index == GP_TI_FUNCTION_EXPR) return i < ((const GPFunctionExpr *)e)->nparams;
+  return 0;
+}
+
 /* A module: global functions in definition order.  Immutable once shared. */
 typedef struct GPModule {
   GPObject obj;

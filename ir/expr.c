@@ -192,61 +192,9 @@ GPIf *gp_if_new(GPExpr *cond, GPExpr *then_branch, GPExpr *else_branch) {
   return f;
 }
 
-int32_t gp_expr_num_children(const GPExpr *e) {
-  switch (gp_kind(e)) {
-  case GP_TI_CALL: return 1 + GP_AS(const GPCall, e)->nargs;
-  case GP_TI_TUPLE: return GP_AS(const GPTuple, e)->n;
-  case GP_TI_TUPLE_GET_ITEM: return 1;
-  case GP_TI_FUNCTION_EXPR: return GP_AS(const GPFunctionExpr, e)->nparams + 1;
-  case GP_TI_LET:
-  case GP_TI_IF: return 3;
-  default: return 0;
-  }
-}
-
 int32_t gp_expr_children(const GPExpr *e, GPExpr **out, int32_t cap) {
-  int32_t n = 0;
-#define PUT(x)                      \
-  do {                              \
-    if (n < cap) out[n] = (GPExpr *)(x); \
-    n++;                            \
-  } while (0)
-  switch (gp_kind(e)) {
-  case GP_TI_CALL: {
-    const GPCall *c = (const GPCall *)e;
-    PUT(c->op);
-    for (int32_t i = 0; i < c->nargs; i++) PUT(c->args[i]);
-    break;
-  }
-  case GP_TI_TUPLE: {
-    const GPTuple *t = (const GPTuple *)e;
-    for (int32_t i = 0; i < t->n; i++) PUT(t->fields[i]);
-    break;
-  }
-  case GP_TI_TUPLE_GET_ITEM: PUT(((const GPTupleGetItem *)e)->tuple); break;
-  case GP_TI_FUNCTION_EXPR: {
-    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
-    for (int32_t i = 0; i < f->nparams; i++) PUT(f->params[i]);
-    PUT(f->body);
-    break;
-  }
-  case GP_TI_LET: {
-    const GPLet *l = (const GPLet *)e;
-    PUT(l->var);
-    PUT(l->value);
-    PUT(l->body);
-    break;
-  }
-  case GP_TI_IF: {
-    const GPIf *f = (const GPIf *)e;
-    PUT(f->cond);
-    PUT(f->then_branch);
-    PUT(f->else_branch);
-    break;
-  }
-  default: break;
-  }
-#undef PUT
+  int32_t n = gp_expr_num_children(e);
+  for (int32_t i = 0; i < n && i < cap; i++) out[i] = gp_expr_child_at(e, i);
   return n;
 }
 

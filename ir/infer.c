@@ -206,6 +206,20 @@ static bool keep_if_typed(Infer *I, GPExpr *e, bool changed) {
   return false;
 }
 
+/* The common first half of a node rule over typed children.  Returns true when the step is
+ * over: the children were just pushed, or none changed and the node was already typed (kept
+ * as it is).  Otherwise the typed children are in I->kids. */
+static bool children_first(Infer *I, IFrame *f) {
+  if (f->state == 0) {
+    f->state = 1;
+    push_kids(I, f->e, f->line, f->col);
+    return true;
+  }
+  bool changed;
+  typed_kids(I, f->e, &changed);
+  return keep_if_typed(I, f->e, changed);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Node rules.  Each returns 0 when the node is done (memo entry set) or the frame was advanced
  * (children pushed), -1 on error, 1 when the frame must stay (a callee function was pushed). */
@@ -282,14 +296,7 @@ static int do_constant(Infer *I, IFrame *f) {
 
 static int do_call(Infer *I, IFrame *f) {
   GPCall *c = GP_AS(GPCall, f->e);
-  if (f->state == 0) {
-    f->state = 1;
-    push_kids(I, f->e, f->line, f->col);
-    return 0;
-  }
-  bool changed;
-  typed_kids(I, f->e, &changed);
-  if (keep_if_typed(I, f->e, changed)) return 0;
+  if (children_first(I, f)) return 0;
   GPExpr **k = I->kids;
   GPExpr *callee = k[0];
   const GPType **ty = tys_buf(I, (size_t)c->nargs);
@@ -345,14 +352,7 @@ static int do_call(Infer *I, IFrame *f) {
 
 static int do_tuple(Infer *I, IFrame *f) {
   GPTuple *tp = GP_AS(GPTuple, f->e);
-  if (f->state == 0) {
-    f->state = 1;
-    push_kids(I, f->e, f->line, f->col);
-    return 0;
-  }
-  bool changed;
-  typed_kids(I, f->e, &changed);
-  if (keep_if_typed(I, f->e, changed)) return 0;
+  if (children_first(I, f)) return 0;
   GPExpr **k = I->kids;
   const GPType **ty = tys_buf(I, (size_t)tp->n);
   for (int32_t i = 0; i < tp->n; i++) {
@@ -373,14 +373,7 @@ static int do_tuple(Infer *I, IFrame *f) {
 
 static int do_get_item(Infer *I, IFrame *f) {
   GPTupleGetItem *g = GP_AS(GPTupleGetItem, f->e);
-  if (f->state == 0) {
-    f->state = 1;
-    push_kids(I, f->e, f->line, f->col);
-    return 0;
-  }
-  bool changed;
-  typed_kids(I, f->e, &changed);
-  if (keep_if_typed(I, f->e, changed)) return 0;
+  if (children_first(I, f)) return 0;
   GPExpr **k = I->kids;
   const GPType *tt = k[0]->checked_type;
   GPBuf msg = {0};
@@ -403,14 +396,7 @@ static int do_get_item(Infer *I, IFrame *f) {
 }
 
 static int do_if(Infer *I, IFrame *f) {
-  if (f->state == 0) {
-    f->state = 1;
-    push_kids(I, f->e, f->line, f->col);
-    return 0;
-  }
-  bool changed;
-  typed_kids(I, f->e, &changed);
-  if (keep_if_typed(I, f->e, changed)) return 0;
+  if (children_first(I, f)) return 0;
   GPExpr **k = I->kids;
   const GPType *ct = k[0]->checked_type, *a = k[1]->checked_type, *b = k[2]->checked_type;
   GPBuf msg = {0};

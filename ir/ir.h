@@ -249,11 +249,9 @@ static inline bool gp_is_expr(const void *o) {
 }
 #define GP_AS(T, e) ((T *)(e))
 
-/* Children of e, in a fixed order (call: op then args; tuple: fields; get-item: tuple;
- * function: params then body; let: var, value, body; if: cond, then, else; others: none).
- * Writes at most `cap` pointers into out and returns the total count. */
+/* Children of e in gp_expr_child_at order (abi/graphpass.h), copied into out (at most `cap`);
+ * returns the total count. */
 int32_t gp_expr_children(const GPExpr *e, GPExpr **out, int32_t cap);
-int32_t gp_expr_num_children(const GPExpr *e);
 const char *gp_expr_kind_name(const GPExpr *e); /* "call", "var", ... */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -274,6 +272,9 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
 
 GPModule *gp_module_new(const char *source_name);
 int gp_module_add(GPModule *m, const char *name, GPFunctionExpr *fn, bool allow_override);
+/* The same with the caller's global var object (retained), so call sites and the module share
+ * one object per name (the parser's need). */
+int gp_module_add_gvar(GPModule *m, GPGlobalVar *g, GPFunctionExpr *fn, bool allow_override);
 int32_t gp_module_find(const GPModule *m, const char *name); /* index or -1 */
 GPFunctionExpr *gp_module_lookup(const GPModule *m, const char *name); /* borrowed, NULL */
 GPModule *gp_module_copy(const GPModule *m); /* new; shares functions */

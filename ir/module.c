@@ -33,20 +33,37 @@ GPFunctionExpr *gp_module_lookup(const GPModule *m, const char *name) {
 }
 
 int gp_module_add(GPModule *m, const char *name, GPFunctionExpr *fn, bool allow_override) {
-  if (!m || m->obj.type_index != GP_TI_MODULE || !name || !*name || !fn || gp_kind(fn) != GP_TI_FUNCTION_EXPR) {
+  if (!name || !*name) {
     gp_error_set(GP_ERR_VALUE, "module_add: needs a module, a name and a function");
     return -1;
   }
-  int32_t i = gp_module_find(m, name);
+  int32_t i = m ? gp_module_find(m, name) : -1;
+  if (i >= 0) return gp_module_add_gvar(m, m->gvars[i], fn, allow_override);
+  GPGlobalVar *g = gp_global_var_new(name);
+  int rc = gp_module_add_gvar(m, g, fn, allow_override);
+  gp_release(g);
+  return rc;
+}
+
+int gp_module_add_gvar(GPModule *m, GPGlobalVar *g, GPFunctionExpr *fn, bool allow_override) {
+  if (!m || m->obj.type_index != GP_TI_MODULE || !g || gp_kind(g) != GP_TI_GLOBAL_VAR || !fn ||
+      gp_kind(fn) != GP_TI_FUNCTION_EXPR) {
+    gp_error_set(GP_ERR_VALUE, "module_add: needs a module, a global var and a function");
+    return -1;
+  }
+  int32_t i = gp_module_find(m, g->name);
   if (i >= 0) {
     if (!allow_override) {
-      gp_error_set(GP_ERR_VALUE, "module already defines @%s", name);
+      gp_error_set(GP_ERR_VALUE, "module already defines @%s", g->name);
       return -1;
     }
+    gp_retain(g);
+    gp_release(m->gvars[i]);
+    m->gvars[i] = g;
     gp_module_set(m, i, fn);
     return 0;
   }
-  GPGlobalVar *g = gp_global_var_new(name);
+  gp_retain(g);
   if (m->num_functions == m->capacity) {
     m->capacity = m->capacity ? m->capacity * 2 : 4;
     m->gvars = gp_realloc(m->gvars, (size_t)m->capacity * sizeof *m->gvars);

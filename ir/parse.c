@@ -2310,16 +2310,12 @@ static bool machine(Parser *P, GPExpr **out) {
         vtrunc(P, f->vbase);
         if (f->kind == F_DEF) {
           Global *g = &P->globals[f->global];
-          bool ok = gp_module_add(P->mod, g->name, fn, false) == 0;
+          /* one global var object per name: the module shares the call sites' object */
+          bool ok = gp_module_add_gvar(P->mod, g->gv, fn, false) == 0;
           gp_release(fn);
           if (!ok) {
             fail_core(P, f->line, f->col, NULL);
             goto err;
-          }
-          int32_t mi = P->mod->num_functions - 1;
-          if (P->mod->gvars[mi] != g->gv) { /* one global var object per name */
-            gp_release(P->mod->gvars[mi]);
-            P->mod->gvars[mi] = gp_retain(g->gv);
           }
           pop_frame(P);
           return true;

@@ -1,42 +1,11 @@
 /* visit.c -- iterative post-order and the memoizing rewriter. */
 #include "ir.h"
 
-static inline GPExpr *child_at(const GPExpr *e, int32_t i) {
-  switch (gp_kind(e)) {
-  case GP_TI_CALL: {
-    const GPCall *c = (const GPCall *)e;
-    return i == 0 ? c->op : c->args[i - 1];
-  }
-  case GP_TI_TUPLE: return ((const GPTuple *)e)->fields[i];
-  case GP_TI_TUPLE_GET_ITEM: return ((const GPTupleGetItem *)e)->tuple;
-  case GP_TI_FUNCTION_EXPR: {
-    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
-    return i < f->nparams ? (GPExpr *)f->params[i] : f->body;
-  }
-  case GP_TI_LET: {
-    const GPLet *l = (const GPLet *)e;
-    return i == 0 ? (GPExpr *)l->var : i == 1 ? l->value : l->body;
-  }
-  case GP_TI_IF: {
-    const GPIf *f = (const GPIf *)e;
-    return i == 0 ? f->cond : i == 1 ? f->then_branch : f->else_branch;
-  }
-  default: return NULL;
-  }
-}
-
 /* Visiting order: children order, except that a let's value is visited before its var, so a
  * rewrite sees the bound value before any use of the name. */
 static inline GPExpr *visit_at(const GPExpr *e, int32_t i) {
-  if (gp_kind(e) == GP_TI_LET && i < 2) return child_at(e, 1 - i);
-  return child_at(e, i);
-}
-
-/* Binding positions: a let's var and a function's params. */
-static inline bool is_binding(const GPExpr *e, int32_t i) {
-  if (gp_kind(e) == GP_TI_LET) return i == 0;
-  if (gp_kind(e) == GP_TI_FUNCTION_EXPR) return i < ((const GPFunctionExpr *)e)->nparams;
-  return false;
+  if (gp_kind(e) == GP_TI_LET && i < 2) return gp_expr_child_at(e, 1 - i);
+  return gp_expr_child_at(e, i);
 }
 
 typedef struct {
@@ -97,10 +66,10 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
     int32_t nk = gp_expr_num_children(e);
     GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
     for (int32_t k = 0; k < nk; k++) {
-      GPExpr *orig_kid = child_at(e, k);
+      GPExpr *orig_kid = gp_expr_child_at(e, k);
       kids[k] = gp_map_get(&memo, orig_kid);
       /* A binding name replaced by a non-var (e.g. inlined) keeps its binding occurrence. */
-      if (is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = orig_kid;
+      if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = orig_kid;
     }
     GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
     if (kids != kids_small) gp_free(kids);

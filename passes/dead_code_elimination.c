@@ -25,15 +25,15 @@ static char pending_mark;
 static void analyse(Dce *d, GPExpr **nodes, size_t count) {
   for (size_t k = 0; k < count; k++) {
     GPExpr *e = nodes[k];
-    int32_t nc = std_num_children(e);
+    int32_t nc = gp_expr_num_children(e);
     bool impure = false;
     if (ekind(e) == GP_TI_CALL) {
       GPExpr *callee = ((GPCall *)e)->op;
       impure = ekind(callee) != GP_TI_OP || (((GPOp *)callee)->flags & GP_OP_STATEFUL);
     }
     for (int32_t i = 0; i < nc; i++) {
-      GPExpr *c = std_child_at(e, i);
-      if (ekind(c) == GP_TI_VAR && !std_is_binding(e, i))
+      GPExpr *c = gp_expr_child_at(e, i);
+      if (ekind(c) == GP_TI_VAR && !gp_expr_is_binding(e, i))
         pmap_put(&d->uses, c, (void *)((uintptr_t)pmap_get(&d->uses, c) + 1));
       /* a closure's body does not run where the closure is built */
       if (ekind(e) != GP_TI_FUNCTION_EXPR && pmap_has(&d->impure, c)) impure = true;
@@ -85,7 +85,6 @@ static int dce(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
   bool inline_once = std_config_bool(ctx, "DeadCodeElimination.inline_once", false);
   bool ignore_impurity = std_config_bool(ctx, "DeadCodeElimination.ignore_impurity", false);
   GPModule *out = NULL;
-  int64_t changed = 0;
   for (int32_t f = 0; f < mod->num_functions; f++) {
     Dce d = {.inline_once = inline_once, .ignore_impurity = ignore_impurity};
     GPExpr **nodes;
@@ -113,9 +112,9 @@ static int dce(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     dce_free(&d);
     if (!nf) goto fail;
     if (!out) out = H->module_copy(mod);
-    H->module_add(out, mod->gvars[f]->name, (GPFunctionExpr *)nf, 1);
+    int rc = H->module_add(out, mod->gvars[f]->name, (GPFunctionExpr *)nf, 1);
     gp_release(nf);
-    changed++;
+    if (rc != 0) goto fail;
   }
   if (!out) return std_return_module(result, gp_retain(mod));
   /* Rebuilt nodes lost their types: re-type (cheap where nothing changed). */

@@ -34,10 +34,6 @@ void pmap_put(PMap *m, const void *key, void *val);
 void pmap_free(PMap *m);
 
 static inline int32_t ekind(const void *e) { return ((const GPObject *)e)->type_index; }
-int32_t std_num_children(const GPExpr *e);
-GPExpr *std_child_at(const GPExpr *e, int32_t i);
-/* True when child i of e is a binding occurrence (let var, function param). */
-bool std_is_binding(const GPExpr *e, int32_t i);
 
 /* Unpack the pass calling convention: args = [module, context]. */
 int std_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule **mod, GPPassContext **ctx);

@@ -61,45 +61,6 @@ void pmap_free(PMap *m) {
   memset(m, 0, sizeof *m);
 }
 
-int32_t std_num_children(const GPExpr *e) {
-  switch (ekind(e)) {
-  case GP_TI_CALL: return 1 + ((const GPCall *)e)->nargs;
-  case GP_TI_TUPLE: return ((const GPTuple *)e)->n;
-  case GP_TI_TUPLE_GET_ITEM: return 1;
-  case GP_TI_FUNCTION_EXPR: return ((const GPFunctionExpr *)e)->nparams + 1;
-  case GP_TI_LET:
-  case GP_TI_IF: return 3;
-  default: return 0;
-  }
-}
-
-GPExpr *std_child_at(const GPExpr *e, int32_t i) {
-  switch (ekind(e)) {
-  case GP_TI_CALL: return i == 0 ? ((const GPCall *)e)->op : ((const GPCall *)e)->args[i - 1];
-  case GP_TI_TUPLE: return ((const GPTuple *)e)->fields[i];
-  case GP_TI_TUPLE_GET_ITEM: return ((const GPTupleGetItem *)e)->tuple;
-  case GP_TI_FUNCTION_EXPR: {
-    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
-    return i < f->nparams ? (GPExpr *)f->params[i] : f->body;
-  }
-  case GP_TI_LET: {
-    const GPLet *l = (const GPLet *)e;
-    return i == 0 ? (GPExpr *)l->var : i == 1 ? l->value : l->body;
-  }
-  case GP_TI_IF: {
-    const GPIf *f = (const GPIf *)e;
-    return i == 0 ? f->cond : i == 1 ? f->then_branch : f->else_branch;
-  }
-  default: return NULL;
-  }
-}
-
-bool std_is_binding(const GPExpr *e, int32_t i) {
-  if (ekind(e) == GP_TI_LET) return i == 0;
-  if (ekind(e) == GP_TI_FUNCTION_EXPR) return i < ((const GPFunctionExpr *)e)->nparams;
-  return false;
-}
-
 int std_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule **mod, GPPassContext **ctx) {
   if (nargs != 2 || args[0].type_index != GP_TI_MODULE || !args[0].v_obj ||
       args[1].type_index != GP_TI_OPAQUE_PTR) {

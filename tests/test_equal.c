@@ -1,30 +1,12 @@
 /* test_equal.c -- gp_expr_equal / gp_expr_hash / gp_module_equal / gp_module_hash /
  * gp_module_diff: renaming, ops, attrs, constants, shapes, graph sharing, million-node chains. */
+#include "test_builders.h"
 #include "ir/ir.h"
 
 #include <criterion/criterion.h>
 #include <string.h>
 
-static GPExpr *E(void *e) {
-  cr_assert(e, "constructor failed: %s", gp_error_message());
-  return (GPExpr *)e;
-}
-
-static const GPType *T2(int64_t a, int64_t b) {
-  int64_t s[2] = {a, b};
-  return gp_type_tensor(GP_DT_F32, 2, s);
-}
-
 static GPVar *V(const char *name, const GPType *t) { return (GPVar *)E(gp_var_new(name, t)); }
-
-static GPExpr *call1(const char *op, GPExpr *a) {
-  return E(gp_call_new((GPExpr *)gp_op_get(op), 1, &a, NULL));
-}
-
-static GPExpr *call2(const char *op, GPExpr *a, GPExpr *b) {
-  GPExpr *args[2] = {a, b};
-  return E(gp_call_new((GPExpr *)gp_op_get(op), 2, args, NULL));
-}
 
 static GPExpr *cf32(float v0, float v1) {
   int64_t sh[1] = {2};

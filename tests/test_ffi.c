@@ -1,5 +1,6 @@
 /* test_ffi.c -- the libffi bridge: wrap (C -> packed), closure (packed -> C), round trips,
  * argument checks, malformed signatures, and the host table's entries. */
+#include "test_builders.h"
 #include "ffi/bridge.h"
 #include "ir/ir.h"
 
@@ -13,14 +14,6 @@
 
 static GPAny A_int(int64_t v) { return gp_any_int(v); }
 static GPAny A_f(double v) { return gp_any_float(v); }
-
-static void expect_error(int32_t kind, const char *needle) {
-  cr_assert_eq(gp_error_kind(), kind, "error kind %d, expected %d (%s)", gp_error_kind(), kind,
-               gp_error_message());
-  cr_assert(strstr(gp_error_message(), needle), "message \"%s\" lacks \"%s\"", gp_error_message(),
-            needle);
-  gp_error_clear();
-}
 
 /* Call a packed function; the result is owned by the caller. */
 static int call(GPPackedFunc *f, GPAny *res, int32_t n, ...) {

@@ -1,5 +1,6 @@
 /* test_infer.c -- gp_infer_types / gp_infer_expr: typed results, sharing, globals, errors with
  * locations, the input left unchanged, cheap re-runs, and million-node graphs. */
+#include "test_builders.h"
 #include "ir/ir.h"
 
 #include <criterion/criterion.h>
@@ -7,56 +8,11 @@
 
 /* ---- helpers (every constructor result is owned by the test and released at the end) */
 
-static const GPType *T2(int64_t a, int64_t b) {
-  int64_t s[2] = {a, b};
-  return gp_type_tensor(GP_DT_F32, 2, s);
-}
-
-static GPExpr *E(void *e) {
-  cr_assert(e, "constructor failed: %s", gp_error_message());
-  return (GPExpr *)e;
-}
-
-/* Set the location of a node the test just built (sole owner). */
-static GPExpr *at(GPExpr *e, uint32_t line, uint32_t col) {
-  e->line = line;
-  e->col = col;
-  return e;
-}
-
-static GPExpr *call1(const char *op, GPExpr *a) {
-  GPExpr *args[1] = {a};
-  return E(gp_call_new((GPExpr *)gp_op_get(op), 1, args, NULL));
-}
-
-static GPExpr *call2(const char *op, GPExpr *a, GPExpr *b) {
-  GPExpr *args[2] = {a, b};
-  return E(gp_call_new((GPExpr *)gp_op_get(op), 2, args, NULL));
-}
-
-static GPFunctionExpr *fn1(GPVar *p, GPExpr *body, const GPType *ret) {
-  return (GPFunctionExpr *)E(gp_function_new(p ? 1 : 0, p ? &p : NULL, body, ret, NULL));
-}
-
 static GPExpr *bool_const(bool v) {
   GPTensor *t = gp_tensor_scalar_i64(GP_DT_BOOL, v);
   GPExpr *c = E(gp_constant_new(t));
   gp_release(t);
   return c;
-}
-
-static GPModule *module1(const char *name, GPFunctionExpr *fn) {
-  GPModule *m = gp_module_new("model.relay");
-  cr_assert_eq(gp_module_add(m, name, fn, false), 0);
-  return m;
-}
-
-static void expect_error(int32_t kind, const char *needle) {
-  cr_assert_eq(gp_error_kind(), kind, "error kind %d, expected %d (%s)", gp_error_kind(), kind,
-               gp_error_message());
-  cr_assert(strstr(gp_error_message(), needle), "message \"%s\" lacks \"%s\"", gp_error_message(),
-            needle);
-  gp_error_clear();
 }
 
 static void rel(int n, ...) {

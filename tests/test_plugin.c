@@ -1,6 +1,7 @@
 /* test_plugin.c -- the plugin loader, the host table, and the exported symbols of the shared
  * objects.  Runs from the repository root; the variant (build/, build/san/, build/clang/) is
  * the one this test binary belongs to (read from /proc/self/exe). */
+#include "test_builders.h"
 #include "ir/ir.h"
 #include "plugin/plugin.h"
 #include "registry/registry.h"
@@ -44,14 +45,6 @@ static bool exists(const char *p) {
 
 static char *ext_path(void) { return vpath("tests/plugins/libext_plugin.so"); }
 static char *ext2_path(void) { return vpath("tests/plugins/libext_plugin_major2.so"); }
-
-static void expect_error(int32_t kind, const char *needle) {
-  cr_assert_eq(gp_error_kind(), kind, "error kind %d, expected %d (%s)", gp_error_kind(), kind,
-               gp_error_message());
-  cr_assert(strstr(gp_error_message(), needle), "message \"%s\" lacks \"%s\"", gp_error_message(),
-            needle);
-  gp_error_clear();
-}
 
 static bool pass_registered(const char *name) {
   GPPassEntry *e = gp_pass_acquire(name);

@@ -1,46 +1,12 @@
 /* test_verify.c -- gp_verify: well-formed modules pass; binding twice, out-of-scope uses (also
  * through shared nodes), free vars, missing globals and inconsistent checked types are rejected
  * with the function, the location and the node named; million-node graphs. */
+#define TH_SOURCE_NAME "net.relay"
+#include "test_builders.h"
 #include "ir/ir.h"
 
 #include <criterion/criterion.h>
 #include <string.h>
-
-static const GPType *T2(int64_t a, int64_t b) {
-  int64_t s[2] = {a, b};
-  return gp_type_tensor(GP_DT_F32, 2, s);
-}
-
-static GPExpr *E(void *e) {
-  cr_assert(e, "constructor failed: %s", gp_error_message());
-  return (GPExpr *)e;
-}
-
-static GPExpr *at(GPExpr *e, uint32_t line, uint32_t col) {
-  e->line = line;
-  e->col = col;
-  return e;
-}
-
-static GPExpr *call1(const char *op, GPExpr *a) {
-  GPExpr *args[1] = {a};
-  return E(gp_call_new((GPExpr *)gp_op_get(op), 1, args, NULL));
-}
-
-static GPExpr *call2(const char *op, GPExpr *a, GPExpr *b) {
-  GPExpr *args[2] = {a, b};
-  return E(gp_call_new((GPExpr *)gp_op_get(op), 2, args, NULL));
-}
-
-static GPFunctionExpr *fn1(GPVar *p, GPExpr *body, const GPType *ret) {
-  return (GPFunctionExpr *)E(gp_function_new(p ? 1 : 0, p ? &p : NULL, body, ret, NULL));
-}
-
-static GPModule *module1(const char *name, GPFunctionExpr *fn) {
-  GPModule *m = gp_module_new("net.relay");
-  cr_assert_eq(gp_module_add(m, name, fn, false), 0);
-  return m;
-}
 
 static void expect_verify_error(const GPModule *m, const char *needle) {
   cr_assert_eq(gp_verify(m), -1, "verify accepted a bad module");
