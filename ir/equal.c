@@ -13,7 +13,6 @@
  * position and annotation; free vars by pointer), so equal expressions hash equally.
  */
 #include "ir/ir.h"
-#include "ir/node_index.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -455,7 +454,7 @@ static uint64_t hash_const(const GPConstant *c) {
 /* Bottom-up over the post order of root.  Bound vars hash by binder kind and position. */
 static uint64_t hash_expr(const GPExpr *root) {
   GPNodeIndex ni;
-  gp_ni_build(&ni, (GPExpr *)root);
+  if (gp_ni_build(&ni, (GPExpr *)root, 0) != 0) return 0;
   size_t n = ni.n;
   uint64_t *h = gp_malloc((n ? n : 1) * sizeof(uint64_t));
   uint64_t *tag = gp_calloc(n ? n : 1, sizeof(uint64_t));

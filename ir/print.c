@@ -23,7 +23,6 @@
  * the printer is a machine over an explicit frame stack.
  */
 #include "ir/ir.h"
-#include "ir/node_index.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -780,7 +779,7 @@ static int32_t use_block(Printer *p, int32_t pid, int32_t j, const int32_t *sub)
 /* For `root` (the function of a module definition, when is_def, else the expression printed in
  * scope 0). */
 static int analyze(Printer *p, GPExpr *root, bool is_def) {
-  gp_ni_build(&p->ni, root);
+  if (gp_ni_build(&p->ni, root, 0) != 0) return -1;
   size_t n = p->ni.n;
   p->st = gp_calloc(n ? n : 1, sizeof(NodeSt));
   for (size_t i = 0; i < n; i++) {

@@ -35,6 +35,8 @@ typedef struct {
   GPExpr *e;
   uint32_t state;
   uint32_t line, col; /* the node's location, or the nearest ancestor's */
+  int64_t slot;       /* where the requirement goes in the slot stack; -1: the `done` map */
+  int64_t base;       /* the children's slots (child order); -1 until allocated */
 } VFrame;
 
 typedef struct {
@@ -43,7 +45,10 @@ typedef struct {
   GPPtrMap vars; /* var -> index + 1 into vi */
   VarInfo *vi;
   size_t nvi, vi_cap;
-  GPPtrMap done; /* node -> requirement (a GPVar*) or the sentinel `none` */
+  GPPtrMap done; /* shared node -> requirement (a GPVar*) or the sentinel `none` */
+  void **slots;  /* slot stack: requirements of unshared children (a node held by one
+                  * reference has one parent, so only shared nodes need the map) */
+  int64_t nslots, slots_cap;
   VFrame *st;
   size_t n, cap;
   int32_t depth;
@@ -74,7 +79,7 @@ static const GPType **tys_buf(Verify *V, size_t n) {
   return V->tys;
 }
 
-static void push(Verify *V, GPExpr *e, uint32_t line, uint32_t col) {
+static void push(Verify *V, GPExpr *e, uint32_t line, uint32_t col, int64_t slot) {
   if (V->n == V->cap) {
     V->cap = V->cap ? V->cap * 2 : 64;
     V->st = gp_realloc(V->st, V->cap * sizeof *V->st);
@@ -84,7 +89,26 @@ static void push(Verify *V, GPExpr *e, uint32_t line, uint32_t col) {
     line = e->line;
     col = e->col;
   }
-  V->st[V->n++] = (VFrame){e, 0, line, col};
+  V->st[V->n++] = (VFrame){e, 0, line, col, slot, -1};
+}
+
+static void slots_alloc(Verify *V, VFrame *f, int32_t nk) {
+  if (V->nslots + nk > V->slots_cap) {
+    while (V->nslots + nk > V->slots_cap) V->slots_cap = V->slots_cap ? V->slots_cap * 2 : 256;
+    V->slots = gp_realloc(V->slots, (size_t)V->slots_cap * sizeof *V->slots);
+  }
+  f->base = V->nslots;
+  memset(V->slots + V->nslots, 0, (size_t)nk * sizeof *V->slots);
+  V->nslots += nk;
+}
+
+/* Record the requirement of the node of frame f (checked). */
+static void done_put(Verify *V, const VFrame *f, void *req) {
+  if (f->slot >= 0)
+    V->slots[f->slot] = req;
+  else
+    gp_map_put(&V->done, f->e, req);
+  if (f->base >= 0) V->nslots = f->base; /* its children's slots are no longer needed */
 }
 
 static VarInfo *info(Verify *V, const void *var) {
@@ -229,15 +253,16 @@ static int use(Verify *V, GPExpr *c, const VFrame *f) {
 
 /* Visit child c of the node of frame f: checked when its frame is popped, so uses are checked
  * in children order. */
-static int visit(Verify *V, GPExpr *c, const VFrame *f) {
-  push(V, c, f->line, f->col);
+static int visit(Verify *V, GPExpr *c, const VFrame *f, int32_t pos) {
+  push(V, c, f->line, f->col, f->base >= 0 && !gp_maybe_shared(c) ? f->base + pos : -1);
   return 0;
 }
 
-/* The requirement of child c (its deepest free var), or NULL. */
-static GPVar *req_of(Verify *V, GPExpr *c) {
+/* The requirement of child `pos` (node c) of frame f (its deepest free var), or NULL. */
+static GPVar *req_of(Verify *V, const VFrame *f, int32_t pos, GPExpr *c) {
   if (gp_kind(c) == GP_TI_VAR) return info(V, c) ? GP_AS(GPVar, c) : NULL;
-  void *r = gp_map_get(&V->done, c);
+  void *r = f->base >= 0 ? V->slots[f->base + pos] : NULL;
+  if (!r) r = gp_map_get(&V->done, c);
   return r && r != NONE ? r : NULL;
 }
 
@@ -394,17 +419,23 @@ static int check_types(Verify *V, const VFrame *f) {
 /* The walk                                                                                    */
 
 static int step(Verify *V, size_t at) {
-  VFrame f = V->st[at];
+  VFrame *sf = &V->st[at];
+  bool revisit = sf->state == 0 && (gp_kind(sf->e) == GP_TI_VAR || (sf->slot < 0 && gp_map_has(&V->done, sf->e)));
+  if (sf->state == 0 && !revisit) {
+    int32_t nk = gp_expr_num_children(sf->e);
+    if (nk > 0) slots_alloc(V, sf, nk);
+  }
+  VFrame f = *sf;
   GPExpr *e = f.e;
   if (f.state == 0) {
-    if (gp_kind(e) == GP_TI_VAR || gp_map_has(&V->done, e)) {
+    if (revisit) {
       /* a use of a var, or of a node checked before: check the scope */
       V->n = at;
       return use(V, e, &f) < 0 ? -1 : 0;
     }
     switch (gp_kind(e)) {
     case GP_TI_OP:
-      gp_map_put(&V->done, e, NONE);
+      done_put(V, &f, NONE);
       V->n = at;
       return 0;
     case GP_TI_GLOBAL_VAR: {
@@ -415,13 +446,13 @@ static int step(Verify *V, size_t at) {
         return fail(V, f.line, f.col, &msg);
       }
       if (check_types(V, &f) < 0) return -1;
-      gp_map_put(&V->done, e, NONE);
+      done_put(V, &f, NONE);
       V->n = at;
       return 0;
     }
     case GP_TI_CONSTANT:
       if (check_types(V, &f) < 0) return -1;
-      gp_map_put(&V->done, e, NONE);
+      done_put(V, &f, NONE);
       V->n = at;
       return 0;
     case GP_TI_FUNCTION_EXPR: {
@@ -429,13 +460,13 @@ static int step(Verify *V, size_t at) {
       for (int32_t i = 0; i < fn->nparams; i++)
         if (bind(V, fn->params[i], e, &f) < 0) return -1;
       V->st[at].state = 1;
-      return visit(V, fn->body, &f);
+      return visit(V, fn->body, &f, fn->nparams);
     }
     case GP_TI_LET: {
       GPLet *l = GP_AS(GPLet, e);
       if (bind(V, l->var, e, &f) < 0) return -1;
       V->st[at].state = 1;
-      return visit(V, l->value, &f);
+      return visit(V, l->value, &f, 1);
     }
     default: {
       V->st[at].state = 1;
@@ -444,27 +475,27 @@ static int step(Verify *V, size_t at) {
       gp_expr_children(e, k, nk);
       /* last first, so that the first child is checked first (push does not touch V->kids) */
       for (int32_t i = nk - 1; i >= 0; i--)
-        if (gp_kind(k[i]) != GP_TI_OP) visit(V, k[i], &f);
+        if (gp_kind(k[i]) != GP_TI_OP) visit(V, k[i], &f, i);
       return 0;
     }
     }
   }
   if (gp_kind(e) == GP_TI_LET && f.state == 1) {
     V->st[at].state = 2;
-    return visit(V, GP_AS(GPLet, e)->body, &f);
+    return visit(V, GP_AS(GPLet, e)->body, &f, 2);
   }
   /* All children checked: requirement, types, end of scopes. */
   GPVar *req = NULL;
   switch (gp_kind(e)) {
   case GP_TI_FUNCTION_EXPR: {
     GPFunctionExpr *fn = GP_AS(GPFunctionExpr, e);
-    GPVar *r = req_of(V, fn->body);
+    GPVar *r = req_of(V, &f, fn->nparams, fn->body);
     if (r && info(V, r)->binder != e) req = r;
     break;
   }
   case GP_TI_LET: {
     GPLet *l = GP_AS(GPLet, e);
-    GPVar *a = req_of(V, l->value), *b = req_of(V, l->body);
+    GPVar *a = req_of(V, &f, 1, l->value), *b = req_of(V, &f, 2, l->body);
     if (a == l->var) a = NULL;
     if (b == l->var) b = NULL;
     req = deeper(V, a, b);
@@ -474,7 +505,7 @@ static int step(Verify *V, size_t at) {
     int32_t nk = gp_expr_num_children(e);
     GPExpr **k = kids_buf(V, (size_t)nk);
     gp_expr_children(e, k, nk);
-    for (int32_t i = 0; i < nk; i++) req = deeper(V, req, req_of(V, k[i]));
+    for (int32_t i = 0; i < nk; i++) req = deeper(V, req, req_of(V, &f, i, k[i]));
     break;
   }
   }
@@ -485,7 +516,7 @@ static int step(Verify *V, size_t at) {
   } else if (gp_kind(e) == GP_TI_LET) {
     unbind(V, GP_AS(GPLet, e)->var);
   }
-  gp_map_put(&V->done, e, req ? (void *)req : NONE);
+  done_put(V, &f, req ? (void *)req : NONE);
   V->n = at;
   return 0;
 }
@@ -504,11 +535,12 @@ int gp_verify(const GPModule *m) {
   for (int32_t i = 0; i < m->num_functions && rc == 0; i++) {
     V.cur_fn = i;
     GPExpr *root = &m->funcs[i]->base;
-    push(&V, root, root->line, root->col);
+    push(&V, root, root->line, root->col, -1);
     while (V.n > 0 && rc == 0) rc = step(&V, V.n - 1);
   }
   gp_map_free(&V.vars);
   gp_map_free(&V.done);
+  gp_free(V.slots);
   gp_free(V.vi);
   gp_free(V.st);
   gp_free(V.kids);

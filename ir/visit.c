@@ -1,75 +1,186 @@
-/* visit.c -- iterative post-order and the memoizing rewriter. */
+/* visit.c -- the node index (a dense post-order numbering with child ids), the iterative
+ * post-order and the rewriter built on it. */
 #include "ir.h"
 
-/* Visiting order: children order, except that a let's value is visited before its var, so a
- * rewrite sees the bound value before any use of the name. */
-static inline GPExpr *visit_at(const GPExpr *e, int32_t i) {
-  if (gp_kind(e) == GP_TI_LET && i < 2) return gp_expr_child_at(e, 1 - i);
-  return gp_expr_child_at(e, i);
+#include <string.h>
+
+/* Visiting order: child order, except (with GP_NI_LET_VALUE_FIRST) a let's value before its
+ * var, so a rewrite sees the bound value before any use of the name.  Returns the child
+ * position visited at step i. */
+static inline int32_t visit_pos(const GPExpr *e, int32_t i, int flags) {
+  if ((flags & GP_NI_LET_VALUE_FIRST) && gp_kind(e) == GP_TI_LET && i < 2) return 1 - i;
+  return i;
+}
+
+/* The table of shared nodes: pointer -> id (-1 while on the DFS path). */
+typedef struct {
+  const void *key;
+  int64_t id;
+} SharedEnt;
+
+typedef struct {
+  SharedEnt *tab;
+  size_t cap, used;
+  int shift;
+} Shared;
+
+static inline size_t sh_slot(const Shared *s, const void *key) {
+  size_t i = (size_t)(((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> s->shift);
+  size_t mask = s->cap - 1;
+  while (s->tab[i].key && s->tab[i].key != key) i = (i + 1) & mask;
+  return i;
+}
+
+static void sh_grow(Shared *s) {
+  size_t ocap = s->cap;
+  SharedEnt *old = s->tab;
+  s->cap = ocap ? ocap * 2 : 256;
+  s->shift = 64;
+  for (size_t c = s->cap; c > 1; c >>= 1) s->shift--;
+  s->tab = gp_calloc(s->cap, sizeof *s->tab);
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].key) s->tab[sh_slot(s, old[i].key)] = old[i];
+  gp_free(old);
 }
 
 typedef struct {
   GPExpr *e;
   int32_t next, count;
+  size_t base;   /* this node's child ids in `entry_kids` (child order) */
+  size_t shslot; /* unused unless shared */
+  bool shared;
 } Frame;
 
-int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
-  *out = NULL;
-  *count = 0;
+int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
+  memset(ni, 0, sizeof *ni);
   if (!root || !gp_is_expr(root)) {
     gp_error_set(GP_ERR_VALUE, "post_order: root is not an expression");
     return -1;
   }
-  GPPtrMap seen = {0};
-  size_t cap = 64, sp = 0, olen = 0, ocap = 256;
-  Frame *st = gp_malloc(cap * sizeof(Frame));
-  GPExpr **order = gp_malloc(ocap * sizeof(GPExpr *));
-  gp_map_put(&seen, root, root);
-  st[sp++] = (Frame){root, 0, gp_expr_num_children(root)};
-  while (sp) {
-    Frame *f = &st[sp - 1];
+  Shared sh = {0};
+  size_t fcap = 256, ncap = 1024, kcap = 1024, klen = 0, nf = 0;
+  Frame *fr = gp_malloc(fcap * sizeof *fr);
+  GPExpr **nodes = gp_malloc(ncap * sizeof *nodes);
+  int32_t *ekids = gp_malloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
+  size_t *ebase = gp_malloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
+  size_t n = 0;
+  int rc = 0;
+#define ENTER(x, is_shared)                                                                      \
+  do {                                                                                           \
+    GPExpr *x_ = (x);                                                                            \
+    int32_t c_ = gp_expr_num_children(x_);                                                       \
+    if (nf == fcap) fcap *= 2, fr = gp_realloc(fr, fcap * sizeof *fr);                           \
+    while (klen + (size_t)c_ > kcap) kcap *= 2, ekids = gp_realloc(ekids, kcap * sizeof *ekids); \
+    fr[nf++] = (Frame){x_, 0, c_, klen, 0, (is_shared)};                                         \
+    klen += (size_t)c_;                                                                          \
+  } while (0)
+  ENTER(root, false); /* a DAG: the root is never met again below itself */
+  while (nf) {
+    Frame *f = &fr[nf - 1];
     if (f->next < f->count) {
-      GPExpr *c = visit_at(f->e, f->next++);
-      if (gp_map_has(&seen, c)) continue;
-      gp_map_put(&seen, c, c);
-      if (sp == cap) {
-        cap *= 2;
-        st = gp_realloc(st, cap * sizeof(Frame));
+      int32_t pos = visit_pos(f->e, f->next++, flags);
+      GPExpr *c = gp_expr_child_at(f->e, pos);
+      size_t at = f->base + (size_t)pos;
+      if (!gp_maybe_shared(c)) {
+        ekids[at] = -1; /* filled when c finishes */
+        ENTER(c, false);
+        continue;
       }
-      st[sp++] = (Frame){c, 0, gp_expr_num_children(c)};
+      if ((sh.used + 1) * 2 > sh.cap) sh_grow(&sh);
+      size_t s = sh_slot(&sh, c);
+      if (sh.tab[s].key) {
+        ekids[at] = (int32_t)sh.tab[s].id; /* -1 only on a cycle, which immutable IR cannot form */
+        continue;
+      }
+      sh.tab[s].key = c;
+      sh.tab[s].id = -1;
+      sh.used++;
+      ekids[at] = -1;
+      ENTER(c, true);
       continue;
     }
-    if (olen == ocap) {
-      ocap *= 2;
-      order = gp_realloc(order, ocap * sizeof(GPExpr *));
+    /* finished: number it and tell the parent */
+    if (n >= (size_t)INT32_MAX) {
+      gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
+      rc = -1;
+      break;
     }
-    order[olen++] = f->e;
-    sp--;
+    if (n == ncap) {
+      ncap *= 2;
+      nodes = gp_realloc(nodes, ncap * sizeof *nodes);
+      ebase = gp_realloc(ebase, ncap * sizeof *ebase);
+    }
+    int32_t id = (int32_t)n;
+    nodes[n] = f->e;
+    ebase[n++] = f->base;
+    if (f->shared) sh.tab[sh_slot(&sh, f->e)].id = id;
+    nf--;
+    if (nf) {
+      Frame *p = &fr[nf - 1];
+      int32_t pos = visit_pos(p->e, p->next - 1, flags);
+      ekids[p->base + (size_t)pos] = id;
+    }
   }
-  gp_free(st);
-  gp_map_free(&seen);
-  *out = order;
-  *count = olen;
+#undef ENTER
+  gp_free(fr);
+  gp_free(sh.tab);
+  if (rc == 0) {
+    /* CSR in id order */
+    ni->kid_off = gp_malloc((n + 1) * sizeof(int32_t));
+    ni->kids = gp_malloc((klen ? klen : 1) * sizeof(int32_t));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+      ni->kid_off[i] = (int32_t)m;
+      int32_t c = gp_expr_num_children(nodes[i]);
+      memcpy(ni->kids + m, ekids + ebase[i], (size_t)c * sizeof(int32_t));
+      m += (size_t)c;
+    }
+    ni->kid_off[n] = (int32_t)m;
+    ni->nodes = nodes;
+    ni->n = n;
+  } else {
+    gp_free(nodes);
+  }
+  gp_free(ekids);
+  gp_free(ebase);
+  return rc;
+}
+
+void gp_ni_free(GPNodeIndex *ni) {
+  gp_free(ni->nodes);
+  gp_free(ni->kid_off);
+  gp_free(ni->kids);
+  memset(ni, 0, sizeof *ni);
+}
+
+int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
+  *out = NULL;
+  *count = 0;
+  GPNodeIndex ni;
+  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return -1;
+  *out = ni.nodes;
+  *count = ni.n;
+  ni.nodes = NULL;
+  gp_ni_free(&ni);
   return 0;
 }
 
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
-  GPExpr **order;
-  size_t n;
-  if (gp_post_order(root, &order, &n) != 0) return NULL;
-  GPPtrMap memo = {0};
+  GPNodeIndex ni;
+  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
+  size_t n = ni.n;
+  GPExpr **res = gp_calloc(n ? n : 1, sizeof *res); /* id -> rewrite (owned) */
   GPExpr *kids_small[16];
   GPExpr *result = NULL;
   bool failed = false;
   for (size_t i = 0; i < n && !failed; i++) {
-    GPExpr *e = order[i];
+    GPExpr *e = ni.nodes[i];
     int32_t nk = gp_expr_num_children(e);
     GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
     for (int32_t k = 0; k < nk; k++) {
-      GPExpr *orig_kid = gp_expr_child_at(e, k);
-      kids[k] = gp_map_get(&memo, orig_kid);
+      kids[k] = res[gp_ni_kid(&ni, (int32_t)i, k)];
       /* A binding name replaced by a non-var (e.g. inlined) keeps its binding occurrence. */
-      if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = orig_kid;
+      if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = gp_expr_child_at(e, k);
     }
     GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
     if (kids != kids_small) gp_free(kids);
@@ -90,12 +201,11 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
       failed = true;
       break;
     }
-    gp_map_put(&memo, e, repl);
+    res[i] = repl;
   }
-  if (!failed) result = gp_retain(gp_map_get(&memo, root));
-  for (size_t i = 0; i < memo.cap; i++)
-    if (memo.slots[i].key) gp_release(memo.slots[i].val);
-  gp_map_free(&memo);
-  gp_free(order);
+  if (!failed && n) result = gp_retain(res[n - 1]);
+  for (size_t i = 0; i < n; i++) gp_release(res[i]);
+  gp_free(res);
+  gp_ni_free(&ni);
   return result;
 }

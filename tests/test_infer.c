@@ -613,3 +613,37 @@ Test(infer, parsed_errors_have_locations) {
                      "}\n",
                      "t.relay:4:3: error: in @main: tuple get-item: index 2 out of range for a tuple of 2 fields");
 }
+
+/* Nodes held by one reference report to their parent's slot, shared ones go through the memo
+ * map: a diamond under unshared parents must still type the shared node once, and an unused
+ * (single-reference) let var and param must come back typed. */
+Test(infer, shared_and_unshared_nodes_mix) {
+  const char *src = "#[version = \"0.0.5\"]\n"
+                    "def @main(%x: Tensor[(2, 3), float32], %unused: Tensor[(1), int8]) {\n"
+                    "  %0 = add(%x, %x);\n"
+                    "  %1 = nn.relu(%0);\n"
+                    "  %2 = negative(%0);\n"
+                    "  let %dead = multiply(%1, %2);\n"
+                    "  subtract(%1, %2)\n"
+                    "}\n";
+  GPModule *m = gp_parse(src, strlen(src), "mix");
+  cr_assert(m, "%s", gp_error_message());
+  GPModule *o = gp_infer_types(m);
+  cr_assert(o, "%s", gp_error_message());
+  GPLet *l = GP_AS(GPLet, o->funcs[0]->body);
+  cr_assert_eq(gp_kind(l), GP_TI_LET);
+  cr_assert(l->var->base.checked_type, "the unused let var is typed");
+  cr_assert(o->funcs[0]->params[1]->base.checked_type, "the unused param is typed");
+  GPCall *sub = GP_AS(GPCall, l->body), *mul = GP_AS(GPCall, l->value);
+  cr_assert_eq(sub->args[0], mul->args[0], "relu typed once");
+  GPCall *relu = GP_AS(GPCall, sub->args[0]), *neg = GP_AS(GPCall, sub->args[1]);
+  cr_assert_eq(relu->args[0], neg->args[0], "the shared add is typed once");
+  cr_assert_eq(relu->args[0]->checked_type, T2(2, 3));
+  /* a second run over the typed module keeps everything */
+  GPModule *o2 = gp_infer_types(o);
+  cr_assert(o2, "%s", gp_error_message());
+  cr_assert_eq(o2->funcs[0], o->funcs[0]);
+  gp_release(o2);
+  gp_release(o);
+  gp_release(m);
+}
