@@ -1,5 +1,8 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.0.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.1.
+ *
+ * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
+ * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -37,7 +40,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 0
+#define GP_ABI_VERSION_MINOR 1
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -306,6 +309,31 @@ enum {
 typedef struct GPOp GPOp;
 typedef struct GPOpDef GPOpDef;
 
+/* Arguments of an op kernel (since 1.1).  The evaluator fills it; a kernel reads it.
+ *  - inputs: borrowed CPU tensors, valid for the call.  They may be strided (non-compact) and
+ *    have a byte_offset; a kernel honours both, never writes them and never reads outside the
+ *    elements their shape and strides address.  A tuple-typed argument (e.g. concatenate's) is
+ *    flattened: its fields are consecutive inputs.
+ *  - outputs: allocated by the evaluator before the call: compact row-major (strides NULL),
+ *    64-byte aligned, zero-filled, with the shape and dtype that the op's type relation gives
+ *    for these inputs.  One output, or one per field of a tuple-typed result.  The kernel writes
+ *    every element.
+ *  - Returns 0, or -1 after error_set() naming what it cannot compute (a dtype, an attribute
+ *    value).  The evaluator prefixes the op name and the node. */
+typedef struct GPKernelArgs {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t num_threads;            /* threads the kernel may use (>= 1) */
+  const GPOp *op;
+  const GPAttrs *attrs;           /* the call's attrs (NULL when the op has none); borrowed */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const DLTensor *const *inputs;
+  DLTensor *const *outputs;
+} GPKernelArgs;
+
+typedef int (*GPOpKernelFn)(const GPKernelArgs *args, void *user);
+
 /* The type relation of an op: given the argument types (all known) and the call's attrs, store
  * the output type in *out (interned) and return 0; or return -1 after error_set() with a
  * message that names the offending argument or attribute (the host prefixes location and op). */
@@ -334,6 +362,10 @@ struct GPOpDef {
   GPTypeRelFn type_rel;
   void *type_rel_user;
   const char *help;
+  /* Since 1.1.  The reference kernel the evaluator (and FoldConstant) runs; NULL: the op cannot
+   * be evaluated until one is set with GPHostAPI.op_set_kernel. */
+  GPOpKernelFn kernel;
+  void *kernel_user;
 };
 
 /* A registered op (immortal).  `def` is the host's copy of the definition. */
@@ -349,6 +381,11 @@ struct GPOp {
   void *type_rel_user;
   const char *help;
   int32_t index; /* dense index in the op registry, stable for the process */
+  int32_t reserved;
+  /* Since 1.1: the current kernel (see GPOpDef.kernel); read with atomic loads or through
+   * the evaluator, since op_set_kernel may replace it. */
+  GPOpKernelFn kernel;
+  void *kernel_user;
 };
 
 typedef struct GPCall {
@@ -510,6 +547,16 @@ typedef GPExpr *(*GPRewriteFn)(void *user, GPExpr *orig, GPExpr *rebuilt);
 /* ------------------------------------------------------------------------------------------ */
 /* The host table                                                                              */
 
+/* Options and statistics of GPHostAPI.eval_function (since 1.1).  In: struct_size,
+ * abi_version, num_threads (0: all cores).  Out: the rest, filled by the evaluator. */
+typedef struct GPEvalOptions {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t num_threads;
+  size_t peak_bytes;   /* out: the most bytes of intermediate tensors alive at once */
+  int64_t ops_run;     /* out: op calls evaluated */
+} GPEvalOptions;
+
 typedef struct GPHostAPI GPHostAPI;
 struct GPHostAPI {
   size_t struct_size;
@@ -636,7 +683,54 @@ struct GPHostAPI {
   GPPackedFunc *(*ffi_wrap)(void *fnptr, const char *signature);
   void *(*ffi_closure)(GPPackedFunc *f, const char *signature, void **out_handle);
   void (*ffi_closure_free)(void *handle); /* NULL is a no-op; releases f */
+
+  /* ---- since 1.1: evaluation ---- */
+
+  /* Set (or replace) the kernel of a registered op; `user` is passed back to it and must stay
+   * valid while the kernel is set. */
+  int (*op_set_kernel)(const GPOp *op, GPOpKernelFn kernel, void *user);
+  /* Evaluate one call of an op whose arguments are constants with data, or tuples of such
+   * constants.  Returns a new constant, or a new tuple of constants for a tuple-typed result.
+   * NULL + error (GP_ERR_UNSUPPORTED: no kernel / dtype; GP_ERR_TYPE; GP_ERR_VALUE) naming the
+   * op. */
+  GPExpr *(*eval_call)(const GPCall *call);
+  /* Evaluate function `name` of mod (NULL: "main") on the given inputs, one per parameter, in
+   * order; each must match the parameter's type (shape, dtype; else GP_ERR_VALUE naming the
+   * parameter and both types).  On success *outputs is a host array (free with `free`) of
+   * *num_outputs new tensor references: the result, or the fields of a tuple result in order
+   * (nested tuples flattened).  opts may be NULL. */
+  int (*eval_function)(const GPModule *mod, const char *name, int32_t num_inputs,
+                       GPTensor *const *inputs, GPTensor ***outputs, int32_t *num_outputs,
+                       GPEvalOptions *opts);
+  /* A DLManagedTensor viewing t's data (no copy) that holds a reference to t until its deleter
+   * runs; the caller owns it and must call its deleter once.  NULL + error when t has no data. */
+  DLManagedTensor *(*tensor_to_dlpack)(GPTensor *t);
+  /* A note from the running pass for --explain (printf-style), printed after the pass as
+   * "explain: <Pass>: note: <message>" when the context explains; otherwise dropped. */
+  void (*ctx_note)(GPPassContext *ctx, const char *fmt, ...);
+
+  /* Per-op attributes by key (TVM's Op::SetAttr), e.g. GP_OP_ATTR_LEGALIZE.  op_set_attr copies
+   * a POD value, retains an object value (a raw string is copied into a GPString), and replaces
+   * an existing value only when plevel >= the level it was set with (GP_ERR_VALUE otherwise);
+   * None removes the key.  op_get_attr: 1 and *out = a new reference (release with any_clear)
+   * when set, 0 and *out = None when not.  A plugin that sets a function value removes it (sets
+   * None) in its finalize, since the code goes away with the plugin. */
+  int (*op_set_attr)(const GPOp *op, const char *key, const GPAny *value, int32_t plevel);
+  int (*op_get_attr)(const GPOp *op, const char *key, GPAny *out);
+
+  /* Global functions by name (TVM's register_func), e.g. a skip predicate that a pass config
+   * names.  func_register retains f (NULL removes the name); a name already taken is
+   * GP_ERR_VALUE unless allow_override.  func_get: a new reference, or NULL (no error) when the
+   * name is free.  Like op attributes, a plugin removes its functions in its finalize. */
+  int (*func_register)(const char *name, GPPackedFunc *f, int allow_override);
+  GPPackedFunc *(*func_get)(const char *name);
 };
+
+/* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with
+ * [call (GPCall*, its arguments already legalized; borrowed), types (a tuple GPType of the
+ * original argument types followed by the call's type)], returning a new expression to replace
+ * the call, or None to keep it.  A C function "o(o,o)" can be wrapped with ffi_wrap. */
+#define GP_OP_ATTR_LEGALIZE "FTVMLegalize"
 
 /* Print flags. */
 enum {

@@ -4,8 +4,10 @@
 #include "../ir/ir.h"
 #include "../plugin/plugin.h"
 #include "../registry/registry.h"
+#include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +22,29 @@ static const char usage_text[] =
     "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
     "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
     "                 [--stats] [--no-types] [--no-default-plugins]\n"
+    "                 [--verify-numerics [--rtol X] [--atol Y] [--seed N]]\n"
+    "       graphpass eval INPUT [--input NAME=FILE.npy]... [--random-inputs SEED] [-o DIR]\n"
+    "                 [--plugin FILE]... [--threads N] [--no-default-plugins]\n"
     "       graphpass --version | --help\n"
-    "INPUT is Relay text (TVM's print(mod) format); '-' reads stdin.\n";
+    "INPUT is Relay text (TVM's print(mod) format); '-' reads stdin.\n"
+    "--verify-numerics evaluates @main on deterministic inputs (from --seed, default 0) before\n"
+    "the first pass and after each pass, and fails naming the first pass whose outputs differ\n"
+    "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n";
 
-static void die_usage(const char *fmt, const char *arg) {
+void die_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "graphpass: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n%s", usage_text);
 }
 
-static int report(int code) {
+int report(int code) {
   fprintf(stderr, "graphpass: error: %s\n", gp_error_message());
   gp_error_clear();
   return code;
 }
 
 /* Read a whole file ('-' = stdin) into a NUL-terminated buffer. */
-static char *read_file(const char *path, size_t *len) {
+char *read_file(const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
   if (!f) {
     gp_error_set(GP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -57,14 +65,7 @@ static char *read_file(const char *path, size_t *len) {
   return gp_buf_take(&b);
 }
 
-typedef struct {
-  const char *plugins[64];
-  int nplugins;
-  bool no_default_plugins;
-  const char *target;
-} PluginOpts;
-
-static int load_plugins(const PluginOpts *o) {
+int load_plugins(const PluginOpts *o) {
   if (!o->no_default_plugins) {
     char *dir = gp_plugin_default_dir();
     if (!dir) return -1;
@@ -223,9 +224,24 @@ static int add_print_after(GPPassContext *c, const char *n) {
   return 0;
 }
 
+/* A tolerance: a finite number >= 0. */
+static int parse_tolerance(const char *flag, const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (*end || end == text || errno || !(v >= 0.0) || v == HUGE_VAL) {
+    gp_error_set(GP_ERR_VALUE, "%s '%s' is not a finite number >= 0", flag, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
   const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
+  const char *rtol = NULL, *atol = NULL, *seed = NULL;
+  bool verify_numerics = false;
   const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32];
   int ndisable = 0, nrequire = 0, nconfig = 0, npbefore = 0, npafter = 0;
   bool time_passes = false, pba = false, paa = false, verify_each = false, explain = false, stats = false,
@@ -264,6 +280,10 @@ static int cmd_opt(int argc, char **argv) {
     else if (strcmp(a, "--print-after-all") == 0) paa = true;
     else if (strcmp(a, "--verify-each") == 0) verify_each = true;
     else if (strcmp(a, "--explain") == 0) explain = true;
+    else if (strcmp(a, "--verify-numerics") == 0) verify_numerics = true;
+    else if (strcmp(a, "--rtol") == 0) TAKE(rtol);
+    else if (strcmp(a, "--atol") == 0) TAKE(atol);
+    else if (strcmp(a, "--seed") == 0) TAKE(seed);
     else if (strcmp(a, "--stats") == 0) stats = true;
     else if (strcmp(a, "--no-types") == 0) types = false;
     else if (strcmp(a, "--no-default-plugins") == 0) po.no_default_plugins = true;
@@ -322,6 +342,24 @@ static int cmd_opt(int argc, char **argv) {
   ctx->verify_each = verify_each;
   ctx->explain = explain;
   ctx->print_types = types;
+  ctx->verify_numerics = verify_numerics;
+  if ((rtol || atol || seed) && !verify_numerics) {
+    gp_error_set(GP_ERR_VALUE, "--rtol, --atol and --seed need --verify-numerics");
+    goto usage_error;
+  }
+  if ((rtol && parse_tolerance("--rtol", rtol, &ctx->rtol) != 0) ||
+      (atol && parse_tolerance("--atol", atol, &ctx->atol) != 0))
+    goto usage_error;
+  if (seed) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(seed, &end, 10);
+    if (*end || end == seed || errno || seed[0] == '-') {
+      gp_error_set(GP_ERR_VALUE, "--seed '%s' is not a non-negative integer", seed);
+      goto usage_error;
+    }
+    ctx->seed = (uint64_t)v;
+  }
   ctx->out = stderr;
 
   size_t len;
@@ -382,6 +420,8 @@ int main(int argc, char **argv) {
     rc = cmd_passes(argc - 2, argv + 2);
   else if (strcmp(argv[1], "opt") == 0)
     rc = cmd_opt(argc - 2, argv + 2);
+  else if (strcmp(argv[1], "eval") == 0)
+    rc = cmd_eval(argc - 2, argv + 2);
   else {
     die_usage("unknown command '%s'", argv[1]);
     rc = EXIT_USAGE;

@@ -221,6 +221,14 @@ const GPOp *gp_op_at(int32_t index);
 const GPType *gp_op_infer(const GPOp *op, const GPAttrs *attrs, const GPType *const *arg_types,
                           int32_t nargs);
 void gp_ops_register_builtin(void); /* ir/ops_*.c: all built-in ops (called by gp_ops_init) */
+/* Set / read an op's kernel (the pair is read and written under the registry lock). */
+int gp_op_set_kernel(const GPOp *op, GPOpKernelFn kernel, void *user);
+GPOpKernelFn gp_op_kernel(const GPOp *op, void **user);
+/* Per-op attributes (GPHostAPI.op_set_attr / op_get_attr). */
+int gp_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t plevel);
+int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out);
+/* Drop every op attribute (releasing hooks); called when plugins are unloaded at shutdown. */
+void gp_op_attrs_clear(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Expressions (ir/expr.c).  Constructors return new references, retain their arguments. */

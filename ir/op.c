@@ -13,6 +13,20 @@ static GPOp **op_list;
 static int32_t op_len, op_cap;
 static pthread_once_t op_once = PTHREAD_ONCE_INIT;
 
+/* Per-op attributes (op_set_attr), indexed by GPOp.index; under op_lock. */
+typedef struct {
+  char *key;
+  GPAny value; /* owns an object payload */
+  int32_t plevel;
+} OpAttr;
+
+typedef struct {
+  OpAttr *items;
+  int32_t n, cap;
+} OpAttrList;
+
+static OpAttrList *attr_tab; /* op_cap entries */
+
 static void op_never_freed(GPObject *o) { GP_UNUSED(o); }
 
 static void init_builtin(void) { gp_ops_register_builtin(); }
@@ -135,15 +149,127 @@ const GPOp *gp_op_register(const GPOpDef *def, bool allow_override) {
   op->type_rel = def->type_rel;
   op->type_rel_user = def->type_rel_user;
   op->help = def->help ? gp_strdup(def->help) : NULL;
+  if (GP_HAS_FIELD(def, GPOpDef, kernel_user)) {
+    op->kernel = def->kernel;
+    op->kernel_user = def->kernel_user;
+  }
   if (op_len == op_cap) {
     op_cap = op_cap ? op_cap * 2 : 64;
     op_list = gp_realloc(op_list, (size_t)op_cap * sizeof *op_list);
+    attr_tab = gp_realloc(attr_tab, (size_t)op_cap * sizeof *attr_tab);
   }
   op->index = op_len;
+  attr_tab[op_len] = (OpAttrList){0};
   op_list[op_len++] = op;
   gp_strmap_put(&op_by_name, def->name, op);
   pthread_rwlock_unlock(&op_lock);
   return op;
+}
+
+int gp_op_set_kernel(const GPOp *op, GPOpKernelFn kernel, void *user) {
+  if (!op || gp_kind(op) != GP_TI_OP) {
+    gp_error_set(GP_ERR_VALUE, "op_set_kernel: not an op");
+    return -1;
+  }
+  pthread_rwlock_wrlock(&op_lock);
+  GPOp *w = (GPOp *)op; /* ops are host-owned; the kernel pair is the one mutable part */
+  w->kernel = kernel;
+  w->kernel_user = user;
+  pthread_rwlock_unlock(&op_lock);
+  return 0;
+}
+
+int gp_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t plevel) {
+  if (!op || gp_kind(op) != GP_TI_OP || !key || !*key || !value) {
+    gp_error_set(GP_ERR_VALUE, "op_set_attr: needs an op, a non-empty key and a value");
+    return -1;
+  }
+  GPAny v = *value;
+  if (v.type_index == GP_TI_RAW_STR) {
+    const char *str = v.v_c_str ? v.v_c_str : "";
+    v = gp_any_obj(gp_string_new(str, strlen(str)));
+    v.type_index = GP_TI_STR;
+  } else if (v.type_index >= GP_TI_OBJECT) {
+    if (!v.v_obj) {
+      gp_error_set(GP_ERR_VALUE, "op_set_attr: %s.%s: object value is NULL", op->name, key);
+      return -1;
+    }
+    gp_retain(v.v_obj);
+  }
+  pthread_rwlock_wrlock(&op_lock);
+  OpAttrList *l = &attr_tab[op->index];
+  int32_t i = 0;
+  while (i < l->n && strcmp(l->items[i].key, key) != 0) i++;
+  if (i < l->n && plevel < l->items[i].plevel) {
+    int32_t old = l->items[i].plevel;
+    pthread_rwlock_unlock(&op_lock);
+    gp_any_clear(&v);
+    gp_error_set(GP_ERR_VALUE, "op_set_attr: %s.%s is already set at level %d (>= %d)", op->name, key, (int)old,
+                 (int)plevel);
+    return -1;
+  }
+  GPAny old = {0};
+  if (i < l->n) {
+    old = l->items[i].value;
+    if (v.type_index == GP_TI_NONE) { /* remove */
+      gp_free(l->items[i].key);
+      l->items[i] = l->items[--l->n];
+    } else {
+      l->items[i].value = v;
+      l->items[i].plevel = plevel;
+    }
+  } else if (v.type_index != GP_TI_NONE) {
+    if (l->n == l->cap) {
+      l->cap = l->cap ? l->cap * 2 : 4;
+      l->items = gp_realloc(l->items, (size_t)l->cap * sizeof *l->items);
+    }
+    l->items[l->n++] = (OpAttr){gp_strdup(key), v, plevel};
+  }
+  pthread_rwlock_unlock(&op_lock);
+  gp_any_clear(&old); /* outside the lock: a deleter may call back into the registry */
+  return 0;
+}
+
+int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out) {
+  *out = (GPAny){0};
+  if (!op || gp_kind(op) != GP_TI_OP || !key) {
+    gp_error_set(GP_ERR_VALUE, "op_get_attr: needs an op and a key");
+    return -1;
+  }
+  pthread_rwlock_rdlock(&op_lock);
+  const OpAttrList *l = &attr_tab[op->index];
+  int found = 0;
+  for (int32_t i = 0; i < l->n; i++)
+    if (strcmp(l->items[i].key, key) == 0) {
+      *out = l->items[i].value;
+      if (out->type_index >= GP_TI_OBJECT) gp_retain(out->v_obj);
+      found = 1;
+      break;
+    }
+  pthread_rwlock_unlock(&op_lock);
+  return found;
+}
+
+void gp_op_attrs_clear(void) {
+  pthread_rwlock_wrlock(&op_lock);
+  for (int32_t o = 0; o < op_len; o++) {
+    OpAttrList *l = &attr_tab[o];
+    for (int32_t i = 0; i < l->n; i++) {
+      gp_free(l->items[i].key);
+      gp_any_clear(&l->items[i].value);
+    }
+    gp_free(l->items);
+    *l = (OpAttrList){0};
+  }
+  pthread_rwlock_unlock(&op_lock);
+}
+
+GPOpKernelFn gp_op_kernel(const GPOp *op, void **user) {
+  pthread_rwlock_rdlock(&op_lock);
+  GPOpKernelFn k = op->kernel;
+  *user = op->kernel_user;
+  pthread_rwlock_unlock(&op_lock);
+  return k;
 }
 
 const GPType *gp_op_infer(const GPOp *op, const GPAttrs *attrs, const GPType *const *arg_types, int32_t nargs) {

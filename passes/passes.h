@@ -41,11 +41,38 @@ int std_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule *
 int std_return_module(GPAny *result, GPModule *mod);
 bool std_config_bool(GPPassContext *ctx, const char *key, bool dflt);
 const char *std_config_str(GPPassContext *ctx, const char *key, const char *dflt);
+int64_t std_config_int(GPPassContext *ctx, const char *key, int64_t dflt);
+
+/* ---- function_pass.c: function-level passes (TVM's CreateFunctionPass) */
+
+/* Rewrite function `index` of the typed module `mod`: a new reference to the new function (or
+ * the old one, retained, when nothing changed), or NULL + error. */
+typedef GPExpr *(*StdFunctionRewrite)(void *user, const GPModule *mod, int32_t index);
+/* Types `mod` when it is not typed, runs `run` on every function that TVM's
+ * FunctionPassNode::SkipFunction keeps (skipped: a `Compiler` attribute, or SkipOptimization
+ * != 0), re-types the result when something changed.  A new module reference (the typed
+ * input when nothing changed) or NULL + error.  Never changes `mod`. */
+GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *user);
+bool std_function_skipped(const GPFunctionExpr *fn);
+/* "<source>:<line>:<col>" of a node (or "an unknown location"); returns buf. */
+const char *std_where(const char *source, const GPExpr *e, char *buf, size_t n);
+/* "a tuple", "an int", ... for a type index; std_describe_any adds the value of a POD. */
+const char *std_kind_name(int32_t type_index);
+void std_describe_any(const GPAny *v, char *buf, size_t n);
+/* Re-set the pending error as "<prefix>: <message>", keeping its kind. */
+void std_error_prefix(const char *prefix);
 
 /* ---- one registration function per pass file */
 int std_register_infer_type(void);
 int std_register_remove_unused_functions(void);
 int std_register_dead_code_elimination(void);
 int std_register_print_ir(void);
+int std_register_fuse_ops(void);
+int std_register_fold_constant(void);
+int std_register_legalize(void);
+int std_register_eliminate_common_subexpr(void);
+int std_register_simplify_inference(void);
+int std_register_canonicalize_ops(void);
+int std_register_canonicalize_cast(void);
 
 #endif

@@ -99,3 +99,12 @@ const char *std_config_str(GPPassContext *ctx, const char *key, const char *dflt
   if (v.type_index == GP_TI_STR) return ((GPString *)v.v_obj)->data;
   return dflt;
 }
+
+int64_t std_config_int(GPPassContext *ctx, const char *key, int64_t dflt) {
+  GPAny v = {0};
+  if (!ctx || H->ctx_get_config(ctx, key, &v) != 0) {
+    H->error_clear();
+    return dflt;
+  }
+  return v.type_index == GP_TI_INT || v.type_index == GP_TI_BOOL ? v.v_int64 : dflt;
+}

@@ -3,6 +3,7 @@
  * the only symbol libgraphpass.so exports.
  */
 #include "../ffi/bridge.h"
+#include "../eval/eval.h"
 #include "../ir/ir.h"
 #include "../registry/registry.h"
 #include "plugin.h"
@@ -70,6 +71,38 @@ static void *h_ffi_closure(GPPackedFunc *f, const char *signature, void **out_ha
 }
 
 static void h_ffi_closure_free(void *handle) { gp_ffi_closure_free(handle); }
+
+static int h_op_set_kernel(const GPOp *op, GPOpKernelFn kernel, void *user) {
+  gp_ops_init();
+  return gp_op_set_kernel(op, kernel, user);
+}
+
+static GPExpr *h_eval_call(const GPCall *call) {
+  gp_ops_init();
+  return gp_eval_call(call);
+}
+
+static int h_eval_function(const GPModule *mod, const char *name, int32_t num_inputs,
+                           GPTensor *const *inputs, GPTensor ***outputs, int32_t *num_outputs,
+                           GPEvalOptions *opts) {
+  gp_ops_init();
+  return gp_eval_function(mod, name, num_inputs, inputs, outputs, num_outputs, opts);
+}
+
+static DLManagedTensor *h_tensor_to_dlpack(GPTensor *t) {
+  gp_ops_init();
+  return gp_tensor_to_dlpack(t);
+}
+
+static int h_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t plevel) {
+  gp_ops_init();
+  return gp_op_set_attr(op, key, value, plevel);
+}
+
+static int h_op_get_attr(const GPOp *op, const char *key, GPAny *out) {
+  gp_ops_init();
+  return gp_op_get_attr(op, key, out);
+}
 
 static const GPHostAPI k_host_api = {
     .struct_size = sizeof(GPHostAPI),
@@ -149,6 +182,16 @@ static const GPHostAPI k_host_api = {
     .ffi_wrap = gp_ffi_wrap,
     .ffi_closure = h_ffi_closure,
     .ffi_closure_free = h_ffi_closure_free,
+
+    .op_set_kernel = h_op_set_kernel,
+    .eval_call = h_eval_call,
+    .op_set_attr = h_op_set_attr,
+    .op_get_attr = h_op_get_attr,
+    .func_register = gp_func_register,
+    .func_get = gp_func_get,
+    .eval_function = h_eval_function,
+    .tensor_to_dlpack = h_tensor_to_dlpack,
+    .ctx_note = gp_ctx_note,
 };
 
 const GPHostAPI *gp_host_api(void) {

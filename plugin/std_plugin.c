@@ -5,13 +5,17 @@
 const GPHostAPI *gp_std_host;
 
 /* The default optimization set of the `llvm` target (grows as passes land). */
-static const char default_llvm[] = "RemoveUnusedFunctions,DeadCodeElimination";
+static const char default_llvm[] = "RemoveUnusedFunctions,FoldConstant,DeadCodeElimination";
 
 static int std_initialize(const GPHostAPI *host) {
   if (!host || host->struct_size < GP_STRUCT_SIZE(GPHostAPI, plugin_load)) return -1;
   gp_std_host = host;
   int (*const regs[])(void) = {std_register_infer_type, std_register_remove_unused_functions,
-                                std_register_dead_code_elimination, std_register_print_ir};
+                                std_register_dead_code_elimination, std_register_print_ir, std_register_fuse_ops,
+                                std_register_fold_constant, std_register_legalize,
+                                std_register_eliminate_common_subexpr,
+                                std_register_simplify_inference, std_register_canonicalize_ops,
+                                std_register_canonicalize_cast};
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i]() != 0) return -1;
   return H->opt_set_register("llvm", "default", default_llvm);

@@ -14,6 +14,8 @@ GPPassContext *gp_ctx_new(void) {
   c->target = gp_strdup("llvm");
   c->print_types = true;
   c->out = stderr;
+  c->rtol = 1e-4;
+  c->atol = 1e-5;
   return c;
 }
 
@@ -33,7 +35,34 @@ void gp_ctx_free(GPPassContext *c) {
     if (c->config.keys[i]) gp_free(c->config.vals[i]);
   gp_strmap_free(&c->config);
   gp_free(c->timing_report);
+  gp_ctx_notes_clear(c);
+  gp_vec_free(&c->notes);
   gp_free(c);
+}
+
+/* ---- explain notes */
+
+void gp_ctx_note(GPPassContext *c, const char *fmt, ...) {
+  if (!c || !c->explain || !fmt) return;
+  va_list ap;
+  va_start(ap, fmt);
+  va_list ap2;
+  va_copy(ap2, ap);
+  char tmp[1];
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap2);
+  va_end(ap2);
+  if (n >= 0) {
+    char *s = gp_malloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    gp_vec_push(&c->notes, s);
+  }
+  va_end(ap);
+}
+
+void gp_ctx_notes_clear(GPPassContext *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->notes.len; i++) gp_free(c->notes.items[i]);
+  c->notes.len = 0;
 }
 
 int gp_ctx_set_opt_level(GPPassContext *c, int32_t level) {

@@ -496,4 +496,6 @@ void gp_registry_shutdown(void) {
   for (size_t i = 0; i < all.len; i++) gp_pass_entry_release(all.items[i]);
   gp_vec_free(&all);
   gp_opt_sets_shutdown();
+  gp_op_attrs_clear();
+  gp_funcs_shutdown();
 }

@@ -31,6 +31,16 @@ const char *gp_registry_origin(void);
 /* Unregister every pass and drop every optimization set (process exit / tests only). */
 void gp_registry_shutdown(void);
 
+/* Global functions by name (registry/global_funcs.c; GPHostAPI.func_register / func_get).
+ * Thread-safe.  gp_func_register retains f and copies the name; a taken name is GP_ERR_VALUE
+ * unless allow_override; f == NULL removes the name (GP_ERR_NOT_FOUND when it is free).
+ * gp_func_get: a new reference, or NULL (no error) when the name is free.  gp_funcs_shutdown
+ * releases every function (called by gp_registry_shutdown). */
+int gp_func_register(const char *name, GPPackedFunc *f, int allow_override);
+GPPackedFunc *gp_func_get(const char *name);
+size_t gp_func_count(void);
+void gp_funcs_shutdown(void);
+
 /* Optimization sets: per target, named pipelines; "default" is what runs when no pipeline is
  * given.  Registering an existing (target, set) replaces it. */
 int gp_opt_set_register(const char *target, const char *set, const char *pipeline);
@@ -76,8 +86,16 @@ struct GPPassContext {
   bool explain;
   bool print_types;       /* IR dumps with ty= comments (default true) */
   FILE *out;              /* where instruments write (default stderr) */
+  /* --verify-numerics: evaluate @main on deterministic inputs (from `seed`) before the first
+   * pass and after every pass that ran; a pass whose outputs differ beyond
+   * |got - want| <= atol + rtol * |want| fails the run naming it. */
+  bool verify_numerics;
+  double rtol;            /* default 1e-4 */
+  double atol;            /* default 1e-5 */
+  uint64_t seed;          /* default 0 */
   /* filled by a run */
   char *timing_report;    /* gp_malloc'd, when time_passes */
+  GPVec notes;            /* char* (gp_malloc'd): the running pass's explain notes */
 };
 
 GPPassContext *gp_ctx_new(void);
@@ -91,6 +109,11 @@ int gp_ctx_set_config(GPPassContext *ctx, const char *key, const char *value);
 int gp_ctx_get_config(const GPPassContext *ctx, const char *key, GPAny *out);
 int gp_ctx_disable(GPPassContext *ctx, const char *pass_name);
 int gp_ctx_require(GPPassContext *ctx, const char *pass_name);
+/* A note from the running pass (GPHostAPI.ctx_note): buffered when ctx->explain (else dropped)
+ * and printed by gp_run_pipeline after the pass as "explain: <Pass>: note: <message>". */
+void gp_ctx_note(GPPassContext *ctx, const char *fmt, ...) GP_FMT(2, 3);
+/* Drop the buffered notes. */
+void gp_ctx_notes_clear(GPPassContext *ctx);
 
 /* TVM's enablement: disabled wins, then required, then ctx opt_level >= the pass's. */
 bool gp_pass_enabled(const GPPassContext *ctx, const GPPassEntry *e);
@@ -100,7 +123,12 @@ bool gp_pass_enabled(const GPPassContext *ctx, const GPPassEntry *e);
  * GP_ERR_VALUE naming it), skips passes bound to other targets or excluding this one, applies
  * enablement, runs the instruments.  Returns a new module; `m` is never changed.  On a pass
  * failure: GP_ERR_PASS "pass <Name>: <message>".  With ctx->explain, writes one line per pass
- * to ctx->out: "explain: <Name>: ran|skipped (<reason>)". */
+ * to ctx->out: "explain: <Name>: ran|skipped (<reason>)", then the pass's notes
+ * ("explain: <Name>: note: <message>") and, with verify_numerics, "explain: <Name>: numerics
+ * ok (max abs error <e>)".  With verify_numerics: GP_ERR_VALUE when @main is missing or has a
+ * parameter without a static tensor type (or cannot be evaluated before any pass);
+ * GP_ERR_PASS "pass <Name> changed the numbers of @main output <i>: ..." for the first pass
+ * whose outputs differ beyond tolerance. */
 GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext *ctx);
 
 #endif /* GP_REGISTRY_H */

@@ -8,6 +8,9 @@
  * held while a pass runs. */
 #include "registry_impl.h"
 
+#include "../eval/eval.h"
+
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -304,6 +307,120 @@ static int check_names(const GPVec *v, const char *what) {
   return 0;
 }
 
+/* ---- explain notes */
+
+static void flush_notes(GPPassContext *ctx, const char *name) {
+  if (ctx->explain && ctx->out) {
+    for (size_t i = 0; i < ctx->notes.len; i++)
+      fprintf(ctx->out, "explain: %s: note: %s\n", name, (const char *)ctx->notes.items[i]);
+    if (ctx->notes.len) fflush(ctx->out);
+  }
+  gp_ctx_notes_clear(ctx);
+}
+
+/* ---- --verify-numerics */
+
+typedef struct Numerics {
+  GPTensor **inputs; /* owned references, one per @main parameter */
+  int32_t nin;
+  GPTensor **ref;    /* owned references: @main's outputs on the input module */
+  int32_t nref;
+} Numerics;
+
+static void release_tensors(GPTensor **ts, int32_t n) {
+  for (int32_t i = 0; i < n; i++) gp_release(ts[i]);
+  gp_free(ts);
+}
+
+static void numerics_free(Numerics *nv) {
+  release_tensors(nv->inputs, nv->nin);
+  release_tensors(nv->ref, nv->nref);
+  memset(nv, 0, sizeof *nv);
+}
+
+/* Inputs from the seed and the reference outputs of the input module. */
+static int numerics_begin(Numerics *nv, const GPModule *m, const GPPassContext *ctx) {
+  const GPFunctionExpr *fn = gp_module_lookup(m, "main");
+  if (!fn) {
+    gp_error_set(GP_ERR_VALUE, "--verify-numerics: the module has no @main to evaluate");
+    return -1;
+  }
+  for (int32_t i = 0; i < fn->nparams; i++) {
+    const GPVar *p = fn->params[i];
+    const GPType *t = p->type_annotation;
+    if (t && t->kind == GP_TYPE_TENSOR && gp_type_numel(t) >= 0) continue;
+    GPBuf b = {0};
+    if (t)
+      gp_type_print(&b, t);
+    else
+      gp_buf_puts(&b, "no type annotation");
+    gp_error_set(GP_ERR_VALUE,
+                 "--verify-numerics: parameter %%%s of @main has %s%s, not a static tensor type; numerics "
+                 "can only be verified when every parameter of @main has a static shape",
+                 p->name, t ? "type " : "", b.data);
+    gp_buf_free(&b);
+    return -1;
+  }
+  if (gp_eval_random_inputs(m, "main", ctx->seed, &nv->inputs, &nv->nin) != 0) {
+    gp_error_prefix("--verify-numerics: inputs of @main");
+    return -1;
+  }
+  if (gp_eval_function(m, "main", nv->nin, nv->inputs, &nv->ref, &nv->nref, NULL) != 0) {
+    nv->ref = NULL;
+    nv->nref = 0;
+    gp_error_prefix("--verify-numerics: evaluating @main of the input module");
+    return -1;
+  }
+  return 0;
+}
+
+/* Evaluate @main of `cur` (the result of pass `name`) and compare with the reference. */
+static int numerics_check(const Numerics *nv, const GPModule *cur, bool unchanged, const char *name,
+                          const GPPassContext *ctx) {
+  double worst_abs = 0.0;
+  if (!unchanged) {
+    GPTensor **got = NULL;
+    int32_t ngot = 0;
+    if (gp_eval_function(cur, "main", nv->nin, nv->inputs, &got, &ngot, NULL) != 0) {
+      gp_error_prefix("pass %s: --verify-numerics: evaluating @main after the pass", name);
+      gp_error_set_kind(GP_ERR_PASS);
+      return -1;
+    }
+    int rc = 0;
+    if (ngot != nv->nref) {
+      gp_error_set(GP_ERR_PASS, "pass %s changed the number of @main outputs from %d to %d", name, (int)nv->nref,
+                   (int)ngot);
+      rc = -1;
+    }
+    for (int32_t i = 0; i < ngot && rc == 0; i++) {
+      double max_abs = 0.0, max_rel = 0.0;
+      int64_t worst = -1;
+      int ok = gp_tensor_allclose(got[i], nv->ref[i], ctx->rtol, ctx->atol, &max_abs, &max_rel, &worst);
+      if (ok < 0) {
+        gp_error_prefix("pass %s changed @main output %d", name, (int)i);
+        gp_error_set_kind(GP_ERR_PASS);
+        rc = -1;
+      } else if (ok == 0) {
+        gp_error_set(GP_ERR_PASS,
+                     "pass %s changed the numbers of @main output %d: max abs error %g (rel %g) at element %lld, "
+                     "beyond rtol %g atol %g",
+                     name, (int)i, max_abs, max_rel, (long long)worst, ctx->rtol, ctx->atol);
+        rc = -1;
+      } else if (max_abs > worst_abs || isnan(max_abs)) {
+        worst_abs = max_abs;
+      }
+    }
+    release_tensors(got, ngot);
+    if (rc != 0) return -1;
+  }
+  if (ctx->explain && ctx->out) {
+    fprintf(ctx->out, "explain: %s: numerics ok (max abs error %g%s)\n", name, worst_abs,
+            unchanged ? ", module unchanged" : "");
+    fflush(ctx->out);
+  }
+  return 0;
+}
+
 /* ---- running one pass */
 
 static GPModule *call_pass(GPPassContext *ctx, Node *nd, GPModule *cur) {
@@ -367,6 +484,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
   }
   GPPipeline p = {0};
   Run r = {0};
+  Numerics nv = {0};
   GPModule *cur = NULL;
   if (gp_pipeline_parse(pipeline, &p) != 0) goto fail;
   if (check_names(&ctx->disabled, "in the context's disabled passes") ||
@@ -375,6 +493,11 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
       check_names(&ctx->print_after, "in the context's print-after passes"))
     goto fail;
   if (resolve(&r, &p) != 0 || decide(&r, ctx) != 0) goto fail;
+  if (ctx->verify_numerics) {
+    bool any = false;
+    for (size_t i = 0; i < r.n; i++) any = any || r.nodes[i].run;
+    if (any && numerics_begin(&nv, m, ctx) != 0) goto fail;
+  }
 
   cur = gp_retain((void *)m);
   for (size_t i = 0; i < r.n; i++) {
@@ -388,10 +511,14 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
     if (!nd->run) continue;
     if ((ctx->print_before_all || has_name(&ctx->print_before, name)) && dump(ctx, cur, "before", name) != 0)
       goto fail;
+    gp_ctx_notes_clear(ctx);
     GPModule *next = call_pass(ctx, nd, cur);
+    flush_notes(ctx, name);
     if (!next) goto fail;
+    bool unchanged = next == cur;
     gp_release(cur);
     cur = next;
+    if (ctx->verify_numerics && numerics_check(&nv, cur, unchanged, name, ctx) != 0) goto fail;
     if (ctx->verify_each && gp_verify(cur) != 0) {
       gp_error_prefix("pass %s produced an ill-formed module", name);
       gp_error_set_kind(GP_ERR_PASS);
@@ -401,6 +528,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
       goto fail;
   }
   if (ctx->time_passes) timing_report(ctx, &r, now_ns() - t_start);
+  numerics_free(&nv);
   run_free(&r);
   gp_pipeline_free(&p);
   gp_free(default_pipeline);
@@ -410,6 +538,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
 fail:
   if (ctx->time_passes && r.n) timing_report(ctx, &r, now_ns() - t_start);
   gp_release(cur);
+  numerics_free(&nv);
   run_free(&r);
   gp_pipeline_free(&p);
   gp_free(default_pipeline);

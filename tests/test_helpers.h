@@ -61,6 +61,73 @@ static inline void th_assert_module_eq(const GPModule *got, const GPModule *want
   }
 }
 
+/* Whether @main exists and every parameter has a static tensor type (what --verify-numerics
+ * needs to draw its inputs). */
+static inline bool th_main_static(const GPModule *m) {
+  const GPFunctionExpr *fn = gp_module_lookup(m, "main");
+  if (!fn) return false;
+  for (int32_t i = 0; i < fn->nparams; i++) {
+    const GPType *t = fn->params[i]->type_annotation;
+    if (!t || t->kind != GP_TYPE_TENSOR || gp_type_numel(t) < 0) return false;
+  }
+  return true;
+}
+
+/* Whether --verify-numerics can evaluate m: @main static, and every constant has values (a
+ * meta[relay.Constant] reference without a #[metadata] entry has none). */
+static inline bool th_numerics_possible(const GPModule *m) {
+  if (!th_main_static(m)) return false;
+  bool ok = true;
+  for (int32_t f = 0; f < m->num_functions && ok; f++) {
+    GPExpr **order;
+    size_t n;
+    cr_assert_eq(gp_post_order(&m->funcs[f]->base, &order, &n), 0);
+    for (size_t i = 0; i < n && ok; i++) {
+      if (gp_kind(order[i]) != GP_TI_CONSTANT) continue;
+      const GPTensor *t = GP_AS(GPConstant, order[i])->data;
+      ok = t->dl.data || gp_tensor_nbytes(t) == 0;
+    }
+    gp_free(order);
+  }
+  return ok;
+}
+
+/* The golden test of a pass pipeline: run `pipeline` on `before` with `ctx` (the caller's
+ * configs and instruments; verify_numerics is turned on when @main has static parameter
+ * types and every constant has values, so every golden test also checks that the pipeline
+ * keeps the numbers); compare with
+ * the typed `after`; check that the input module printed the same before and after the run. */
+static inline void th_golden_ctx(const char *before, const char *after, const char *pipeline, GPPassContext *ctx) {
+  GPModule *in = th_parse_file(before);
+  char *in_text = gp_print(in, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  ctx->verify_numerics = th_numerics_possible(in);
+  GPModule *out = gp_run_pipeline(in, pipeline, ctx);
+  cr_assert(out, "%s on %s%s: %s", pipeline, before, ctx->verify_numerics ? " (with --verify-numerics)" : "",
+            gp_error_message());
+  /* as TVM's tests do (run_infer_type(expected)): compare with the typed expectation */
+  GPModule *want_text = th_parse_file(after);
+  GPModule *want = gp_infer_types(want_text);
+  cr_assert(want, "%s", gp_error_message());
+  gp_release(want_text);
+  th_assert_module_eq(out, want);
+  char *in_text2 = gp_print(in, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  cr_assert_str_eq(in_text, in_text2, "the pass changed its input module");
+  gp_free(in_text);
+  gp_free(in_text2);
+  gp_release(want);
+  gp_release(out);
+  gp_release(in);
+}
+
+/* th_golden_ctx with a fresh context and optional "key", "value", ..., NULL configs. */
+static inline void th_golden(const char *before, const char *after, const char *pipeline, const char *const *configs) {
+  GPPassContext *ctx = gp_ctx_new();
+  for (const char *const *c = configs; c && *c; c += 2)
+    cr_assert_eq(gp_ctx_set_config(ctx, c[0], c[1]), 0, "%s", gp_error_message());
+  th_golden_ctx(before, after, pipeline, ctx);
+  gp_ctx_free(ctx);
+}
+
 /* Run `cmd` through the shell; capture stdout+stderr into *out; return the exit status. */
 static inline int th_run(const char *cmd, char **out) {
   GPBuf b = {0};

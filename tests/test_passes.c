@@ -12,29 +12,10 @@ static void teardown(void) { gp_plugins_unload_all(); }
 TestSuite(passes, .init = setup, .fini = teardown);
 
 /* Run `pipeline` with optional "key=value" configs on `before`; compare with `after`; also
- * check that the input module printed the same before and after the run. */
+ * check that the input module printed the same before and after the run, and (when @main has
+ * static parameter types) that the numbers of @main did not change (th_golden). */
 static void golden(const char *before, const char *after, const char *pipeline, const char *const *configs) {
-  GPModule *in = th_parse_file(before);
-  char *in_text = gp_print(in, GP_PRINT_TYPES);
-  GPPassContext *ctx = gp_ctx_new();
-  for (const char *const *c = configs; c && *c; c += 2)
-    cr_assert_eq(gp_ctx_set_config(ctx, c[0], c[1]), 0, "%s", gp_error_message());
-  GPModule *out = gp_run_pipeline(in, pipeline, ctx);
-  cr_assert(out, "%s on %s: %s", pipeline, before, gp_error_message());
-  /* as TVM's tests do (run_infer_type(expected)): compare with the typed expectation */
-  GPModule *want_text = th_parse_file(after);
-  GPModule *want = gp_infer_types(want_text);
-  cr_assert(want, "%s", gp_error_message());
-  gp_release(want_text);
-  th_assert_module_eq(out, want);
-  char *in_text2 = gp_print(in, GP_PRINT_TYPES);
-  cr_assert_str_eq(in_text, in_text2, "the pass changed its input module");
-  gp_free(in_text);
-  gp_free(in_text2);
-  gp_release(want);
-  gp_release(out);
-  gp_release(in);
-  gp_ctx_free(ctx);
+  th_golden(before, after, pipeline, configs);
 }
 
 Test(passes, remove_unused_functions_seed) {

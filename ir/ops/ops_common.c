@@ -1,5 +1,6 @@
 /* ops_common.c -- shared helpers of the built-in ops and gp_ops_register_builtin. */
 #include "ir/ops/ops.h"
+#include "eval/kernel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@ void gp_ops_register_builtin(void) {
   gp_ops_register_nn();
   gp_ops_register_transform();
   gp_ops_register_reduce();
+  gp_kernels_register_builtin();
 }
 
 void gp_ops_def(const char *name, int32_t num_inputs, int32_t pattern, uint32_t flags,

@@ -1,5 +1,5 @@
 /* ops_nn.c -- neural-network ops: conv2d, dense, bias_add, batch_norm, dropout, pools, softmax,
- * lrn, batch_flatten. */
+ * lrn, batch_flatten, layer_norm, instance_norm, group_norm, l2_normalize. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -413,6 +413,126 @@ static int batch_flatten_rel(const GPOp *op, const GPAttrs *attrs, const GPType 
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.layer_norm, nn.instance_norm, nn.group_norm (args data, gamma, beta), nn.l2_normalize.   */
+/* TVM registers no TOpPattern for them (FuseOps reads opaque); SimplifyInference decomposes   */
+/* them.  gamma and beta are (C) vectors of data's dtype, C = data.shape[axis], checked even   */
+/* when center / scale is off (TVM's relations assign those types regardless).                 */
+
+static const GPAttrField k_layer_norm_attrs[] = {
+    GP_F_INT("axis", -1),
+    GP_F_FLOAT("epsilon", 1e-5),
+    GP_F_BOOL("center", 1),
+    GP_F_BOOL("scale", 1),
+};
+
+static const GPAttrField k_instance_norm_attrs[] = {
+    GP_F_INT("axis", 1),
+    GP_F_FLOAT("epsilon", 1e-5),
+    GP_F_BOOL("center", 1),
+    GP_F_BOOL("scale", 1),
+};
+
+static const GPAttrField k_group_norm_attrs[] = {
+    GP_F_INT("num_groups", 0),
+    GP_F_INT("axis", 1),
+    GP_F_FLOAT("epsilon", 1e-5),
+    GP_F_BOOL("center", 1),
+    GP_F_BOOL("scale", 1),
+};
+
+static const GPAttrField k_l2_normalize_attrs[] = {
+    GP_F_REQ("eps", GP_ATTR_FLOAT),
+    GP_F_REQ("axis", GP_ATTR_INTS),
+};
+
+/* data, gamma, beta of a norm op; *axis normalized.  min_rank: data's least rank. */
+static int norm_args(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                     int32_t nargs, int32_t min_rank, const char *rank_why, const GPType **data,
+                     int32_t *axis) {
+  static const char *const names[] = {"data", "gamma", "beta"};
+  if (gp_ops_nargs(nargs, 3) != 0) return -1;
+  const GPType *t[3];
+  for (int32_t i = 0; i < 3; i++)
+    if (!(t[i] = gp_ops_tensor(args, i, names[i]))) return -1;
+  if (t[0]->n < min_rank) {
+    gp_error_set(GP_ERR_TYPE, "data must have rank >= %d (%s), got shape %s", (int)min_rank,
+                 rank_why, gp_ops_shape(t[0]).s);
+    return -1;
+  }
+  if (gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), t[0]->n, "axis", t[0], axis) != 0) return -1;
+  for (int32_t i = 1; i < 3; i++)
+    if (check_channel_vec(t[0], *axis, t[i], names[i]) != 0) return -1;
+  *data = t[0];
+  return 0;
+}
+
+static int layer_norm_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                          int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  int32_t axis;
+  if (norm_args(op, attrs, args, nargs, 1, "an axis to normalize", out, &axis) != 0) return -1;
+  return 0;
+}
+
+static int instance_norm_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                             int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  int32_t axis;
+  /* TVM: ICHECK_GT(ndim, 2) -- batch, channel and at least one axis to normalize over */
+  return norm_args(op, attrs, args, nargs, 3, "batch, channel and at least one spatial axis", out,
+                   &axis);
+}
+
+static int group_norm_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                          int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  int32_t axis;
+  const GPType *data;
+  if (norm_args(op, attrs, args, nargs, 1, "a channel axis", &data, &axis) != 0) return -1;
+  int64_t groups = gp_ops_attr_int(op, attrs, "num_groups");
+  int64_t c = data->tensor.shape[axis];
+  if (groups < 1) {
+    gp_error_set(GP_ERR_TYPE, "num_groups %lld must be >= 1", (long long)groups);
+    return -1;
+  }
+  if (c != GP_DIM_ANY && c % groups != 0) {
+    gp_error_set(GP_ERR_TYPE,
+                 "the %lld channels of data (shape %s) at axis %d are not divisible by "
+                 "num_groups %lld",
+                 (long long)c, gp_ops_shape(data).s, (int)axis, (long long)groups);
+    return -1;
+  }
+  *out = data;
+  return 0;
+}
+
+static int l2_normalize_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                            int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n;
+  const int64_t *axes = gp_ops_attr_ints(op, attrs, "axis", &n);
+  if (n < 0) {
+    gp_error_set(GP_ERR_TYPE, "attribute axis is required (the axes to normalize over)");
+    return -1;
+  }
+  bool seen[GP_OPS_MAX_RANK] = {false};
+  for (int32_t i = 0; i < n; i++) {
+    int32_t a;
+    if (gp_ops_axis(axes[i], data->n, "axis", data, &a) != 0) return -1;
+    if (seen[a]) {
+      gp_error_set(GP_ERR_TYPE, "axis %s names axis %d twice", gp_ops_ints(n, axes).s, (int)a);
+      return -1;
+    }
+    seen[a] = true;
+  }
+  *out = data;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 #define N_ATTRS(a) ((int32_t)GP_ARRAY_LEN(a))
 
@@ -442,4 +562,16 @@ void gp_ops_register_nn(void) {
              "Local response normalization along axis.");
   gp_ops_def("nn.batch_flatten", 1, GP_PATTERN_INJECTIVE, 0, NULL, 0, batch_flatten_rel,
              "Flatten all axes but the first.");
+  gp_ops_def("nn.layer_norm", 3, GP_PATTERN_OPAQUE, 0, k_layer_norm_attrs,
+             N_ATTRS(k_layer_norm_attrs), layer_norm_rel,
+             "Layer normalization along axis; args data, gamma, beta.");
+  gp_ops_def("nn.instance_norm", 3, GP_PATTERN_OPAQUE, 0, k_instance_norm_attrs,
+             N_ATTRS(k_instance_norm_attrs), instance_norm_rel,
+             "Instance normalization over the axes but batch (0) and channel (axis).");
+  gp_ops_def("nn.group_norm", 3, GP_PATTERN_OPAQUE, 0, k_group_norm_attrs,
+             N_ATTRS(k_group_norm_attrs), group_norm_rel,
+             "Group normalization: channels at axis split into num_groups groups.");
+  gp_ops_def("nn.l2_normalize", 1, GP_PATTERN_OPAQUE, 0, k_l2_normalize_attrs,
+             N_ATTRS(k_l2_normalize_attrs), l2_normalize_rel,
+             "x / sqrt(max(sum(x * x, axis), eps)).");
 }

@@ -1,4 +1,4 @@
-/* ops_reduce.c -- reductions: sum, mean (TVM's ReduceRel). */
+/* ops_reduce.c -- reductions: sum, mean, variance (TVM's ReduceRel, VarianceRel). */
 #include "ir/ops/ops.h"
 
 static const GPAttrField k_reduce_attrs[] = {
@@ -43,9 +43,47 @@ static int reduce_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const 
   return gp_ops_ret(data->tensor.dtype, no, o, out);
 }
 
+/* variance(data, mean): TVM's VarianceAttrs and VarianceRel.  mean has data's rank and
+ * broadcasts to it (mean(data, axis, keepdims=True) does); the result is sum((data - mean)^2)
+ * over axis divided by the count (minus one when unbiased), shaped as the reductions are. */
+static const GPAttrField k_variance_attrs[] = {
+    GP_F_NONE("axis", GP_ATTR_INTS),
+    GP_F_BOOL("keepdims", 0),
+    GP_F_BOOL("exclude", 0),
+    GP_F_BOOL("unbiased", 0),
+};
+
+static int variance_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, void *user) {
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  const GPType *mean = data ? gp_ops_tensor(args, 1, "mean") : NULL;
+  if (!mean) return -1;
+  if (data->n == 0) {
+    gp_error_set(GP_ERR_TYPE, "data must have rank >= 1, got a scalar");
+    return -1;
+  }
+  if (gp_ops_same_dtype(data, "data", mean, "mean") != 0) return -1;
+  bool ok = mean->n == data->n;
+  for (int32_t i = 0; ok && i < data->n; i++) {
+    int64_t m = mean->tensor.shape[i], d = data->tensor.shape[i];
+    ok = m == 1 || m == d || m == GP_DIM_ANY || d == GP_DIM_ANY;
+  }
+  if (!ok) {
+    gp_error_set(GP_ERR_TYPE,
+                 "mean (shape %s) must have the rank of data (shape %s) and broadcast to it",
+                 gp_ops_shape(mean).s, gp_ops_shape(data).s);
+    return -1;
+  }
+  return reduce_rel(op, attrs, args, 1, out, user);
+}
+
 void gp_ops_register_reduce(void) {
   gp_ops_def("sum", 1, GP_PATTERN_COMM_REDUCE, 0, k_reduce_attrs,
              (int32_t)GP_ARRAY_LEN(k_reduce_attrs), reduce_rel, "Sum over axis.");
   gp_ops_def("mean", 1, GP_PATTERN_COMM_REDUCE, 0, k_reduce_attrs,
              (int32_t)GP_ARRAY_LEN(k_reduce_attrs), reduce_rel, "Mean over axis.");
+  gp_ops_def("variance", 2, GP_PATTERN_COMM_REDUCE, 0, k_variance_attrs,
+             (int32_t)GP_ARRAY_LEN(k_variance_attrs), variance_rel,
+             "Variance over axis of data around mean (its mean with keepdims=True).");
 }

@@ -1,5 +1,5 @@
 /* ops_transform.c -- shape transforms: concatenate, reshape, transpose, expand_dims, squeeze,
- * full/zeros/ones, strided_slice, split, layout_transform. */
+ * full/zeros/ones, strided_slice, split, layout_transform, shape_of. */
 #include "ir/ops/ops.h"
 
 #include <stdint.h>
@@ -566,6 +566,28 @@ static int layout_transform_rel(const GPOp *op, const GPAttrs *attrs, const GPTy
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* shape_of                                                                                    */
+
+/* TVM's ShapeOfAttrs: dtype, whose C++ default is unset (NullValue<DataType>()), so TVM prints
+ * the usual shape_of(%x, dtype="int32") with its dtype; unset reads as int32, the default of the
+ * Python API relay.shape_of(data, dtype="int32"). */
+static const GPAttrField k_shape_of_attrs[] = {GP_F_DTYPE_VOID("dtype")};
+
+/* TVM's ShapeOfRel: Tensor[(rank,), dtype] for data of any shape, unknown dims included; data
+ * of rank 0 gives a rank-0 result (TVM's RankShape maps the empty shape to the empty shape). */
+static int shape_of_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  DLDataType dt = gp_ops_attr_dtype(op, attrs, "dtype");
+  if (dt.bits == 0) dt = GP_DT_I32;
+  int64_t rank = data->n;
+  return gp_ops_ret(dt, data->n ? 1 : 0, &rank, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 void gp_ops_register_transform(void) {
   gp_ops_def("concatenate", 1, GP_PATTERN_INJECTIVE, 0, k_concatenate_attrs,
@@ -595,4 +617,9 @@ void gp_ops_register_transform(void) {
   gp_ops_def("layout_transform", 1, GP_PATTERN_INJECTIVE, 0, k_layout_transform_attrs,
              N_ATTRS(k_layout_transform_attrs), layout_transform_rel,
              "Change the data layout (e.g. NCHW -> NHWC, NCHW -> NCHW16c).");
+  /* As TVM (src/relay/op/tensor/unary.cc): TOpPattern kOpaque ("won't be performance critical,
+   * and it makes things easier for dynamic shape func"), TOpIsStateful false, and no
+   * TNonComputational (TVM sets that flag on vm.shape_of only). */
+  gp_ops_def("shape_of", 1, GP_PATTERN_OPAQUE, 0, k_shape_of_attrs, N_ATTRS(k_shape_of_attrs),
+             shape_of_rel, "The shape of data as a 1-d tensor of dtype (rank-0 data: a scalar).");
 }

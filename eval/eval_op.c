@@ -1,0 +1,223 @@
+/* eval_op.c -- evaluate one op on tensors: infer the result type from the actual inputs,
+ * allocate the outputs, run the kernel.  Also eval_call (FoldConstant's entry). */
+#include "eval/eval.h"
+#include "eval/kernel.h"
+
+#include <unistd.h>
+
+#define MAX_OUT 64
+
+int32_t gp_eval_default_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 64 ? 64 : (int32_t)n;
+}
+
+int64_t gp_type_nbytes(const GPType *t) {
+  if (!t) return -1;
+  if (t->kind == GP_TYPE_TENSOR) {
+    int64_t n = gp_type_numel(t);
+    return n < 0 ? -1 : n * (int64_t)gp_dtype_bytes(t->tensor.dtype);
+  }
+  if (t->kind == GP_TYPE_TUPLE) {
+    int64_t sum = 0;
+    for (int32_t i = 0; i < t->n; i++) {
+      int64_t b = gp_type_nbytes(t->tuple.fields[i]); /* tuples nest shallowly (types are data) */
+      if (b < 0) return -1;
+      sum += b;
+    }
+    return sum;
+  }
+  return -1;
+}
+
+static bool has_data(const GPTensor *t) {
+  if (t->dl.data) return true;
+  for (int32_t i = 0; i < t->dl.ndim; i++)
+    if (t->dl.shape[i] == 0) return true;
+  return false;
+}
+
+int gp_eval_op(const GPOp *op, const GPAttrs *attrs, int32_t nargs, const GPType *const *arg_types,
+               int32_t nin, GPTensor *const *inputs, int32_t num_threads, const GPType **out_type,
+               GPTensor **outputs, int32_t max_out, int32_t *nout) {
+  *nout = 0;
+  void *user = NULL;
+  GPOpKernelFn kernel = gp_op_kernel(op, &user);
+  if (!kernel) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "%s: the op has no kernel, so it cannot be evaluated", op->name);
+    return -1;
+  }
+  /* The actual argument types, from the tensors (annotations may have unknown dims). */
+  const GPType *small[16];
+  const GPType **types = nargs > 16 ? gp_malloc((size_t)nargs * sizeof *types) : small;
+  int rc = -1;
+  int32_t at = 0;
+  for (int32_t i = 0; i < nargs; i++) {
+    const GPType *want = arg_types[i];
+    int32_t k = want && want->kind == GP_TYPE_TUPLE ? want->n : 1;
+    if (at + k > nin) {
+      gp_error_set(GP_ERR_VALUE, "%s: %d input tensors for arguments that need more", op->name, (int)nin);
+      goto done;
+    }
+    for (int32_t j = 0; j < k; j++) {
+      const GPTensor *t = inputs[at + j];
+      if (!has_data(t)) {
+        gp_error_set(GP_ERR_VALUE, "%s: argument %d has no values (a constant of known type only)", op->name, (int)i);
+        goto done;
+      }
+      if (t->dl.ndim > GP_K_MAX_RANK) {
+        gp_error_set(GP_ERR_UNSUPPORTED, "%s: argument %d has rank %d (at most %d)", op->name, (int)i,
+                     (int)t->dl.ndim, GP_K_MAX_RANK);
+        goto done;
+      }
+    }
+    if (want && want->kind == GP_TYPE_TUPLE) {
+      const GPType *fs[GP_K_MAX_RANK];
+      if (k > GP_K_MAX_RANK) {
+        gp_error_set(GP_ERR_UNSUPPORTED, "%s: a tuple argument of %d fields (at most %d)", op->name, (int)k,
+                     GP_K_MAX_RANK);
+        goto done;
+      }
+      for (int32_t j = 0; j < k; j++) fs[j] = gp_tensor_type(inputs[at + j]);
+      types[i] = gp_type_tuple(k, fs);
+    } else {
+      types[i] = gp_tensor_type(inputs[at]);
+    }
+    if (!types[i]) goto done;
+    at += k;
+  }
+  if (at != nin) {
+    gp_error_set(GP_ERR_VALUE, "%s: %d input tensors for %d argument tensors", op->name, (int)nin, (int)at);
+    goto done;
+  }
+  const GPType *out = gp_op_infer(op, attrs, types, nargs);
+  if (!out) goto done;
+  const GPType *const *fields = &out;
+  int32_t nf = 1;
+  if (out->kind == GP_TYPE_TUPLE) fields = out->tuple.fields, nf = out->n;
+  if (nf > max_out || nf > MAX_OUT) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "%s: %d results (at most %d)", op->name, (int)nf, max_out < MAX_OUT ? max_out : MAX_OUT);
+    goto done;
+  }
+  for (int32_t j = 0; j < nf; j++) {
+    const GPType *f = fields[j];
+    if (f->kind != GP_TYPE_TENSOR || gp_type_numel(f) < 0) {
+      GPBuf tb = {0};
+      gp_type_print(&tb, f);
+      gp_error_set(GP_ERR_UNSUPPORTED, "%s: result %d has type %s, which is not a static tensor type", op->name,
+                   (int)j, tb.data ? tb.data : "?");
+      gp_buf_free(&tb);
+      goto fail_out;
+    }
+    outputs[j] = gp_tensor_alloc(f->tensor.dtype, f->n, f->tensor.shape, true);
+    if (!outputs[j]) goto fail_out;
+    *nout = j + 1;
+  }
+  {
+    const DLTensor *in_small[16];
+    DLTensor *out_dl[MAX_OUT];
+    const DLTensor **in_dl = nin > 16 ? gp_malloc((size_t)nin * sizeof *in_dl) : in_small;
+    for (int32_t i = 0; i < nin; i++) in_dl[i] = &inputs[i]->dl;
+    for (int32_t j = 0; j < nf; j++) out_dl[j] = &outputs[j]->dl;
+    GPKernelArgs ka = {
+        .struct_size = sizeof ka,
+        .abi_version = GP_ABI_VERSION,
+        .num_threads = num_threads > 0 ? num_threads : 1,
+        .op = op,
+        .attrs = attrs,
+        .num_inputs = nin,
+        .num_outputs = nf,
+        .inputs = in_dl,
+        .outputs = out_dl,
+    };
+    int krc = kernel(&ka, user);
+    if (in_dl != in_small) gp_free(in_dl);
+    if (krc != 0) {
+      if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "kernel failed without a message");
+      gp_error_prefix("%s", op->name);
+      goto fail_out;
+    }
+  }
+  *out_type = out;
+  rc = 0;
+  goto done;
+fail_out:
+  for (int32_t j = 0; j < *nout; j++) gp_release(outputs[j]);
+  *nout = 0;
+done:
+  if (types != small) gp_free(types);
+  return rc;
+}
+
+GPExpr *gp_eval_call(const GPCall *call) {
+  if (!call || gp_kind(call) != GP_TI_CALL || gp_kind(call->op) != GP_TI_OP) {
+    gp_error_set(GP_ERR_VALUE, "eval_call: not a call of an op");
+    return NULL;
+  }
+  const GPOp *op = (const GPOp *)call->op;
+  int32_t nargs = call->nargs, nin = 0, cap = 16;
+  const GPType *tsmall[16];
+  const GPType **types = nargs > 16 ? gp_malloc((size_t)nargs * sizeof *types) : tsmall;
+  GPTensor **ins = gp_malloc((size_t)cap * sizeof *ins);
+  GPExpr *result = NULL;
+  for (int32_t i = 0; i < nargs; i++) {
+    GPExpr *a = call->args[i];
+    if (gp_kind(a) == GP_TI_CONSTANT) {
+      if (nin == cap) ins = gp_realloc(ins, (size_t)(cap *= 2) * sizeof *ins);
+      ins[nin++] = GP_AS(GPConstant, a)->data;
+      types[i] = NULL;
+    } else if (gp_kind(a) == GP_TI_TUPLE) {
+      GPTuple *t = GP_AS(GPTuple, a);
+      const GPType *fs[GP_K_MAX_RANK];
+      if (t->n > GP_K_MAX_RANK) {
+        gp_error_set(GP_ERR_UNSUPPORTED, "%s: a tuple argument of %d fields (at most %d)", op->name, (int)t->n,
+                     GP_K_MAX_RANK);
+        goto done;
+      }
+      for (int32_t j = 0; j < t->n; j++) {
+        if (gp_kind(t->fields[j]) != GP_TI_CONSTANT) {
+          gp_error_set(GP_ERR_VALUE, "%s: argument %d field %d is not a constant", op->name, (int)i, (int)j);
+          goto done;
+        }
+        GPTensor *d = GP_AS(GPConstant, t->fields[j])->data;
+        if (nin == cap) ins = gp_realloc(ins, (size_t)(cap *= 2) * sizeof *ins);
+        ins[nin++] = d;
+        fs[j] = gp_tensor_type(d);
+        if (!fs[j]) goto done;
+      }
+      types[i] = gp_type_tuple(t->n, fs);
+      if (!types[i]) goto done;
+    } else {
+      gp_error_set(GP_ERR_VALUE, "%s: argument %d is a %s, not a constant", op->name, (int)i, gp_expr_kind_name(a));
+      goto done;
+    }
+  }
+  {
+    GPTensor *outs[MAX_OUT];
+    const GPType *out_type = NULL;
+    int32_t nout = 0;
+    if (gp_eval_op(op, call->attrs, nargs, types, nin, ins, gp_eval_default_threads(), &out_type, outs, MAX_OUT,
+                   &nout) != 0)
+      goto done;
+    GPExpr *cs[MAX_OUT];
+    for (int32_t j = 0; j < nout; j++) {
+      GPConstant *c = gp_constant_new(outs[j]);
+      gp_release(outs[j]);
+      cs[j] = gp_expr_annotate(&c->base, gp_tensor_type(c->data), call->base.line, call->base.col);
+      gp_release(c);
+    }
+    if (out_type->kind == GP_TYPE_TUPLE) {
+      GPTuple *t = gp_tuple_new(nout, cs);
+      for (int32_t j = 0; j < nout; j++) gp_release(cs[j]);
+      if (!t) goto done;
+      result = gp_expr_annotate(&t->base, out_type, call->base.line, call->base.col);
+      gp_release(t);
+    } else {
+      result = cs[0];
+    }
+  }
+done:
+  if (types != tsmall) gp_free(types);
+  gp_free(ins);
+  return result;
+}

@@ -1,0 +1,149 @@
+/* expr_build.c -- see expr_build.h. */
+#include "expr_build.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static GPExpr *keep(SBuild *b, GPExpr *e) {
+  if (!e) {
+    b->failed = true;
+    return NULL;
+  }
+  if (b->n == SB_MAX_TEMPS) { /* a programming error in a pass: fail cleanly */
+    gp_release(e);
+    H->error_set(GP_ERR_INTERNAL, "expression builder: more than %d nodes", SB_MAX_TEMPS);
+    b->failed = true;
+    return NULL;
+  }
+  b->tmp[b->n++] = e;
+  return e;
+}
+
+GPExpr *sb_call(SBuild *b, const char *op_name, int32_t nargs, GPExpr *const *args, int32_t nattrs,
+                const char *const *keys, const GPAttrValue *vals) {
+  if (b->failed) return NULL;
+  for (int32_t i = 0; i < nargs; i++)
+    if (!args[i]) return NULL;
+  const GPOp *op = H->op_get(op_name);
+  if (!op) {
+    b->failed = true;
+    return NULL;
+  }
+  GPAttrs *attrs = NULL;
+  if (op->num_attrs > 0 || nattrs > 0) {
+    attrs = H->op_attrs_new(op, nattrs, keys, vals);
+    if (!attrs) {
+      b->failed = true;
+      return NULL;
+    }
+  }
+  GPCall *c = H->call_new((GPExpr *)op, nargs, args, attrs);
+  gp_release(attrs);
+  return keep(b, (GPExpr *)c);
+}
+
+static uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+  int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t hm = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (hm & 1))) hm++;
+    return (uint16_t)(sign | hm);
+  }
+  uint32_t hm = mant >> 13, rem = mant & 0x1fffu, r = sign | ((uint32_t)exp << 10) | hm;
+  if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) r++;
+  return (uint16_t)r;
+}
+
+GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
+  if (b->failed) return NULL;
+  bool ok = dt.lanes == 1 &&
+            ((dt.code == kDLFloat && (dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) ||
+             (dt.code == kDLInt && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) ||
+             (dt.code == kDLUInt && dt.bits == 8));
+  if (!ok) {
+    static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat"};
+    char lanes[24] = "";
+    if (dt.lanes != 1) snprintf(lanes, sizeof lanes, "x%d", (int)dt.lanes);
+    H->error_set(GP_ERR_UNSUPPORTED,
+                 "cannot make a scalar constant of dtype %s%d%s (float16/32/64, int8/16/32/64 and uint8 "
+                 "can be made)",
+                 dt.code < 5 ? codes[dt.code] : "code?", (int)dt.bits, lanes);
+    b->failed = true;
+    return NULL;
+  }
+  GPTensor *t = H->tensor_alloc(dt, 0, NULL, 1);
+  if (!t) {
+    b->failed = true;
+    return NULL;
+  }
+  void *p = (char *)t->dl.data + t->dl.byte_offset;
+  if (dt.code == kDLFloat) {
+    if (dt.bits == 16) {
+      uint16_t h = f32_to_f16((float)v);
+      memcpy(p, &h, 2);
+    } else if (dt.bits == 32) {
+      float f = (float)v;
+      memcpy(p, &f, 4);
+    } else {
+      memcpy(p, &v, 8);
+    }
+  } else {
+    int64_t i = (int64_t)v;
+    if (dt.bits == 8) {
+      int8_t x = (int8_t)i;
+      memcpy(p, &x, 1);
+    } else if (dt.bits == 16) {
+      int16_t x = (int16_t)i;
+      memcpy(p, &x, 2);
+    } else if (dt.bits == 32) {
+      int32_t x = (int32_t)i;
+      memcpy(p, &x, 4);
+    } else {
+      memcpy(p, &i, 8);
+    }
+  }
+  GPConstant *c = H->constant_new(t);
+  gp_release(t);
+  return keep(b, (GPExpr *)c);
+}
+
+GPExpr *sb_reduce(SBuild *b, const char *op, GPExpr *x, int32_t naxes, const int64_t *axes) {
+  static const char *const keys[] = {"axis", "keepdims", "exclude"};
+  GPAttrValue vals[3] = {{.kind = GP_ATTR_INTS, .n = naxes, .ints = axes},
+                         {.kind = GP_ATTR_BOOL, .i = 1},
+                         {.kind = GP_ATTR_BOOL, .i = 0}};
+  return sb_call(b, op, 1, &x, 3, keys, vals);
+}
+
+GPExpr *sb_expand_bias(SBuild *b, GPExpr *bias, int32_t ndim, int32_t axis) {
+  int64_t pad = (int64_t)ndim - axis - 1;
+  if (pad <= 0) return b->failed ? NULL : bias;
+  static const char *const keys[] = {"axis", "num_newaxis"};
+  GPAttrValue vals[2] = {{.kind = GP_ATTR_INT, .i = 1}, {.kind = GP_ATTR_INT, .i = pad}};
+  return sb_call(b, "expand_dims", 1, &bias, 2, keys, vals);
+}
+
+GPExpr *sb_finish(SBuild *b, GPExpr *result) {
+  GPExpr *out = !b->failed && result ? gp_retain(result) : NULL;
+  for (int32_t i = 0; i < b->n; i++) gp_release(b->tmp[i]);
+  b->n = 0;
+  return out;
+}
+
+const char *sb_where(const char *source, const GPExpr *e, char *buf, size_t n) {
+  if (!e->line)
+    snprintf(buf, n, "an unknown location");
+  else if (source)
+    snprintf(buf, n, "%s:%u:%u", source, (unsigned)e->line, (unsigned)e->col);
+  else
+    snprintf(buf, n, "%u:%u", (unsigned)e->line, (unsigned)e->col);
+  return buf;
+}

@@ -1,0 +1,50 @@
+/*
+ * expr_build.h -- building replacement expressions in the standard plugin (SimplifyInference,
+ * CanonicalizeOps).  A builder owns every node it makes until sb_finish: each sb_* call returns
+ * a borrowed node (valid until sb_finish) or NULL with the host's error pending, and takes NULL
+ * arguments as "an earlier step failed" (returns NULL without a new error), so a sequence of
+ * steps needs one check at the end.  No recursion.
+ */
+#ifndef GP_EXPR_BUILD_H
+#define GP_EXPR_BUILD_H
+
+#include "passes.h"
+
+#define SB_MAX_TEMPS 48
+
+typedef struct SBuild {
+  GPExpr *tmp[SB_MAX_TEMPS]; /* owned references */
+  int32_t n;
+  bool failed;
+} SBuild;
+
+/* A call of op `op` (by name) with args and attributes keys[i] = vals[i] (schema defaults for
+ * the rest; NULL attrs for an op without a schema). */
+GPExpr *sb_call(SBuild *b, const char *op, int32_t nargs, GPExpr *const *args, int32_t nattrs,
+                const char *const *keys, const GPAttrValue *vals);
+static inline GPExpr *sb_call1(SBuild *b, const char *op, GPExpr *x) { return sb_call(b, op, 1, &x, 0, NULL, NULL); }
+static inline GPExpr *sb_call2(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
+  GPExpr *args[2] = {x, y};
+  return sb_call(b, op, 2, args, 0, NULL, NULL);
+}
+/* A scalar constant of dtype dt holding v (TVM's MakeConstantScalar; float16 rounded to nearest
+ * even; integers truncated).  GP_ERR_UNSUPPORTED for other dtypes. */
+GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v);
+/* A reduction `op` (mean, sum) over axes with keepdims=True, exclude=False. */
+GPExpr *sb_reduce(SBuild *b, const char *op, GPExpr *x, int32_t naxes, const int64_t *axes);
+/* TVM's ExpandBiasToMatchAxis for one axis: expand_dims(bias, axis=1,
+ * num_newaxis=ndim - axis - 1), or bias itself when that is 0. */
+GPExpr *sb_expand_bias(SBuild *b, GPExpr *bias, int32_t ndim, int32_t axis);
+/* A new reference to `result` (NULL when any step failed); releases the builder's nodes. */
+GPExpr *sb_finish(SBuild *b, GPExpr *result);
+
+/* "<source>:<line>:<col>" of e (or "an unknown location"). */
+const char *sb_where(const char *source, const GPExpr *e, char *buf, size_t n);
+/* The op name of a call of an op, else NULL. */
+static inline const char *sb_op_name(const GPExpr *e) {
+  if (ekind(e) != GP_TI_CALL) return NULL;
+  const GPExpr *op = ((const GPCall *)e)->op;
+  return ekind(op) == GP_TI_OP ? ((const GPOp *)op)->name : NULL;
+}
+
+#endif
