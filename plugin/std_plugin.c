@@ -4,8 +4,10 @@
 
 const GPHostAPI *gp_std_host;
 
-/* The default optimization set of the `llvm` target (grows as passes land). */
-static const char default_llvm[] = "RemoveUnusedFunctions,FoldConstant,DeadCodeElimination";
+/* TVM v0.12 relay.build order at opt-level 3, with every pass that exists here. */
+static const char default_llvm[] =
+    "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr,FoldConstant,CanonicalizeCast,"
+    "CanonicalizeOps,InferType,FoldConstant,FuseOps";
 
 static int std_initialize(const GPHostAPI *host) {
   if (!host || host->struct_size < GP_STRUCT_SIZE(GPHostAPI, plugin_load)) return -1;

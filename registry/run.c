@@ -1,7 +1,7 @@
-/* run.c -- running a pipeline: resolve the items (expand `required` transitively, de-duplicate,
- * order topologically keeping the user's order where the constraints allow), decide what runs
- * (targets, then TVM's enablement, dependencies of running passes), call the passes, and run
- * the instruments (timing, IR dumps, verification, explain).
+/* run.c -- running a pipeline: plan it (the items in order, each decided by target and TVM's
+ * enablement, with the required passes added before an item where they are not valid any
+ * more), call the passes, and run the instruments (timing, IR dumps, verification, numerics,
+ * explain).
  *
  * A running pipeline holds a reference to every entry it resolved, so passes may be
  * unregistered (or re-registered) concurrently without affecting it.  The registry lock is never
@@ -20,7 +20,6 @@ typedef struct Node {
   GPVec cfg_keys;    /* char* full keys (owned) from the pipeline items */
   GPVec cfg_vals;    /* GPAny* (owned; NULL once the pass replaced it in the context) */
   bool run;
-  int32_t needed_by; /* index of the first running dependent, or -1 */
   char *why;         /* explain text (gp_malloc'd) */
   uint64_t ns;       /* time spent in the pass */
 } Node;
@@ -36,18 +35,12 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static ptrdiff_t find_node(const Run *r, const char *name) {
-  for (size_t i = 0; i < r->n; i++)
-    if (strcmp(r->nodes[i].e->info.name, name) == 0) return (ptrdiff_t)i;
-  return -1;
-}
-
 static size_t add_node(Run *r, GPPassEntry *e) {
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 8;
     r->nodes = gp_realloc(r->nodes, r->cap * sizeof *r->nodes);
   }
-  r->nodes[r->n] = (Node){.e = e, .needed_by = -1};
+  r->nodes[r->n] = (Node){.e = e};
   return r->n++;
 }
 
@@ -66,59 +59,33 @@ static void run_free(Run *r) {
   gp_free(r->nodes);
 }
 
-/* ---- resolution */
+/* ---- decisions */
 
-typedef struct Frame {
-  GPPassEntry *e;
-  int32_t next; /* next index into e->info.required */
-} Frame;
+static bool has_name(const GPVec *v, const char *name) {
+  for (size_t i = 0; i < v->len; i++)
+    if (strcmp(v->items[i], name) == 0) return true;
+  return false;
+}
 
-/* Visit `root` (a reference the caller gives away) and its requirements, depth first without
- * recursion, appending each pass after its requirements.  Returns the node index of root. */
-static ptrdiff_t visit(Run *r, GPPassEntry *root) {
-  Frame *st = gp_malloc(sizeof *st * 8);
-  size_t sn = 0, scap = 8;
-  st[sn++] = (Frame){root, 0};
-  while (sn) {
-    Frame *top = &st[sn - 1];
-    if (top->next < top->e->info.num_required) {
-      const char *rn = top->e->info.required[top->next++];
-      if (find_node(r, rn) >= 0) continue;
-      for (size_t j = 0; j < sn; j++) {
-        if (strcmp(st[j].e->info.name, rn) != 0) continue;
-        GPBuf b = {0};
-        for (size_t k = j; k < sn; k++) gp_buf_printf(&b, "%s -> ", st[k].e->info.name);
-        gp_buf_puts(&b, rn);
-        gp_error_set(GP_ERR_VALUE, "dependency cycle between passes: %s", b.data);
-        gp_buf_free(&b);
-        goto fail;
-      }
-      GPPassEntry *d = gp_pass_acquire(rn);
-      if (!d) {
-        GPBuf b = {0};
-        gp_buf_printf(&b, "required by %s", top->e->info.name);
-        gp_reg_error_no_such_pass(rn, b.data);
-        gp_buf_free(&b);
-        goto fail;
-      }
-      if (sn == scap) {
-        scap *= 2;
-        st = gp_realloc(st, scap * sizeof *st);
-      }
-      st[sn++] = (Frame){d, 0};
-    } else {
-      size_t idx = add_node(r, top->e);
-      sn--;
-      if (!sn) {
-        gp_free(st);
-        return (ptrdiff_t)idx;
-      }
-    }
-  }
-fail:
-  for (size_t k = 0; k < sn; k++) gp_pass_entry_release(st[k].e);
-  gp_free(st);
-  return -1;
+static bool str_in(const char *const *a, int32_t n, const char *s) {
+  for (int32_t i = 0; i < n; i++)
+    if (strcmp(a[i], s) == 0) return true;
+  return false;
+}
+
+static char *fmt(const char *f, ...) GP_FMT(1, 2);
+static char *fmt(const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  char tmp[1];
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(tmp, sizeof tmp, f, ap2);
+  va_end(ap2);
+  char *s = gp_malloc((size_t)n + 1);
+  vsnprintf(s, (size_t)n + 1, f, ap);
+  va_end(ap);
+  return s;
 }
 
 /* Apply the `{key=value}` of a pipeline item to its node (parsed by the pass's key types). */
@@ -155,7 +122,7 @@ static int add_item_config(Node *nd, const GPPipelineItem *it) {
     }
     size_t k = 0;
     while (k < nd->cfg_keys.len && strcmp(nd->cfg_keys.items[k], full) != 0) k++;
-    if (k < nd->cfg_keys.len) { /* the same pass listed twice: the later value wins */
+    if (k < nd->cfg_keys.len) { /* the same key given twice in one item: the later value wins */
       gp_free(full);
       gp_free(nd->cfg_vals.items[k]);
       nd->cfg_vals.items[k] = v;
@@ -167,93 +134,165 @@ static int add_item_config(Node *nd, const GPPipelineItem *it) {
   return 0;
 }
 
-static int resolve(Run *r, const GPPipeline *p) {
-  for (int32_t i = 0; i < p->n; i++) {
-    const GPPipelineItem *it = &p->items[i];
-    ptrdiff_t idx = find_node(r, it->name);
-    if (idx < 0) {
-      GPPassEntry *e = gp_pass_acquire(it->name);
-      if (!e) {
-        gp_reg_error_no_such_pass(it->name, NULL);
-        return -1;
-      }
-      idx = visit(r, e);
-      if (idx < 0) return -1;
-    }
-    r->nodes[idx].user = true;
-    if (add_item_config(&r->nodes[idx], it) != 0) return -1;
+/* ---- planning
+ *
+ * The pipeline's items run in the order written, each time it is listed.  Before an item that
+ * runs, its required passes (transitively, depth first, no recursion) are added unless they are
+ * still valid: an analysis or debug pass stays valid until a transform pass runs after it; a
+ * transform pass is valid once it ran anywhere earlier.  So `A,B` where both need InferType runs
+ * InferType once when A only annotates, and again after A when A rewrites the graph (as TVM
+ * does before every pass that requires it, but without its repeated runs on an unchanged
+ * module).  A cycle or a missing pass is an error naming it; a required pass that is disabled is
+ * an error naming both. */
+
+typedef struct Plan {
+  GPVec valid;     /* names (borrowed from entries) of analyses valid now */
+  GPVec done_xf;   /* names of transform passes that ran */
+} Plan;
+
+static bool plan_satisfied(const Plan *pl, const GPPassEntry *e) {
+  return has_name(e->info.kind == GP_PASS_TRANSFORM ? &pl->done_xf : &pl->valid, e->info.name);
+}
+
+static void plan_ran(Plan *pl, const GPPassEntry *e) {
+  if (e->info.kind == GP_PASS_TRANSFORM) {
+    pl->valid.len = 0;
+    if (!has_name(&pl->done_xf, e->info.name)) gp_vec_push(&pl->done_xf, (void *)e->info.name);
+  } else if (!has_name(&pl->valid, e->info.name)) {
+    gp_vec_push(&pl->valid, (void *)e->info.name);
   }
-  return 0;
 }
 
-/* ---- decisions */
-
-static bool has_name(const GPVec *v, const char *name) {
-  for (size_t i = 0; i < v->len; i++)
-    if (strcmp(v->items[i], name) == 0) return true;
-  return false;
+/* Why a pass cannot run for this context's target, or NULL. */
+static char *target_refusal(const GPPassInfo *in, const GPPassContext *ctx) {
+  if (in->num_targets && !str_in(in->targets, in->num_targets, ctx->target)) {
+    GPBuf b = {0};
+    for (int32_t k = 0; k < in->num_targets; k++) gp_buf_printf(&b, "%s%s", k ? ", " : "", in->targets[k]);
+    char *w = fmt("target %s not in [%s]", ctx->target, b.data);
+    gp_buf_free(&b);
+    return w;
+  }
+  if (str_in(in->excluded_targets, in->num_excluded_targets, ctx->target)) return fmt("target %s excluded", ctx->target);
+  return NULL;
 }
 
-static bool str_in(const char *const *a, int32_t n, const char *s) {
-  for (int32_t i = 0; i < n; i++)
-    if (strcmp(a[i], s) == 0) return true;
-  return false;
-}
+typedef struct Frame {
+  GPPassEntry *e; /* owned until appended as a node */
+  int32_t next;   /* next index into e->info.required */
+} Frame;
 
-static char *fmt(const char *f, ...) GP_FMT(1, 2);
-static char *fmt(const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  char tmp[1];
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(tmp, sizeof tmp, f, ap2);
-  va_end(ap2);
-  char *s = gp_malloc((size_t)n + 1);
-  vsnprintf(s, (size_t)n + 1, f, ap);
-  va_end(ap);
-  return s;
-}
-
-static int decide(Run *r, const GPPassContext *ctx) {
-  for (size_t ii = r->n; ii-- > 0;) {
-    Node *nd = &r->nodes[ii];
-    const GPPassInfo *in = &nd->e->info;
-    nd->run = false;
-    if (in->num_targets && !str_in(in->targets, in->num_targets, ctx->target)) {
+/* Add the requirements of `item` (already decided to run; its entry is borrowed) before it. */
+static int add_requirements(Run *r, Plan *pl, GPPassEntry *item, const GPPassContext *ctx) {
+  Frame *st = gp_malloc(sizeof *st * 8);
+  size_t sn = 0, scap = 8;
+  st[sn++] = (Frame){item, 0};
+  int rc = 0;
+  while (sn) {
+    Frame *top = &st[sn - 1];
+    if (top->next >= top->e->info.num_required) {
+      if (sn == 1) break; /* the item itself: its caller appends it */
+      GPPassEntry *d = top->e;
+      size_t idx = add_node(r, d);
+      r->nodes[idx].run = true;
+      r->nodes[idx].why = fmt("required by %s", st[sn - 2].e->info.name);
+      plan_ran(pl, d);
+      sn--;
+      continue;
+    }
+    const char *rn = top->e->info.required[top->next++];
+    bool on_stack = false;
+    for (size_t j = 0; j < sn && !on_stack; j++) {
+      if (strcmp(st[j].e->info.name, rn) != 0) continue;
+      on_stack = true;
       GPBuf b = {0};
-      for (int32_t k = 0; k < in->num_targets; k++) gp_buf_printf(&b, "%s%s", k ? ", " : "", in->targets[k]);
-      nd->why = fmt("target %s not in [%s]", ctx->target, b.data);
+      for (size_t k = j; k < sn; k++) gp_buf_printf(&b, "%s -> ", st[k].e->info.name);
+      gp_buf_puts(&b, rn);
+      gp_error_set(GP_ERR_VALUE, "dependency cycle between passes: %s", b.data);
       gp_buf_free(&b);
-    } else if (str_in(in->excluded_targets, in->num_excluded_targets, ctx->target)) {
-      nd->why = fmt("target %s excluded", ctx->target);
-    } else if (has_name(&ctx->disabled, in->name)) {
-      if (nd->needed_by >= 0) {
-        gp_error_set(GP_ERR_VALUE, "pass %s requires %s, which is disabled",
-                     r->nodes[nd->needed_by].e->info.name, in->name);
-        return -1;
-      }
-      nd->why = fmt("disabled");
-    } else if (has_name(&ctx->required, in->name)) {
-      nd->run = true;
-      nd->why = fmt("required");
-    } else if (nd->user && ctx->opt_level >= in->opt_level) {
-      nd->run = true;
-    } else if (nd->needed_by >= 0) {
-      nd->run = true;
-      nd->why = fmt("required by %s", r->nodes[nd->needed_by].e->info.name);
-    } else if (nd->user) {
-      nd->why = fmt("opt-level %d > context opt-level %d", in->opt_level, ctx->opt_level);
-    } else {
-      nd->why = fmt("only required by passes that do not run");
     }
-    if (!nd->run) continue;
-    for (int32_t k = 0; k < in->num_required; k++) {
-      ptrdiff_t j = find_node(r, in->required[k]);
-      if (j >= 0) r->nodes[j].needed_by = (int32_t)ii; /* ends as the first dependent */
+    if (on_stack) {
+      rc = -1;
+      break;
     }
+    GPPassEntry *d = gp_pass_acquire(rn);
+    if (!d) {
+      GPBuf b = {0};
+      gp_buf_printf(&b, "required by %s", top->e->info.name);
+      gp_reg_error_no_such_pass(rn, b.data);
+      gp_buf_free(&b);
+      rc = -1;
+      break;
+    }
+    if (plan_satisfied(pl, d)) {
+      gp_pass_entry_release(d);
+      continue;
+    }
+    if (has_name(&ctx->disabled, rn)) {
+      gp_error_set(GP_ERR_VALUE, "pass %s requires %s, which is disabled", top->e->info.name, rn);
+      gp_pass_entry_release(d);
+      rc = -1;
+      break;
+    }
+    char *refused = target_refusal(&d->info, ctx);
+    if (refused) { /* listed as skipped; the dependent still runs */
+      size_t idx = add_node(r, d);
+      r->nodes[idx].why = fmt("%s; required by %s", refused, top->e->info.name);
+      gp_free(refused);
+      continue;
+    }
+    if (sn == scap) {
+      scap *= 2;
+      st = gp_realloc(st, scap * sizeof *st);
+    }
+    st[sn++] = (Frame){d, 0};
   }
-  return 0;
+  for (size_t k = 1; k < sn; k++) gp_pass_entry_release(st[k].e); /* on error */
+  gp_free(st);
+  return rc;
+}
+
+static int plan(Run *r, const GPPipeline *p, const GPPassContext *ctx) {
+  Plan pl = {0};
+  int rc = 0;
+  for (int32_t i = 0; i < p->n && rc == 0; i++) {
+    const GPPipelineItem *it = &p->items[i];
+    GPPassEntry *e = gp_pass_acquire(it->name);
+    if (!e) {
+      gp_reg_error_no_such_pass(it->name, NULL);
+      rc = -1;
+      break;
+    }
+    const GPPassInfo *in = &e->info;
+    bool run = false;
+    char *why = target_refusal(in, ctx);
+    if (why) {
+    } else if (has_name(&ctx->disabled, in->name)) {
+      why = fmt("disabled");
+    } else if (has_name(&ctx->required, in->name)) {
+      run = true;
+      why = fmt("required");
+    } else if (ctx->opt_level >= in->opt_level) {
+      run = true;
+    } else {
+      why = fmt("opt-level %d > context opt-level %d", in->opt_level, ctx->opt_level);
+    }
+    if (run && add_requirements(r, &pl, e, ctx) != 0) {
+      gp_free(why);
+      gp_pass_entry_release(e);
+      rc = -1;
+      break;
+    }
+    size_t idx = add_node(r, e);
+    Node *nd = &r->nodes[idx];
+    nd->user = true;
+    nd->run = run;
+    nd->why = why;
+    if (run) plan_ran(&pl, e);
+    if (add_item_config(nd, it) != 0) rc = -1;
+  }
+  gp_vec_free(&pl.valid);
+  gp_vec_free(&pl.done_xf);
+  return rc;
 }
 
 /* ---- instruments */
@@ -492,7 +531,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
       check_names(&ctx->print_before, "in the context's print-before passes") ||
       check_names(&ctx->print_after, "in the context's print-after passes"))
     goto fail;
-  if (resolve(&r, &p) != 0 || decide(&r, ctx) != 0) goto fail;
+  if (plan(&r, &p, ctx) != 0) goto fail;
   if (ctx->verify_numerics) {
     bool any = false;
     for (size_t i = 0; i < r.n; i++) any = any || r.nodes[i].run;

@@ -81,6 +81,7 @@ typedef struct Spec {
   const char *const *excluded;
   const GPConfigKey *keys;
   int nkeys;
+  int kind; /* GPPassKind; 0 = transform */
 } Spec;
 
 static int count(const char *const *a) {
@@ -97,7 +98,7 @@ static TP *reg_spec(const char *name, Spec s) {
       .abi_version = GP_ABI_VERSION,
       .name = name,
       .opt_level = s.opt_level,
-      .kind = GP_PASS_TRANSFORM,
+      .kind = s.kind,
       .required = s.required,
       .num_required = count(s.required),
       .targets = s.targets,
@@ -343,19 +344,29 @@ Test(registry, required_chain_order) {
   cr_assert_str_eq(run_ok("A", ctx), "C,B,A,");
   cr_assert_str_eq(run_ok("X,A,Y", ctx), "X,C,B,A,Y,");
   cr_assert_str_eq(run_ok("C,X,A", ctx), "C,X,B,A,");
-  /* A dependency listed after its dependent moves before it; the rest keeps the user's order. */
-  cr_assert_str_eq(run_ok("Y,A,X,C", ctx), "Y,C,B,A,X,");
+  /* Listed passes run where they are listed, each time: C runs as A's dependency and again. */
+  cr_assert_str_eq(run_ok("Y,A,X,C", ctx), "Y,C,B,A,X,C,");
   gp_ctx_free(ctx);
 }
 
-Test(registry, dedup) {
+Test(registry, repeats_and_valid_requirements) {
   reg("Common", 0, NULL);
   reg("P", 0, REQ("Common"));
   reg("Q", 0, REQ("Common", "P"));
   GPPassContext *ctx = gp_ctx_new();
+  /* A transform dependency that ran once stays satisfied; listed passes run each time. */
   cr_assert_str_eq(run_ok("P,Q", ctx), "Common,P,Q,");
-  cr_assert_str_eq(run_ok("Q,P,Q", ctx), "Common,P,Q,");
-  cr_assert_str_eq(run_ok("Common,Common", ctx), "Common,");
+  cr_assert_str_eq(run_ok("Q,P,Q", ctx), "Common,P,Q,P,Q,");
+  cr_assert_str_eq(run_ok("Common,Common", ctx), "Common,Common,");
+  /* An analysis dependency is valid until a transform runs. */
+  reg_spec("Types", (Spec){.kind = GP_PASS_ANALYSIS});
+  reg_spec("Rewrite", (Spec){.required = REQ("Types")});
+  reg_spec("Look", (Spec){.required = REQ("Types"), .kind = GP_PASS_ANALYSIS});
+  reg_spec("Show", (Spec){.required = REQ("Types"), .kind = GP_PASS_DEBUG});
+  cr_assert_str_eq(run_ok("Rewrite,Rewrite", ctx), "Types,Rewrite,Types,Rewrite,");
+  cr_assert_str_eq(run_ok("Look,Show,Look", ctx), "Types,Look,Show,Look,");
+  cr_assert_str_eq(run_ok("Look,Rewrite,Show", ctx), "Types,Look,Rewrite,Types,Show,");
+  cr_assert_str_eq(run_ok("Types,Rewrite", ctx), "Types,Rewrite,");
   gp_ctx_free(ctx);
 }
 
@@ -427,8 +438,8 @@ Test(registry, enablement_in_pipelines) {
   /* Heavy (opt 4) runs because Fuse, which runs, requires it; O3 is skipped at level 2. */
   cr_assert_str_eq(run_ok("O3,Fuse,Plain", ctx), "Infer,Heavy,Fuse,Plain,");
   fflush(ctx->out);
-  cr_assert_str_eq(cap.buf, "explain: Infer: ran (required by Fuse)\n"
-                            "explain: O3: skipped (opt-level 3 > context opt-level 2)\n"
+  cr_assert_str_eq(cap.buf, "explain: O3: skipped (opt-level 3 > context opt-level 2)\n"
+                            "explain: Infer: ran (required by Fuse)\n"
                             "explain: Heavy: ran (required by Fuse)\n"
                             "explain: Fuse: ran\n"
                             "explain: Plain: ran\n");
