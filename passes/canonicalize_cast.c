@@ -160,10 +160,18 @@ static void cast_free(Cast *cs) {
   pmap_free(&cs->count);
 }
 
-static bool module_typed(const GPModule *m) {
-  for (int32_t i = 0; i < m->num_functions; i++)
-    if (!m->funcs[i]->base.checked_type || !m->funcs[i]->body->checked_type) return false;
-  return true;
+/* One function: count the up-casts' uses, then rewrite only when some copy is needed. */
+static GPExpr *cast_function(void *user, const GPModule *mod, int32_t index) {
+  int64_t *copies = user;
+  GPExpr *root = &mod->funcs[index]->base;
+  Cast cs = {.source = mod->source_name};
+  GPExpr *nf = NULL;
+  if (analyse(&cs, root) == 0) {
+    *copies += cs.copies;
+    nf = cs.copies ? H->rewrite(root, cast_rewrite, &cs) : gp_retain(root);
+  }
+  cast_free(&cs);
+  return nf;
 }
 
 static int canonicalize_cast(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
@@ -171,41 +179,12 @@ static int canonicalize_cast(void *self, const GPAny *args, int32_t nargs, GPAny
   GPModule *mod;
   GPPassContext *ctx;
   if (std_pass_args(PASS_NAME, args, nargs, &mod, &ctx) != 0) return -1;
-  GPModule *typed = module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
-  if (!typed) return -1;
-  GPModule *out = NULL;
   int64_t copies = 0;
-  for (int32_t fi = 0; fi < typed->num_functions; fi++) {
-    Cast cs = {.source = typed->source_name};
-    GPExpr *root = &typed->funcs[fi]->base;
-    if (analyse(&cs, root) != 0) {
-      cast_free(&cs);
-      goto fail;
-    }
-    if (cs.copies == 0) {
-      cast_free(&cs);
-      continue;
-    }
-    copies += cs.copies;
-    GPExpr *nf = H->rewrite(root, cast_rewrite, &cs);
-    cast_free(&cs);
-    if (!nf) goto fail;
-    if (!out) out = H->module_copy(typed);
-    int rc = out ? H->module_add(out, typed->gvars[fi]->name, (GPFunctionExpr *)nf, 1) : -1;
-    gp_release(nf);
-    if (rc != 0) goto fail;
-  }
+  GPModule *out = std_function_pass(mod, cast_function, &copies);
+  if (!out) return -1;
   if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
     H->ctx_note(ctx, "made %lld copies of shared up-casts", (long long)copies);
-  if (!out) return std_return_module(result, typed);
-  gp_release(typed);
-  GPModule *retyped = H->infer_types(out);
-  gp_release(out);
-  return std_return_module(result, retyped);
-fail:
-  gp_release(out);
-  gp_release(typed);
-  return -1;
+  return std_return_module(result, out);
 }
 
 int std_register_canonicalize_cast(void) {

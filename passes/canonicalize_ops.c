@@ -50,10 +50,10 @@ static GPExpr *canon_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   return res;
 }
 
-static bool module_typed(const GPModule *m) {
-  for (int32_t i = 0; i < m->num_functions; i++)
-    if (!m->funcs[i]->base.checked_type || !m->funcs[i]->body->checked_type) return false;
-  return true;
+static GPExpr *canon_function(void *user, const GPModule *mod, int32_t index) {
+  Canon *cn = user;
+  cn->source = mod->source_name;
+  return H->rewrite(&mod->funcs[index]->base, canon_rewrite, cn);
 }
 
 static int canonicalize_ops(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
@@ -61,34 +61,12 @@ static int canonicalize_ops(void *self, const GPAny *args, int32_t nargs, GPAny 
   GPModule *mod;
   GPPassContext *ctx;
   if (std_pass_args(PASS_NAME, args, nargs, &mod, &ctx) != 0) return -1;
-  GPModule *typed = module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
-  if (!typed) return -1;
-  GPModule *out = NULL;
-  Canon cn = {.source = typed->source_name};
-  for (int32_t fi = 0; fi < typed->num_functions; fi++) {
-    GPExpr *root = &typed->funcs[fi]->base;
-    GPExpr *nf = H->rewrite(root, canon_rewrite, &cn);
-    if (!nf) goto fail;
-    if (nf == root) {
-      gp_release(nf);
-      continue;
-    }
-    if (!out) out = H->module_copy(typed);
-    int rc = out ? H->module_add(out, typed->gvars[fi]->name, (GPFunctionExpr *)nf, 1) : -1;
-    gp_release(nf);
-    if (rc != 0) goto fail;
-  }
+  Canon cn = {0};
+  GPModule *out = std_function_pass(mod, canon_function, &cn);
+  if (!out) return -1;
   if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
     H->ctx_note(ctx, "rewrote %lld bias_add calls", (long long)cn.rewritten);
-  if (!out) return std_return_module(result, typed);
-  gp_release(typed);
-  GPModule *retyped = H->infer_types(out);
-  gp_release(out);
-  return std_return_module(result, retyped);
-fail:
-  gp_release(out);
-  gp_release(typed);
-  return -1;
+  return std_return_module(result, out);
 }
 
 int std_register_canonicalize_ops(void) {

@@ -334,12 +334,6 @@ static void analyse(Fold *f, GPExpr **nodes, size_t count) {
   }
 }
 
-static bool module_typed(const GPModule *m) {
-  for (int32_t i = 0; i < m->num_functions; i++)
-    if (!m->funcs[i]->base.checked_type || !m->funcs[i]->body->checked_type) return false;
-  return true;
-}
-
 static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
   (void)self;
   GPModule *mod;
@@ -354,7 +348,7 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
     H->error_set(GP_ERR_VALUE, MAX_BYTES_KEY " is %lld; it must be >= 0", (long long)max_bytes);
     return -1;
   }
-  GPModule *typed = module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
+  GPModule *typed = std_module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
   if (!typed) return -1;
   GPModule *out = NULL;
   int64_t folded = 0, bytes = 0;

@@ -22,14 +22,14 @@ bool std_function_skipped(const GPFunctionExpr *fn) {
   }
 }
 
-static bool module_typed(const GPModule *m) {
+bool std_module_typed(const GPModule *m) {
   for (int32_t i = 0; i < m->num_functions; i++)
     if (!m->funcs[i]->base.checked_type || !m->funcs[i]->body->checked_type) return false;
   return true;
 }
 
 GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *user) {
-  GPModule *typed = module_typed(mod) ? gp_retain((GPModule *)mod) : H->infer_types(mod);
+  GPModule *typed = std_module_typed(mod) ? gp_retain((GPModule *)mod) : H->infer_types(mod);
   if (!typed) return NULL;
   GPModule *out = NULL;
   for (int32_t fi = 0; fi < typed->num_functions; fi++) {

@@ -1064,12 +1064,6 @@ static GPFunctionExpr *fuse_function(Fuser *F, GPFunctionExpr *fn) {
 /* ------------------------------------------------------------------------------------------ */
 /* The pass                                                                                    */
 
-static bool module_typed(const GPModule *m) {
-  for (int32_t i = 0; i < m->num_functions; i++)
-    if (!m->funcs[i]->base.checked_type || !m->funcs[i]->body->checked_type) return false;
-  return true;
-}
-
 /* A function pass (TVM's CreateFunctionPass): every function but those std_function_skipped
  * skips (Compiler, SkipOptimization) and, as TVM's fuse mutator, those with a non-zero
  * Primitive attribute.  The rewrite types every node it builds (the type of the node it
@@ -1088,7 +1082,7 @@ static int fuse_ops(void *self, const GPAny *args, int32_t nargs, GPAny *result)
   }
   const GPOp *stop_fusion = H->op_get("annotation.stop_fusion");
   if (!stop_fusion) H->error_clear();
-  GPModule *typed = module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
+  GPModule *typed = std_module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
   if (!typed) return -1;
   GPModule *out = NULL;
   int64_t functions = 0, fused_nodes = 0, largest = 0;

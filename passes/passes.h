@@ -54,6 +54,8 @@ typedef GPExpr *(*StdFunctionRewrite)(void *user, const GPModule *mod, int32_t i
  * input when nothing changed) or NULL + error.  Never changes `mod`. */
 GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *user);
 bool std_function_skipped(const GPFunctionExpr *fn);
+/* Every function and its body carry a checked type. */
+bool std_module_typed(const GPModule *m);
 /* "<source>:<line>:<col>" of a node (or "an unknown location"); returns buf. */
 const char *std_where(const char *source, const GPExpr *e, char *buf, size_t n);
 /* "a tuple", "an int", ... for a type index; std_describe_any adds the value of a POD. */

@@ -272,10 +272,10 @@ static GPExpr *simp_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   return norm ? unpack_norm(s, orig, c, op, t) : unpack_l2(s, orig, c, t);
 }
 
-static bool module_typed(const GPModule *m) {
-  for (int32_t i = 0; i < m->num_functions; i++)
-    if (!m->funcs[i]->base.checked_type || !m->funcs[i]->body->checked_type) return false;
-  return true;
+static GPExpr *simp_function(void *user, const GPModule *mod, int32_t index) {
+  Simp *s = user;
+  s->source = mod->source_name;
+  return H->rewrite(&mod->funcs[index]->base, simp_rewrite, s);
 }
 
 static int simplify_inference(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
@@ -283,37 +283,15 @@ static int simplify_inference(void *self, const GPAny *args, int32_t nargs, GPAn
   GPModule *mod;
   GPPassContext *ctx;
   if (std_pass_args(PASS_NAME, args, nargs, &mod, &ctx) != 0) return -1;
-  GPModule *typed = module_typed(mod) ? gp_retain(mod) : H->infer_types(mod);
-  if (!typed) return -1;
-  GPModule *out = NULL;
-  Simp s = {.ctx = ctx, .source = typed->source_name};
-  for (int32_t fi = 0; fi < typed->num_functions; fi++) {
-    GPExpr *root = &typed->funcs[fi]->base;
-    GPExpr *nf = H->rewrite(root, simp_rewrite, &s);
-    if (!nf) goto fail;
-    if (nf == root) {
-      gp_release(nf);
-      continue;
-    }
-    if (!out) out = H->module_copy(typed);
-    int rc = out ? H->module_add(out, typed->gvars[fi]->name, (GPFunctionExpr *)nf, 1) : -1;
-    gp_release(nf);
-    if (rc != 0) goto fail;
-  }
+  Simp s = {.ctx = ctx};
+  GPModule *out = std_function_pass(mod, simp_function, &s);
+  if (!out) return -1;
   note(&s,
        "unpacked %lld batch_norm, %lld dropout, %lld layer_norm, %lld instance_norm, %lld group_norm, "
        "%lld l2_normalize",
        (long long)s.batch_norm, (long long)s.dropout, (long long)s.layer_norm, (long long)s.instance_norm,
        (long long)s.group_norm, (long long)s.l2_normalize);
-  if (!out) return std_return_module(result, typed);
-  gp_release(typed);
-  GPModule *retyped = H->infer_types(out);
-  gp_release(out);
-  return std_return_module(result, retyped);
-fail:
-  gp_release(out);
-  gp_release(typed);
-  return -1;
+  return std_return_module(result, out);
 }
 
 int std_register_simplify_inference(void) {
