@@ -40,8 +40,7 @@ const void *gp_knn_load_as(const DLTensor *t, int k, void **scratch) {
     *scratch = c;
     return src;
   }
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
+  int64_t n = gp_k_numel(t);
   size_t es = gp_k_elem_size(kt), eo = gp_k_elem_size(k);
   char *dst = gp_malloc(n ? (size_t)n * eo : 1);
   if (k == GP_K_F32 && kt == GP_K_F16) {
@@ -70,8 +69,7 @@ const void *gp_knn_load_as(const DLTensor *t, int k, void **scratch) {
  * to out's dtype (integers wrap; floats into integers truncate and saturate). */
 void gp_knn_store_from(DLTensor *out, const void *src, int ksrc) {
   int ko = gp_k_dtype(out->dtype);
-  int64_t n = 1;
-  for (int32_t i = 0; i < out->ndim; i++) n *= out->shape[i];
+  int64_t n = gp_k_numel(out);
   size_t eo = gp_k_elem_size(ko);
   char *dst = (char *)out->data + out->byte_offset;
   if (ko == ksrc) {
@@ -587,6 +585,26 @@ static int attr_pair(const GPKernelArgs *a, const char *key, int64_t out[2]) {
   return 0;
 }
 
+/* The kernel dtypes of data, weight and result of a conv2d / dense (`what`): bool and mixed
+ * integer/float inputs are refused. */
+static int gemm_dtypes(const DLTensor *xt, const DLTensor *wt, const DLTensor *yt, const char *what, int *kx,
+                       int *kw, int *ky) {
+  if (gp_k_dtype_check(xt->dtype, "data", kx) != 0 || gp_k_dtype_check(wt->dtype, "weight", kw) != 0 ||
+      gp_k_dtype_check(yt->dtype, "out_dtype", ky) != 0)
+    return -1;
+  if (*kx == GP_K_BOOL || *kw == GP_K_BOOL || *ky == GP_K_BOOL) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "bool %s is not supported", what);
+    return -1;
+  }
+  if (gp_k_is_float(*kx) != gp_k_is_float(*kw)) {
+    char b1[24], b2[24];
+    gp_error_set(GP_ERR_UNSUPPORTED, "data dtype %s with weight dtype %s is not supported",
+                 gp_dtype_str(xt->dtype, b1), gp_dtype_str(wt->dtype, b2));
+    return -1;
+  }
+  return 0;
+}
+
 /* Positions of O, I, H, W in a kernel layout that is a permutation of "OIHW"; -1 otherwise. */
 static int kernel_layout_pos(const char *s, int32_t pos[4]) {
   static const char letters[] = "OIHW";
@@ -673,19 +691,7 @@ int gp_knn_conv2d(const GPKernelArgs *a, void *user) {
   if (ny == 0) return 0;
 
   int kx, kw, ky;
-  if (gp_k_dtype_check(xt->dtype, "data", &kx) != 0 || gp_k_dtype_check(wt->dtype, "weight", &kw) != 0 ||
-      gp_k_dtype_check(yt->dtype, "out_dtype", &ky) != 0)
-    return -1;
-  if (kx == GP_K_BOOL || kw == GP_K_BOOL || ky == GP_K_BOOL) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "bool convolution is not supported");
-    return -1;
-  }
-  if (gp_k_is_float(kx) != gp_k_is_float(kw)) {
-    char b1[24], b2[24];
-    gp_error_set(GP_ERR_UNSUPPORTED, "data dtype %s with weight dtype %s is not supported",
-                 gp_dtype_str(xt->dtype, b1), gp_dtype_str(wt->dtype, b2));
-    return -1;
-  }
+  if (gemm_dtypes(xt, wt, yt, "convolution", &kx, &kw, &ky) != 0) return -1;
   if (g.KH * g.KW * g.Ig == 0) { /* an empty sum: the zeroed output is the answer */
     memset((char *)yt->data + yt->byte_offset, 0, (size_t)ny * gp_k_elem_size(ky));
     return 0;
@@ -802,19 +808,7 @@ int gp_knn_dense(const GPKernelArgs *a, void *user) {
     return -1;
   }
   int kx, kw, ky;
-  if (gp_k_dtype_check(xt->dtype, "data", &kx) != 0 || gp_k_dtype_check(wt->dtype, "weight", &kw) != 0 ||
-      gp_k_dtype_check(yt->dtype, "out_dtype", &ky) != 0)
-    return -1;
-  if (kx == GP_K_BOOL || kw == GP_K_BOOL || ky == GP_K_BOOL) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "bool dense is not supported");
-    return -1;
-  }
-  if (gp_k_is_float(kx) != gp_k_is_float(kw)) {
-    char b1[24], b2[24];
-    gp_error_set(GP_ERR_UNSUPPORTED, "data dtype %s with weight dtype %s is not supported",
-                 gp_dtype_str(xt->dtype, b1), gp_dtype_str(wt->dtype, b2));
-    return -1;
-  }
+  if (gemm_dtypes(xt, wt, yt, "dense", &kx, &kw, &ky) != 0) return -1;
   if (M * N == 0) return 0;
   if (K == 0) {
     memset((char *)yt->data + yt->byte_offset, 0, (size_t)(M * N) * gp_k_elem_size(ky));

@@ -21,12 +21,6 @@ void gp_knn_store_from(DLTensor *out, const void *src, int ksrc);
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
 
-static int64_t numel_of(const DLTensor *t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
 static int64_t prod(const int64_t *shape, int32_t from, int32_t to) {
   int64_t n = 1;
   for (int32_t i = from; i < to; i++) n *= shape[i];
@@ -62,7 +56,7 @@ static int arith_dtype(const DLTensor *t, const char *what, bool ints, int *k) {
 static void *out_begin(DLTensor *t, int ck, void **tmp) {
   *tmp = NULL;
   if (gp_k_dtype(t->dtype) == ck) return (char *)t->data + t->byte_offset;
-  int64_t n = numel_of(t);
+  int64_t n = gp_k_numel(t);
   return *tmp = gp_malloc(n ? (size_t)n * gp_k_elem_size(ck) : 1);
 }
 
@@ -75,7 +69,7 @@ static void out_done(DLTensor *t, void *tmp, int ck) {
 static void copy_compact(DLTensor *out, const DLTensor *t) {
   void *s = NULL;
   const void *src = gp_k_compact(t, &s);
-  size_t n = (size_t)numel_of(t) * gp_dtype_bytes(t->dtype);
+  size_t n = (size_t)gp_k_numel(t) * gp_dtype_bytes(t->dtype);
   if (n) memcpy((char *)out->data + out->byte_offset, src, n);
   gp_free(s);
 }
@@ -141,7 +135,7 @@ static int k_bias_add(const GPKernelArgs *a, void *user) {
     gp_error_set(GP_ERR_VALUE, "bias must have shape (%lld)", (long long)xt->shape[axis]);
     return -1;
   }
-  int64_t n = numel_of(xt);
+  int64_t n = gp_k_numel(xt);
   if (n == 0) return 0;
   int ck = compute_kind(kx);
   void *xs = NULL, *bs = NULL, *tmp;
@@ -211,7 +205,7 @@ static int k_batch_norm(const GPKernelArgs *a, void *user) {
     st[C + c] = (center ? v[1][c] : 0.0) - v[2][c] * s;
   }
   for (int i = 0; i < 4; i++) gp_free(vs[i]);
-  int64_t n = numel_of(xt);
+  int64_t n = gp_k_numel(xt);
   if (n > 0) {
     int ck = compute_kind(k[0]);
     void *xs = NULL, *tmp;
@@ -238,7 +232,7 @@ static int k_dropout(const GPKernelArgs *a, void *user) {
   if (gp_k_dtype_check(a->inputs[0]->dtype, "data", &k) != 0) return -1;
   copy_compact(a->outputs[0], a->inputs[0]);
   DLTensor *m = a->outputs[1];
-  int64_t n = numel_of(m);
+  int64_t n = gp_k_numel(m);
   size_t es = gp_k_elem_size(k);
   char *p = (char *)m->data + m->byte_offset;
   if (n == 0) return 0;
@@ -362,7 +356,7 @@ static int pool_run(const GPKernelArgs *a, int32_t h, int32_t w, Pool *p) {
   p->xsH = h == a0 ? xsA : p->inner, p->xsW = w == a0 ? xsA : p->inner;
   p->ysH = h == a0 ? ysA : p->inner, p->ysW = w == a0 ? ysA : p->inner;
   p->lowest_i = int_lowest(k);
-  if (numel_of(yt) == 0) return 0;
+  if (gp_k_numel(yt) == 0) return 0;
   int ck = compute_kind(k);
   void *xsc = NULL, *tmp;
   p->x = gp_knn_load_as(xt, ck, &xsc);
@@ -507,7 +501,7 @@ static int k_softmax(const GPKernelArgs *a, void *user) {
   if (arith_dtype(xt, "data", false, &k) != 0 ||
       norm_axis(gp_ops_attr_int(a->op, a->attrs, "axis"), xt->ndim, &axis) != 0)
     return -1;
-  int64_t total = numel_of(xt);
+  int64_t total = gp_k_numel(xt);
   if (total == 0) return 0;
   int ck = compute_kind(k);
   void *xs = NULL, *tmp;
@@ -569,7 +563,7 @@ static int k_lrn(const GPKernelArgs *a, void *user) {
     gp_error_set(GP_ERR_VALUE, "size %lld must be >= 1", (long long)size);
     return -1;
   }
-  int64_t total = numel_of(xt);
+  int64_t total = gp_k_numel(xt);
   if (total == 0) return 0;
   int ck = compute_kind(k);
   void *xs = NULL, *tmp;

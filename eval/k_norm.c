@@ -82,15 +82,9 @@ static int float_kind(const DLTensor *t, const char *what, int *k) {
   return 0;
 }
 
-static int64_t numel_of(const DLTensor *t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
 /* t's elements as a gp_malloc'd array of doubles (row-major). */
 static double *load_f64(const DLTensor *t, int k) {
-  int64_t n = numel_of(t);
+  int64_t n = gp_k_numel(t);
   double *out = gp_malloc((size_t)(n ? n : 1) * sizeof(double));
   void *scratch;
   const void *src = gp_k_compact(t, &scratch);
@@ -318,7 +312,7 @@ static int k_variance(const GPKernelArgs *a, void *user) {
   }
   if (reduce_axes(a, "axis", true, t->ndim, red) != 0) return -1;
   plan_stats(&p, red);
-  int64_t nout = numel_of(a->outputs[0]);
+  int64_t nout = gp_k_numel(a->outputs[0]);
   if (nout == 0) return 0;
   double div = (double)p.count - (gp_ops_attr_bool(a->op, a->attrs, "unbiased") ? 1.0 : 0.0);
   double *acc = gp_malloc((size_t)p.nstat * sizeof(double));

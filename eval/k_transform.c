@@ -48,12 +48,6 @@ static int k_counts(const GPKernelArgs *a, int32_t nin, int32_t nout) {
   return 0;
 }
 
-static int64_t numel_of(const DLTensor *t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
 static char *out_data(const DLTensor *t) { return (char *)t->data + t->byte_offset; }
 
 /* Compact row-major strides (elements) of shape[0..nd). */
@@ -333,8 +327,8 @@ static int k_reshape(const GPKernelArgs *a, void *user) {
   DLTensor *out = a->outputs[0];
   size_t elem, oelem;
   if (k_elem(in->dtype, "data", &elem) != 0 || k_elem(out->dtype, "result", &oelem) != 0) return -1;
-  int64_t n = numel_of(out);
-  if (n != numel_of(in) || elem != oelem) return shape_mismatch("the result");
+  int64_t n = gp_k_numel(out);
+  if (n != gp_k_numel(in) || elem != oelem) return shape_mismatch("the result");
   if (n == 0) return 0;
   GPKView v;
   gp_k_view(in, &v);
@@ -380,7 +374,7 @@ static int k_transpose(const GPKernelArgs *a, void *user) {
   }
   for (int32_t i = 0; i < nd; i++)
     if (out->shape[i] != in->shape[perm[i]]) return shape_mismatch("the result");
-  if (numel_of(out) == 0) return 0;
+  if (gp_k_numel(out) == 0) return 0;
   GPKView v;
   gp_k_view(in, &v);
   KCopy c;
@@ -431,7 +425,7 @@ static int k_concatenate(const GPKernelArgs *a, void *user) {
   for (int32_t k = 0; k < a->num_inputs; k++) {
     const DLTensor *in = a->inputs[k];
     int64_t ext = in->shape[axis];
-    if (numel_of(in) > 0) {
+    if (gp_k_numel(in) > 0) {
       GPKView v;
       gp_k_view(in, &v);
       KCopy c;
@@ -463,13 +457,13 @@ static int k_split(const GPKernelArgs *a, void *user) {
     total += o->shape[axis];
   }
   if (total > in->shape[axis]) return shape_mismatch("the results");
-  if (numel_of(in) == 0) return 0;
+  if (gp_k_numel(in) == 0) return 0;
   GPKView v;
   gp_k_view(in, &v);
   int64_t at = 0;
   for (int32_t j = 0; j < a->num_outputs; j++) {
     DLTensor *o = a->outputs[j];
-    if (numel_of(o) > 0) {
+    if (gp_k_numel(o) > 0) {
       KCopy c;
       kc_from_view(&c, &v, elem);
       c.src = v.data + at * v.strides[axis] * (int64_t)elem;
@@ -549,7 +543,7 @@ static int k_strided_slice(const GPKernelArgs *a, void *user) {
       return -1;
     }
   }
-  if (numel_of(out) == 0) return 0;
+  if (gp_k_numel(out) == 0) return 0;
   GPKView v;
   gp_k_view(in, &v);
   KCopy c;
@@ -594,7 +588,7 @@ typedef struct {
 static void lt_gather(const DLTensor *in, const GPKView *v, DLTensor *out, size_t elem, const LTAxis *ax,
                       int32_t nax) {
   int32_t nd = out->ndim;
-  int64_t n = numel_of(out), idx[GP_LAYOUT_MAX] = {0}, e = (int64_t)elem;
+  int64_t n = gp_k_numel(out), idx[GP_LAYOUT_MAX] = {0}, e = (int64_t)elem;
   char *dst = out_data(out);
   for (int64_t flat = 0; flat < n; flat++, dst += e) {
     int64_t off = 0;
@@ -653,9 +647,9 @@ static int k_layout_transform(const GPKernelArgs *a, void *user) {
   int32_t covered = 0;
   for (int32_t k = 0; k < nax; k++) covered += 1 + (ax[k].dj >= 0);
   if (covered != dst.n) return shape_mismatch("dst_layout");
-  if (numel_of(out) == 0) return 0;
-  if (numel_of(in) == 0) { /* cannot happen with a primal extent 0 (the result is empty too) */
-    memset(out_data(out), 0, (size_t)numel_of(out) * elem);
+  if (gp_k_numel(out) == 0) return 0;
+  if (gp_k_numel(in) == 0) { /* cannot happen with a primal extent 0 (the result is empty too) */
+    memset(out_data(out), 0, (size_t)gp_k_numel(out) * elem);
     return 0;
   }
   GPKView v;
@@ -713,7 +707,7 @@ static int k_layout_transform(const GPKernelArgs *a, void *user) {
     return 0;
   }
   char *obase = out_data(out);
-  if (npad) memset(obase, 0, (size_t)numel_of(out) * elem);
+  if (npad) memset(obase, 0, (size_t)gp_k_numel(out) * elem);
   /* region r: bit k set = the partial last block of padded axis k */
   for (uint32_t r = 0; r < (1u << npad); r++) {
     KCopy rc = c;
@@ -764,14 +758,14 @@ static int k_full(const GPKernelArgs *a, void *user) {
   if (k_counts(a, 1, 1) != 0) return -1;
   const DLTensor *fill = a->inputs[0];
   DLTensor *out = a->outputs[0];
-  if (numel_of(fill) != 1) return shape_mismatch("fill_value");
+  if (gp_k_numel(fill) != 1) return shape_mismatch("fill_value");
   unsigned char pat[8];
   size_t elem;
   if (k_elem(out->dtype, "result", &elem) != 0) return -1;
   GPKView v;
   gp_k_view(fill, &v);
   if (convert_elem(v.data, fill->dtype, out->dtype, pat) != 0) return -1;
-  int64_t n = numel_of(out);
+  int64_t n = gp_k_numel(out);
   if (n > 0) k_fill(out_data(out), n, pat, elem, a->num_threads);
   return 0;
 }
@@ -782,7 +776,7 @@ static int k_zeros(const GPKernelArgs *a, void *user) {
   DLTensor *out = a->outputs[0];
   size_t elem;
   if (k_elem(out->dtype, "result", &elem) != 0) return -1;
-  int64_t n = numel_of(out);
+  int64_t n = gp_k_numel(out);
   static const unsigned char zero[8] = {0};
   if (n > 0) k_fill(out_data(out), n, zero, elem, a->num_threads);
   return 0;
@@ -797,7 +791,7 @@ static int k_ones(const GPKernelArgs *a, void *user) {
   unsigned char pat[8] = {0};
   int8_t one = 1;
   if (convert_elem(&one, GP_DT_I8, out->dtype, pat) != 0) return -1;
-  int64_t n = numel_of(out);
+  int64_t n = gp_k_numel(out);
   if (n > 0) k_fill(out_data(out), n, pat, elem, a->num_threads);
   return 0;
 }
@@ -815,7 +809,7 @@ static int k_shape_of(const GPKernelArgs *a, void *user) {
   DLTensor *out = a->outputs[0];
   int k;
   if (gp_k_dtype_check(out->dtype, "result", &k) != 0) return -1;
-  int64_t n = numel_of(out);
+  int64_t n = gp_k_numel(out);
   if (n != (in->ndim ? in->ndim : 1)) return shape_mismatch("the result");
   size_t elem = gp_k_elem_size(k);
   char *d = out_data(out);

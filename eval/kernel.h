@@ -90,6 +90,13 @@ typedef struct GPKView {
   int64_t strides[GP_K_MAX_RANK]; /* in elements; filled for compact tensors too */
 } GPKView;
 
+/* Number of elements of t (1 for rank 0). */
+static inline int64_t gp_k_numel(const DLTensor *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
 /* Fill v from t (rank <= GP_K_MAX_RANK; the evaluator guarantees it). */
 void gp_k_view(const DLTensor *t, GPKView *v);
 /* Element offset (in elements, from v->data) of the element with row-major index `flat`. */
