@@ -1,0 +1,59 @@
+/*
+ * onnx.h -- the ONNX frontend: .onnx models into the IR (Relay's op names and attrs, as TVM's
+ * from_onnx produces them), and serialized TensorProto files into tensors.
+ *
+ * The model is read with protobuf-c against frontend/onnx/onnx.proto (the part of ONNX's schema
+ * we need).  Every expression the importer makes is typed (checked_type set), so the module it
+ * returns is already type-correct; passes re-infer as they need.
+ *
+ * Errors (gp_error_*), each naming the file and, for a node, its name, op type, domain and
+ * opset:
+ *   GP_ERR_IO           the file cannot be read (or an external data file)
+ *   GP_ERR_PARSE        not a protobuf ModelProto / TensorProto (malformed or truncated)
+ *   GP_ERR_VALUE        well-formed protobuf but an invalid model (a dangling input name, a
+ *                       tensor whose data does not match its dims, a bad attribute value)
+ *   GP_ERR_UNSUPPORTED  an op, domain, opset, dtype or attribute value we do not claim to
+ *                       support (the message says which)
+ *   GP_ERR_TYPE         the IR refused a converted node (shapes that do not agree)
+ */
+#ifndef GP_ONNX_H
+#define GP_ONNX_H
+
+#include "ir/ir.h"
+
+/* A fixed shape for a graph input (`--shape NAME=1,3,224,224`). */
+typedef struct GPOnnxShape {
+  const char *name; /* the ONNX name of a graph input */
+  int32_t ndim;
+  const int64_t *dims; /* ndim values, each >= 0 */
+} GPOnnxShape;
+
+typedef struct GPOnnxOptions {
+  /* Shapes that replace the declared ones of these graph inputs (unknown dims included). */
+  int32_t nshapes;
+  const GPOnnxShape *shapes;
+  /* Values of graph inputs known when importing (the conformance runner's inputs): the input's
+   * type is taken from its value, and a converter that needs a compile-time value of that
+   * input (a Reshape's shape, a Slice's starts, ...) uses it.  The input stays a parameter of
+   * @main.  Borrowed for the call. */
+  int32_t nvalues;
+  const char *const *value_names;
+  GPTensor *const *values;
+} GPOnnxOptions;
+
+/* Import a model.  `path` names the file in messages and is the base directory of external
+ * data files.  opts may be NULL.  @main's parameters are the graph inputs that are not
+ * initializers, in order, named after them (characters outside [A-Za-z0-9_/] become '_'); its
+ * result is the graph's output, or a tuple of the outputs when there are several.  A new
+ * module, or NULL + error. */
+GPModule *gp_onnx_import_file(const char *path, const GPOnnxOptions *opts);
+GPModule *gp_onnx_import(const void *data, size_t len, const char *path, const GPOnnxOptions *opts);
+
+/* A serialized TensorProto (test_data_set_*/input_0.pb).  *name (when name != NULL) gets the
+ * tensor's name, gp_malloc'd ("" when it has none).  A new tensor, or NULL + error. */
+GPTensor *gp_onnx_read_tensor_file(const char *path, char **name);
+
+/* The sanitized parameter name the importer gives an ONNX graph input name, gp_malloc'd. */
+char *gp_onnx_param_name(const char *onnx_name);
+
+#endif /* GP_ONNX_H */

@@ -1,0 +1,138 @@
+/*
+ * onnx_impl.h -- the ONNX importer's internals: what the converters (frontend/onnx/cv_*.c) are
+ * written against.
+ *
+ * A converter turns one NodeProto into expressions.  Ownership is simple on purpose: every
+ * expression a converter gets (node inputs) or makes through the ox_* builders below is
+ * BORROWED -- the importer holds it in a per-node pool released after the node is done -- so a
+ * converter never retains or releases.  Tensors from ox_const / ox_attr_tensor are borrowed the
+ * same way (valid until the import ends).
+ *
+ * Every builder returns NULL (or -1) with the error set; the converter returns -1 at once and
+ * the importer prefixes the node ("node 'conv1' (Conv, opset 11): ...").  So messages name the
+ * input or attribute, not the node.  Use GP_ERR_UNSUPPORTED (ox_unsupported) for what we do not
+ * claim to support -- an attribute value, a dtype, a mode -- and GP_ERR_VALUE (ox_invalid) for
+ * a model that breaks ONNX's own rules.
+ *
+ * Types: every expression is typed (checked_type).  Shapes are static wherever the inputs'
+ * shapes are; GP_DIM_ANY marks an unknown dim.
+ */
+#ifndef GP_ONNX_IMPL_H
+#define GP_ONNX_IMPL_H
+
+#include "frontend/onnx/onnx.h"
+#include "frontend/onnx/onnx.pb-c.h"
+
+typedef struct OxImporter OxImporter;
+
+typedef struct OxNode {
+  const Gponnx__NodeProto *proto;
+  const char *op_type;
+  const char *domain; /* "" for the default domain ai.onnx */
+  const char *name;   /* the node's name, or its first output's name when it has none */
+  int64_t opset;      /* the model's opset for the node's domain */
+  int32_t nin;        /* inputs as listed (trailing optional ones may be absent) */
+  GPExpr *const *in;  /* in[i] NULL when input i is omitted (an empty name) */
+  int32_t nout;       /* outputs as listed */
+} OxNode;
+
+/* out[0..n->nout): borrowed (pool) expressions; NULL allowed for an output whose name is empty
+ * (not requested).  0, or -1 with the error set. */
+typedef int (*OxConvertFn)(OxImporter *im, const OxNode *n, GPExpr **out);
+
+typedef struct OxConverter {
+  const char *op_type;
+  const char *domain; /* NULL: ai.onnx */
+  int32_t since;      /* the lowest opset this converter handles */
+  OxConvertFn fn;
+} OxConverter;
+
+/* The converter tables, each ended by {NULL}.  An op may appear several times with different
+ * `since`: the entry with the largest since <= the model's opset is used. */
+extern const OxConverter ox_cv_math[];      /* cv_math.c: elementwise math, logic, comparison */
+extern const OxConverter ox_cv_nn[];        /* cv_nn.c: conv, pool, gemm, matmul, norms, softmax */
+extern const OxConverter ox_cv_tensor[];    /* cv_tensor.c: shape, reshape, slice, gather, ... */
+extern const OxConverter ox_cv_reduce[];    /* cv_reduce.c: reductions, arg max/min, cumsum */
+extern const OxConverter ox_cv_extra[];     /* cv_extra.c: everything else */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Errors                                                                                      */
+
+int ox_unsupported(const char *fmt, ...) GP_FMT(1, 2); /* GP_ERR_UNSUPPORTED; returns -1 */
+int ox_invalid(const char *fmt, ...) GP_FMT(1, 2);     /* GP_ERR_VALUE; returns -1 */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Inputs                                                                                      */
+
+/* Input i, or NULL when omitted or i >= nin (no error). */
+GPExpr *ox_in(const OxNode *n, int32_t i);
+/* Input i, which the op requires: GP_ERR_VALUE naming it when missing. */
+GPExpr *ox_req(const OxNode *n, int32_t i);
+/* The type of e (a tensor type for every value a converter sees unless it made a tuple). */
+static inline const GPType *ox_type(const GPExpr *e) { return e->checked_type; }
+static inline int32_t ox_rank(const GPExpr *e) { return e->checked_type->ndim; }
+static inline DLDataType ox_dtype(const GPExpr *e) { return e->checked_type->dtype; }
+/* Error (GP_ERR_UNSUPPORTED, naming `what`) unless every dim of e's shape is known. */
+int ox_static(const GPExpr *e, const char *what);
+
+/* The compile-time value of e: a constant; a graph input whose value the caller gave
+ * (GPOnnxOptions.values); shape_of of a static shape; or an op computed from those (evaluated
+ * and memoized).  Borrowed.  GP_ERR_UNSUPPORTED naming `what` when e depends on a runtime
+ * value. */
+GPTensor *ox_const(OxImporter *im, GPExpr *e, const char *what);
+/* ox_const of a 0-d or 1-d integer tensor as int64 values (pool-owned array, *count values). */
+int ox_const_ints(OxImporter *im, GPExpr *e, const char *what, const int64_t **vals, int32_t *count);
+/* ox_const of a tensor with one element, as a double. */
+int ox_const_scalar(OxImporter *im, GPExpr *e, const char *what, double *v);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Attributes (absent -> the default; present with the wrong type -> GP_ERR_VALUE)            */
+
+bool ox_has_attr(const OxNode *n, const char *name);
+int64_t ox_attr_int(const OxNode *n, const char *name, int64_t dflt);
+double ox_attr_float(const OxNode *n, const char *name, double dflt);
+/* Pool-owned NUL-terminated copy of a STRING attribute, or dflt. */
+const char *ox_attr_str(OxImporter *im, const OxNode *n, const char *name, const char *dflt);
+/* INTS / FLOATS: *count = -1 when absent; the array is the proto's own (valid for the import). */
+const int64_t *ox_attr_ints(const OxNode *n, const char *name, int32_t *count);
+const float *ox_attr_floats(const OxNode *n, const char *name, int32_t *count);
+/* A TENSOR attribute as a tensor (borrowed), or NULL when absent (no error) / invalid (error:
+ * check gp_error_kind()). */
+GPTensor *ox_attr_tensor(OxImporter *im, const OxNode *n, const char *name);
+/* Validate after reading: an error when the attribute is present but has another type.  The
+ * getters above return dflt for a wrongly-typed attribute and remember it; the importer checks
+ * this after the converter returns, so converters need not. */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Dtypes                                                                                      */
+
+/* ONNX TensorProto.DataType -> DLDataType; GP_ERR_UNSUPPORTED naming the type otherwise. */
+int ox_dtype_from_onnx(int32_t onnx_type, DLDataType *out);
+const char *ox_onnx_type_name(int32_t onnx_type); /* "FLOAT", "BFLOAT16", "type 99" (static) */
+static inline bool ox_is_float(DLDataType t) { return t.code == kDLFloat; }
+static inline bool ox_is_int(DLDataType t) { return t.code == kDLInt || (t.code == kDLUInt && t.bits > 1); }
+static inline bool ox_is_bool(DLDataType t) { return t.code == kDLUInt && t.bits == 1; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Builders (results borrowed; typed; NULL + error)                                            */
+
+/* A call of op `op` on args with attrs keys[i] = vals[i]; infers its type now. */
+GPExpr *ox_call(OxImporter *im, const char *op, int32_t nargs, GPExpr *const *args, int32_t nattrs,
+                const char *const *keys, const GPAttrValue *vals);
+/* Shorthands without attrs. */
+GPExpr *ox_op1(OxImporter *im, const char *op, GPExpr *a);
+GPExpr *ox_op2(OxImporter *im, const char *op, GPExpr *a, GPExpr *b);
+/* A constant taking over the reference `t` (even on error). */
+GPExpr *ox_constant(OxImporter *im, GPTensor *t);
+/* A scalar (0-d) constant of dtype dt. */
+GPExpr *ox_scalar(OxImporter *im, DLDataType dt, double v);
+/* A 1-d int64 constant. */
+GPExpr *ox_ints_const(OxImporter *im, int32_t n, const int64_t *v);
+GPExpr *ox_tuple(OxImporter *im, int32_t n, GPExpr *const *fields);
+GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index);
+/* cast(e, dtype) unless e already has dtype dt (then e itself). */
+GPExpr *ox_cast(OxImporter *im, GPExpr *e, DLDataType dt);
+/* A pool-owned scratch allocation (freed when the import ends). */
+void *ox_alloc(OxImporter *im, size_t size);
+
+#endif /* GP_ONNX_IMPL_H */
