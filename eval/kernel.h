@@ -28,6 +28,10 @@ void gp_kernels_register_reduce(void);    /* eval/k_reduce.c: sum, mean */
 void gp_kernels_register_nn(void);        /* eval/k_nn.c: conv2d, dense, pools, softmax, ... */
 void gp_kernels_register_transform(void); /* eval/k_transform.c: reshape, concatenate, ... */
 void gp_kernels_register_norm(void);      /* eval/k_norm.c: layer/instance/group norm, l2 */
+void gp_kernels_register_logic(void); /* eval/k_logic.c: comparisons, logical and bitwise ops, where */
+void gp_kernels_register_sort(void); /* eval/k_sort.c: topk, argsort, cumsum, cumprod, reverse */
+void gp_kernels_register_index(void); /* eval/k_index.c: take, gather, gather_nd, scatter, one_hot, trilu */
+void gp_kernels_register_image(void); /* eval/k_image.c: image.resize2d and other image ops */
 
 /* Set the kernel of a built-in op by name (aborts when the op does not exist: a programming
  * error in the built-in tables). */

@@ -28,6 +28,10 @@ void gp_kernels_register_builtin(void) {
   gp_kernels_register_nn();
   gp_kernels_register_transform();
   gp_kernels_register_norm();
+  gp_kernels_register_logic();
+  gp_kernels_register_sort();
+  gp_kernels_register_index();
+  gp_kernels_register_image();
 }
 
 /* ------------------------------------------------------------------------------------------ */

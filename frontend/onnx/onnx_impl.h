@@ -49,11 +49,13 @@ typedef struct OxConverter {
 
 /* The converter tables, each ended by {NULL}.  An op may appear several times with different
  * `since`: the entry with the largest since <= the model's opset is used. */
-extern const OxConverter ox_cv_math[];      /* cv_math.c: elementwise math, logic, comparison */
-extern const OxConverter ox_cv_nn[];        /* cv_nn.c: conv, pool, gemm, matmul, norms, softmax */
-extern const OxConverter ox_cv_tensor[];    /* cv_tensor.c: shape, reshape, slice, gather, ... */
-extern const OxConverter ox_cv_reduce[];    /* cv_reduce.c: reductions, arg max/min, cumsum */
-extern const OxConverter ox_cv_extra[];     /* cv_extra.c: everything else */
+extern const OxConverter ox_cv_core[];   /* cv_core.c: the ops of the CNN models (Conv, Gemm, pools, ...) */
+extern const OxConverter ox_cv_math[];   /* cv_math.c: elementwise math, logic, comparison, cast */
+extern const OxConverter ox_cv_reduce[]; /* cv_reduce.c: reductions, arg max/min, cumsum, topk */
+extern const OxConverter ox_cv_tensor[]; /* cv_tensor.c: shape ops, slice, gather, scatter, pad, ... */
+extern const OxConverter ox_cv_nn[];     /* cv_nn.c: conv/pool variants, matmul, norms, softmax family */
+extern const OxConverter ox_cv_extra[];  /* cv_extra.c: resize, image ops, quantization, the rest */
+/* An (op_type, domain) pair may appear in one table only (the importer checks at start-up). */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Errors                                                                                      */
@@ -99,9 +101,9 @@ const float *ox_attr_floats(const OxNode *n, const char *name, int32_t *count);
 /* A TENSOR attribute as a tensor (borrowed), or NULL when absent (no error) / invalid (error:
  * check gp_error_kind()). */
 GPTensor *ox_attr_tensor(OxImporter *im, const OxNode *n, const char *name);
-/* Validate after reading: an error when the attribute is present but has another type.  The
- * getters above return dflt for a wrongly-typed attribute and remember it; the importer checks
- * this after the converter returns, so converters need not. */
+/* A getter that finds its attribute stored with another type sets GP_ERR_VALUE (naming the
+ * attribute, both types) and returns dflt; the importer fails the node when the converter
+ * returns, so converters need not check. */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Dtypes                                                                                      */

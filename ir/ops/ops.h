@@ -24,6 +24,10 @@ void gp_ops_register_elemwise(void);
 void gp_ops_register_nn(void);
 void gp_ops_register_transform(void);
 void gp_ops_register_reduce(void);
+void gp_ops_register_logic(void); /* ops_logic.c: comparisons, logical and bitwise ops, where */
+void gp_ops_register_sort(void); /* ops_sort.c: topk, argsort, cumsum, cumprod, reverse */
+void gp_ops_register_index(void); /* ops_index.c: take, gather, gather_nd, scatter, one_hot, trilu */
+void gp_ops_register_image(void); /* ops_image.c: image.resize2d and other image ops */
 
 /* Schema field initializers (TVM's attrs-struct order and defaults). */
 #define GP_F_REQ(nm, k) {(nm), (k), 1, {.kind = GP_ATTR_NONE}, NULL}

@@ -11,6 +11,10 @@ void gp_ops_register_builtin(void) {
   gp_ops_register_nn();
   gp_ops_register_transform();
   gp_ops_register_reduce();
+  gp_ops_register_logic();
+  gp_ops_register_sort();
+  gp_ops_register_index();
+  gp_ops_register_image();
   gp_kernels_register_builtin();
 }
 
