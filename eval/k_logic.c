@@ -373,13 +373,27 @@ static int class_check(int k, int cls, DLDataType dt, const char *what) {
   return 0;
 }
 
+/* A span table cell, or GP_ERR_UNSUPPORTED when the dtype has none (a kernel dtype added to
+ * kernel.h after these tables were written). */
+static int span_of(EwSpan fn, DLDataType dt, const char *what, EwSpan *out) {
+  if (fn) {
+    *out = fn;
+    return 0;
+  }
+  char a[24];
+  gp_error_set(GP_ERR_UNSUPPORTED, "%s: dtype %s is not supported", what, gp_dtype_str(dt, a));
+  return -1;
+}
+
 static int cmp_kernel(const GPKernelArgs *args, int op) {
   int k;
   if (io_check(args, 2) != 0 || gp_k_dtype_check(args->inputs[0]->dtype, "lhs", &k) != 0) return -1;
   if (same_dtype(args->inputs[1], args->inputs[0]->dtype, "rhs") != 0 ||
       same_dtype(args->outputs[0], GP_DT_BOOL, "the result") != 0)
     return -1;
-  return gp_k_elemwise_run(args, 2, k_cspan[op][k], NULL);
+  EwSpan fn;
+  if (span_of(k_cspan[op][k], args->inputs[0]->dtype, "lhs", &fn) != 0) return -1;
+  return gp_k_elemwise_run(args, 2, fn, NULL);
 }
 
 static int bin_kernel(const GPKernelArgs *args, int op) {
@@ -389,7 +403,9 @@ static int bin_kernel(const GPKernelArgs *args, int op) {
   if (same_dtype(args->inputs[1], args->inputs[0]->dtype, "rhs") != 0 ||
       same_dtype(args->outputs[0], args->inputs[0]->dtype, "the result") != 0)
     return -1;
-  return gp_k_elemwise_run(args, 2, k_bspan[op][k], NULL);
+  EwSpan fn;
+  if (span_of(k_bspan[op][k], args->inputs[0]->dtype, "lhs", &fn) != 0) return -1;
+  return gp_k_elemwise_run(args, 2, fn, NULL);
 }
 
 static int un_kernel(const GPKernelArgs *args, int op) {
@@ -397,7 +413,9 @@ static int un_kernel(const GPKernelArgs *args, int op) {
   if (io_check(args, 1) != 0 || gp_k_dtype_check(args->inputs[0]->dtype, "data", &k) != 0) return -1;
   if (class_check(k, k_un_cls[op], args->inputs[0]->dtype, "data") != 0) return -1;
   if (same_dtype(args->outputs[0], args->inputs[0]->dtype, "the result") != 0) return -1;
-  return gp_k_elemwise_run(args, 1, k_uspan[op][k], NULL);
+  EwSpan fn;
+  if (span_of(k_uspan[op][k], args->inputs[0]->dtype, "data", &fn) != 0) return -1;
+  return gp_k_elemwise_run(args, 1, fn, NULL);
 }
 
 static int kern_where(const GPKernelArgs *args, void *user) {
@@ -411,7 +429,11 @@ static int kern_where(const GPKernelArgs *args, void *user) {
     return -1;
   size_t sz = gp_k_elem_size(kx);
   int col = sz == 1 ? 0 : sz == 2 ? 1 : sz == 4 ? 2 : 3;
-  return gp_k_elemwise_run(args, 3, k_wspan[kc][col], NULL);
+  EwSpan fn;
+  if (sz != 1 && sz != 2 && sz != 4 && sz != 8) fn = NULL;
+  else fn = k_wspan[kc][col];
+  if (span_of(fn, args->inputs[0]->dtype, "condition", &fn) != 0) return -1;
+  return gp_k_elemwise_run(args, 3, fn, NULL);
 }
 
 #define K_KERN(tok, fam, OP)                                     \
