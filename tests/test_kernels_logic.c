@@ -433,3 +433,51 @@ Test(kernels_logic, large_parallel) {
   gp_release(r), gp_release(c);
   free(a), free(b);
 }
+
+/* ========================================================================================== */
+/* Type relations and patterns (gp_op_infer directly)                                          */
+
+static const GPType *infer_n(const char *name, int32_t nargs, const GPType *const *args) {
+  gp_error_clear();
+  const GPOp *op = gp_op_get(name);
+  cr_assert(op, "no op %s", name);
+  return gp_op_infer(op, NULL, args, nargs);
+}
+#define TY(dt, ...) gp_type_tensor((dt), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__))
+#define TARGS(...) ((const GPType *const[]){__VA_ARGS__})
+
+Test(kernels_logic, type_relations_and_patterns) {
+  const int64_t A = GP_DIM_ANY;
+  /* comparisons: bool, broadcast, unknown dims propagate */
+  const GPType *t = infer_n("less", 2, TARGS(TY(F32, A, 1, 3), TY(F32, 4, 1)));
+  cr_assert_eq(t, TY(BOOL, A, 4, 3), "%s", gp_error_message());
+  t = infer_n("equal", 2, TARGS(TY(I8, 2, A), TY(I8, 2, 5)));
+  cr_assert_eq(t, TY(BOOL, 2, 5), "%s", gp_error_message());
+  /* the others keep the dtype */
+  cr_assert_eq(infer_n("floor_mod", 2, TARGS(TY(I32, 3), gp_type_tensor(I32, 0, NULL))), TY(I32, 3));
+  cr_assert_eq(infer_n("bitwise_not", 1, TARGS(TY(U8, A, 2))), TY(U8, A, 2));
+  /* the unary predicates of ops_elemwise */
+  cr_assert_eq(infer_n("isnan", 1, TARGS(TY(F16, 2, A))), TY(BOOL, 2, A));
+  cr_assert_eq(infer_n("round", 1, TARGS(TY(F64, 7))), TY(F64, 7));
+  /* where: three-way broadcasting, x's dtype; condition any dtype */
+  t = infer_n("where", 3, TARGS(TY(BOOL, 2, 1, 1), TY(F32, 3, 1), TY(F32, 4)));
+  cr_assert_eq(t, TY(F32, 2, 3, 4), "%s", gp_error_message());
+  t = infer_n("where", 3, TARGS(TY(F32, A), TY(I64, 1), TY(I64, 1)));
+  cr_assert_eq(t, TY(I64, A), "%s", gp_error_message());
+  /* errors name the arguments and the shapes */
+  cr_assert_null(infer_n("where", 3, TARGS(TY(BOOL, 3), TY(F32, 2), TY(F32, 2))));
+  cr_assert(strstr(gp_error_message(), "condition") && strstr(gp_error_message(), "(3)"), "%s", gp_error_message());
+  cr_assert_null(infer_n("where", 3, TARGS(TY(BOOL, 2), TY(F32, 2), TY(I32, 2))));
+  cr_assert(strstr(gp_error_message(), "y"), "%s", gp_error_message());
+  cr_assert_null(infer_n("greater", 2, TARGS(TY(F32, 2, 3), TY(F32, 4))));
+  cr_assert(strstr(gp_error_message(), "(2, 3)") && strstr(gp_error_message(), "(4)"), "%s", gp_error_message());
+  cr_assert_null(infer_n("where", 2, TARGS(TY(BOOL, 2), TY(F32, 2))));
+  gp_error_clear();
+  /* patterns as TVM's */
+  cr_assert_eq(gp_op_get("less")->pattern, GP_PATTERN_BROADCAST);
+  cr_assert_eq(gp_op_get("where")->pattern, GP_PATTERN_BROADCAST);
+  cr_assert_eq(gp_op_get("right_shift")->pattern, GP_PATTERN_BROADCAST);
+  cr_assert_eq(gp_op_get("logical_not")->pattern, GP_PATTERN_ELEMWISE);
+  cr_assert_eq(gp_op_get("isfinite")->pattern, GP_PATTERN_ELEMWISE);
+  cr_assert_eq(gp_op_get("sin")->pattern, GP_PATTERN_ELEMWISE);
+}
