@@ -31,6 +31,7 @@ static bool static_shape(const GPExpr *e) {
 
 /* Normalize axis a against rank r ([-r, r)); GP_ERR_VALUE naming `what` otherwise. */
 static int norm_axis(int64_t a, int32_t r, const char *what, int32_t *out) {
+  *out = 0;
   if (a < -(int64_t)r || a >= r) {
     return ox_invalid("%s %lld is out of range for rank %d", what, (long long)a, (int)r);
   }
