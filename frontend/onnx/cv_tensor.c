@@ -699,6 +699,139 @@ static int cv_compress(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Unique (input known at import), TensorScatter (write_indices known), ArrayFeatureExtractor  */
+
+typedef struct {
+  const GPTensor *t;
+  int64_t outer, len, inner; /* slices along the axis: outer x [len] x inner */
+} UqCtx;
+
+/* Compare slice a and slice b (indices along the axis) lexicographically. */
+static int uq_cmp(const UqCtx *c, int64_t a, int64_t b) {
+  for (int64_t o = 0; o < c->outer; o++)
+    for (int64_t i = 0; i < c->inner; i++) {
+      double x = gp_tensor_get_f64(c->t, (o * c->len + a) * c->inner + i);
+      double y = gp_tensor_get_f64(c->t, (o * c->len + b) * c->inner + i);
+      if (x < y) return -1;
+      if (x > y) return 1;
+    }
+  return 0;
+}
+
+static int cv_unique(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  GPTensor *v = ox_const(im, x, "X (Unique has a data-dependent shape)");
+  if (!v) return -1;
+  bool has_axis = ox_has_attr(n, "axis"), sorted = ox_attr_int(n, "sorted", 1) != 0;
+  int32_t r = v->dl.ndim, axis = 0;
+  UqCtx c = {v, 1, 1, 1};
+  GPExpr *data = x;
+  if (has_axis) {
+    if (norm_axis(ox_attr_int(n, "axis", 0), r, "axis", &axis) != 0) return -1;
+    for (int32_t i = 0; i < r; i++) {
+      if (i < axis) c.outer *= v->dl.shape[i];
+      else if (i == axis) c.len = v->dl.shape[i];
+      else c.inner *= v->dl.shape[i];
+    }
+  } else {
+    c.len = gp_k_numel(&v->dl);
+    int64_t m1 = c.len;
+    data = reshape(im, x, 1, &m1);
+    if (!data) return -1;
+  }
+  int64_t L = c.len;
+  if (L > (1 << 20)) return ox_unsupported("Unique of %lld slices", (long long)L);
+  size_t sz = (size_t)(L > 0 ? L : 1) * sizeof(int64_t);
+  int64_t *first = ox_alloc(im, sz), *inv = ox_alloc(im, sz), *cnt = ox_alloc(im, sz), *order = ox_alloc(im, sz);
+  int64_t nu = 0;
+  /* unique slices in order of first occurrence */
+  for (int64_t i = 0; i < L; i++) {
+    int64_t k = 0;
+    while (k < nu && uq_cmp(&c, first[k], i) != 0) k++;
+    if (k == nu) first[nu] = i, cnt[nu] = 0, nu++;
+    cnt[k]++;
+    inv[i] = k;
+  }
+  for (int64_t k = 0; k < nu; k++) order[k] = k;
+  if (sorted) /* insertion sort of the unique slices (stable) */
+    for (int64_t i = 1; i < nu; i++) {
+      int64_t o = order[i], j = i;
+      while (j > 0 && uq_cmp(&c, first[order[j - 1]], first[o]) > 0) order[j] = order[j - 1], j--;
+      order[j] = o;
+    }
+  int64_t *rank = ox_alloc(im, sz), *fi = ox_alloc(im, sz), *ci = ox_alloc(im, sz), *ii = ox_alloc(im, sz);
+  for (int64_t k = 0; k < nu; k++) rank[order[k]] = k, fi[k] = first[order[k]], ci[k] = cnt[order[k]];
+  for (int64_t i = 0; i < L; i++) ii[i] = rank[inv[i]];
+  GPExpr *ie = ox_ints_const(im, (int32_t)nu, fi);
+  if (!ie) return -1;
+  GPExpr *args[2] = {data, ie};
+  const char *keys[2] = {"axis", "mode"};
+  GPAttrValue vals[2] = {gp_attr_int(axis), gp_attr_str("fast")};
+  out[0] = call_a(im, "take", 2, args, 2, keys, vals);
+  if (!out[0]) return -1;
+  if (n->nout > 1 && !(out[1] = ox_ints_const(im, (int32_t)nu, fi))) return -1;
+  if (n->nout > 2 && !(out[2] = ox_ints_const(im, (int32_t)L, ii))) return -1;
+  if (n->nout > 3 && !(out[3] = ox_ints_const(im, (int32_t)nu, ci))) return -1;
+  return 0;
+}
+
+static int cv_tensor_scatter(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *past = ox_req(n, 0), *upd = ox_req(n, 1), *wi = ox_in(n, 2);
+  if (!past || !upd) return -1;
+  if (ox_static(past, "past_cache") != 0 || ox_static(upd, "update") != 0) return -1;
+  int32_t r = rank_of(past), axis;
+  if (r < 2 || rank_of(upd) != r) return ox_invalid("past_cache and update must have the same rank >= 2");
+  if (norm_axis(ox_attr_int(n, "axis", -2), r, "axis", &axis) != 0) return -1;
+  if (axis == 0) return ox_invalid("axis must not be the batch axis 0");
+  const char *mode = ox_attr_str(im, n, "mode", "linear");
+  bool circular = strcmp(mode, "circular") == 0;
+  if (!circular && strcmp(mode, "linear") != 0) return ox_unsupported("mode \"%s\"", mode);
+  int64_t B = shape_of(upd)[0], L = shape_of(past)[axis];
+  const int64_t *w = NULL;
+  int32_t nw = 0;
+  if (wi && ox_const_ints(im, wi, "write_indices", &w, &nw) != 0) return -1;
+  if (w && nw != B) return ox_invalid("write_indices has %d entries for batch %lld", (int)nw, (long long)B);
+  GPTensor *t = new_tensor(GP_DT_I64, r, shape_of(upd));
+  if (!t) return -1;
+  int64_t total = gp_k_numel(&t->dl), *o = t->dl.data, idx[MAXR] = {0};
+  for (int64_t f = 0; f < total; f++) {
+    int64_t p = (w ? w[idx[0]] : 0) + idx[axis];
+    if (circular && L > 0) p = ((p % L) + L) % L;
+    o[f] = p;
+    for (int32_t d = r - 1; d >= 0; d--) {
+      if (++idx[d] < shape_of(upd)[d]) break;
+      idx[d] = 0;
+    }
+  }
+  GPExpr *ie = ox_constant(im, t);
+  if (!ie) return -1;
+  GPExpr *args[3] = {past, ie, upd};
+  const char *keys[2] = {"axis", "reduction"};
+  GPAttrValue vals[2] = {gp_attr_int(axis), gp_attr_str("update")};
+  out[0] = call_a(im, "scatter_elements", 3, args, 2, keys, vals);
+  return out[0] ? 0 : -1;
+}
+
+static int cv_array_feature_extractor(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *i = ox_req(n, 1);
+  if (!x || !i) return -1;
+  if (rank_of(x) < 1) return ox_invalid("X must have rank >= 1");
+  if (rank_of(i) != 1) {
+    int64_t m1 = -1;
+    const char *k[1] = {"newshape"};
+    GPAttrValue vv[1] = {gp_attr_ints(1, &m1)};
+    i = call_a(im, "reshape", 1, &i, 1, k, vv);
+    if (!i) return -1;
+  }
+  GPExpr *args[2] = {x, i};
+  const char *keys[2] = {"axis", "mode"};
+  GPAttrValue vals[2] = {gp_attr_int(rank_of(x) - 1), gp_attr_str("fast")};
+  out[0] = call_a(im, "take", 2, args, 2, keys, vals);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_tensor[] = {
     {"Shape", NULL, 1, cv_shape},
@@ -727,5 +860,8 @@ const OxConverter ox_cv_tensor[] = {
     {"EyeLike", NULL, 9, cv_eye_like},
     {"NonZero", NULL, 9, cv_non_zero},
     {"Compress", NULL, 9, cv_compress},
+    {"Unique", NULL, 11, cv_unique},
+    {"TensorScatter", NULL, 24, cv_tensor_scatter},
+    {"ArrayFeatureExtractor", "ai.onnx.ml", 1, cv_array_feature_extractor},
     {NULL, NULL, 0, NULL},
 };
