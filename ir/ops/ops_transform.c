@@ -621,7 +621,12 @@ static int tile_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *a
   for (int32_t i = 0; i < no; i++) {
     int32_t di = i - (no - nd), ri = i - (no - n);
     int64_t d = di >= 0 ? data->tensor.shape[di] : 1, r = ri >= 0 ? reps[ri] : 1;
-    o[i] = gp_ops_dim_mul(d, r);
+    if (d != GP_DIM_ANY && __builtin_mul_overflow(d, r, &o[i])) {
+      gp_error_set(GP_ERR_TYPE, "reps %s overflows the shape of data %s", gp_ops_ints(n, reps).s,
+                   gp_ops_shape(data).s);
+      return -1;
+    }
+    if (d == GP_DIM_ANY) o[i] = GP_DIM_ANY;
   }
   return gp_ops_ret(data->tensor.dtype, no, o, out);
 }
@@ -700,7 +705,7 @@ static int pad_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *ar
       o[i] = GP_DIM_ANY;
       continue;
     }
-    if (d + a + b < 0 || (!constant && d == 0 && d + a + b > 0)) {
+    if (d > ((int64_t)1 << 60) || d + a + b < 0 || (!constant && d == 0 && d + a + b > 0)) {
       gp_error_set(GP_ERR_TYPE, "pad_width %s does not fit dim %d of data %s (mode %s)", gp_ops_ints(n, pw).s,
                    (int)i, gp_ops_shape(data).s, mode);
       return -1;
@@ -751,15 +756,21 @@ static int subpixel_rel(const GPOp *op, const GPAttrs *attrs, const GPType *cons
       return -1;
     }
     o[1] = s[1] == GP_DIM_ANY ? GP_DIM_ANY : s[1] / (b * b);
-    o[2] = gp_ops_dim_mul(s[2], b);
-    o[3] = gp_ops_dim_mul(s[3], b);
+    for (int32_t i = 2; i < 4; i++)
+      if (s[i] != GP_DIM_ANY && __builtin_mul_overflow(s[i], b, &o[i])) {
+        gp_error_set(GP_ERR_TYPE, "block_size %lld overflows the shape of data %s", (long long)b, gp_ops_shape(data).s);
+        return -1;
+      }
   } else {
     if ((s[2] != GP_DIM_ANY && s[2] % b != 0) || (s[3] != GP_DIM_ANY && s[3] % b != 0)) {
       gp_error_set(GP_ERR_TYPE, "the height and width of data %s are not divisible by block_size %lld",
                    gp_ops_shape(data).s, (long long)b);
       return -1;
     }
-    o[1] = gp_ops_dim_mul(s[1], b * b);
+    if (s[1] != GP_DIM_ANY && __builtin_mul_overflow(s[1], b * b, &o[1])) {
+      gp_error_set(GP_ERR_TYPE, "block_size %lld overflows the shape of data %s", (long long)b, gp_ops_shape(data).s);
+      return -1;
+    }
     o[2] = s[2] == GP_DIM_ANY ? GP_DIM_ANY : s[2] / b;
     o[3] = s[3] == GP_DIM_ANY ? GP_DIM_ANY : s[3] / b;
   }
