@@ -150,7 +150,8 @@ static int cv_squeeze(OxImporter *im, const OxNode *n, GPExpr **out) {
     out[0] = ox_op1(im, "squeeze", x);
   } else {
     int64_t norm[MAXR];
-    for (int32_t i = 0; i < na && i < MAXR; i++) {
+    if (na > rank_of(x)) return ox_invalid("axes has %d entries for rank %d", (int)na, (int)rank_of(x));
+    for (int32_t i = 0; i < na; i++) {
       int32_t a;
       if (norm_axis(axes[i], rank_of(x), "axes entry", &a) != 0) return -1;
       norm[i] = a;
@@ -485,6 +486,7 @@ static int cv_center_crop_pad(OxImporter *im, const OxNode *n, GPExpr **out) {
   axes = ox_attr_ints(n, "axes", &na);
   int32_t nax = na >= 0 ? na : r;
   if (ns != nax) return ox_invalid("shape has %d entries for %d axes", (int)ns, (int)nax);
+  if (nax > r) return ox_invalid("axes has %d entries for rank %d", (int)nax, (int)r);
   int64_t sa[MAXR], sb[MAXR], se[MAXR], ss[MAXR], pw[2 * MAXR] = {0};
   int32_t nsl = 0;
   bool pad = false;
@@ -598,6 +600,9 @@ static int cv_range(OxImporter *im, const OxNode *n, GPExpr **out) {
       ox_const_scalar(im, d, "delta", &delta) != 0)
     return -1;
   if (delta == 0 || isnan(delta) || isnan(start) || isnan(limit)) return ox_invalid("delta must be nonzero");
+  const double big = 9007199254740992.0; /* 2^53: integers exact in double */
+  if (!gp_k_is_float(k) && (fabs(start) > big || fabs(limit) > big || fabs(delta) > big))
+    return ox_unsupported("Range with integer values beyond 2^53");
   double cnt = ceil((limit - start) / delta);
   if (cnt < 0) cnt = 0;
   if (cnt > (double)(1 << 26)) return ox_unsupported("Range of %g elements", cnt);
