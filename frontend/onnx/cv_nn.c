@@ -1,6 +1,673 @@
-/* cv_nn.c -- ONNX converters: conv/pool variants, matmul, norms, softmax family. */
+/* cv_nn.c -- ONNX converters: conv/pool variants, matmul, norms, softmax family.
+ *
+ * Conv, MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool and Softmax are listed in
+ * cv_core.c's table; their converters are here (ox_nn_conv ... below) and cv_core.c's entries
+ * call them.  Everything maps to Relay ops as TVM's from_onnx does, or is decomposed into them
+ * following the ONNX function bodies (LayerNormalization, RMSNormalization, GroupNormalization,
+ * MeanVarianceNormalization, LpNormalization, LpPool).
+ */
 #include "frontend/onnx/onnx_impl.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Used by cv_core.c's table. */
+int ox_nn_conv(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_global_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Helpers                                                                                     */
+
+#define MAXA 16
+
+typedef struct Attrs {
+  int32_t n;
+  const char *k[MAXA];
+  GPAttrValue v[MAXA];
+} Attrs;
+
+static void a_put(Attrs *a, const char *k, GPAttrValue v) {
+  if (a->n < MAXA) a->k[a->n] = k, a->v[a->n] = v, a->n++;
+}
+
+/* INTS copied into the importer's pool (attrs_new copies again; this keeps the caller's arrays
+ * free to change). */
+static GPAttrValue a_ints(OxImporter *im, int32_t n, const int64_t *v) {
+  int64_t *c = ox_alloc(im, (size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+  if (c && n > 0) memcpy(c, v, (size_t)n * sizeof(int64_t));
+  return gp_attr_ints(n, c);
+}
+
+static GPExpr *call(OxImporter *im, const char *op, int32_t nargs, GPExpr *const *args, const Attrs *a) {
+  return ox_call(im, op, nargs, args, a ? a->n : 0, a ? a->k : NULL, a ? a->v : NULL);
+}
+
+static GPExpr *call1(OxImporter *im, const char *op, GPExpr *x, const Attrs *a) {
+  if (!x) return NULL;
+  return call(im, op, 1, &x, a);
+}
+
+static GPExpr *op2(OxImporter *im, const char *op, GPExpr *a, GPExpr *b) {
+  if (!a || !b) return NULL;
+  return ox_op2(im, op, a, b);
+}
+
+static GPExpr *reshape(OxImporter *im, GPExpr *x, int32_t n, const int64_t *shape) {
+  Attrs a = {0};
+  a_put(&a, "newshape", a_ints(im, n, shape));
+  return call1(im, "reshape", x, &a);
+}
+
+/* Reduction `op` (mean, sum) over axes [from, rank) with keepdims. */
+static GPExpr *reduce_tail(OxImporter *im, const char *op, GPExpr *x, int32_t from) {
+  if (!x) return NULL;
+  int64_t axes[64];
+  int32_t r = ox_rank(x), na = 0;
+  for (int32_t i = from; i < r && na < 64; i++) axes[na++] = i;
+  Attrs a = {0};
+  a_put(&a, "axis", a_ints(im, na, axes));
+  a_put(&a, "keepdims", gp_attr_bool(true));
+  return call1(im, op, x, &a);
+}
+
+static GPExpr *reduce_axes(OxImporter *im, const char *op, GPExpr *x, int32_t na, const int64_t *axes) {
+  Attrs a = {0};
+  a_put(&a, "axis", a_ints(im, na, axes));
+  a_put(&a, "keepdims", gp_attr_bool(true));
+  return call1(im, op, x, &a);
+}
+
+static GPExpr *scalar_like(OxImporter *im, GPExpr *x, double v) {
+  if (!x) return NULL;
+  return ox_scalar(im, ox_dtype(x), v);
+}
+
+/* Normalize an axis of rank r; GP_ERR_VALUE naming attr when out of range. */
+static int norm_axis(int64_t axis, int32_t r, const char *attr, int32_t *out) {
+  if (axis < -(int64_t)r || axis >= r) {
+    ox_invalid("%s %lld is out of range for rank %d", attr, (long long)axis, (int)r);
+    return -1;
+  }
+  *out = (int32_t)(axis < 0 ? axis + r : axis);
+  return 0;
+}
+
+static int require_float(GPExpr *x, const char *what) {
+  if (!ox_is_float(ox_dtype(x))) {
+    char b[24];
+    return ox_unsupported("%s of dtype %s is not supported (floats only)", what, gp_dtype_str(ox_dtype(x), b));
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Window attributes shared by Conv, ConvTranspose and the pools                               */
+
+typedef struct Window {
+  int32_t nd;
+  int64_t k[3], s[3], d[3], pb[3], pe[3];
+  const char *auto_pad;
+} Window;
+
+/* kernel_shape (or `kdefault` when absent and non-NULL), strides, dilations, pads, auto_pad for
+ * the nd spatial axes. */
+static int window_attrs(OxImporter *im, const OxNode *n, int32_t nd, const int64_t *kdefault, Window *w) {
+  w->nd = nd;
+  int32_t c;
+  const int64_t *v = ox_attr_ints(n, "kernel_shape", &c);
+  if (c < 0 && kdefault) v = kdefault, c = nd;
+  if (c != nd) return ox_invalid("kernel_shape must have %d values (got %d)", (int)nd, (int)c);
+  for (int32_t i = 0; i < nd; i++) {
+    w->k[i] = v[i];
+    if (v[i] < 1) return ox_invalid("kernel_shape values must be >= 1");
+  }
+  static const char *const names[2] = {"strides", "dilations"};
+  for (int j = 0; j < 2; j++) {
+    int64_t *dst = j == 0 ? w->s : w->d;
+    v = ox_attr_ints(n, names[j], &c);
+    if (c >= 0 && c != nd) return ox_invalid("%s must have %d values (got %d)", names[j], (int)nd, (int)c);
+    for (int32_t i = 0; i < nd; i++) {
+      dst[i] = c < 0 ? 1 : v[i];
+      if (dst[i] < 1) return ox_invalid("%s values must be >= 1", names[j]);
+    }
+  }
+  v = ox_attr_ints(n, "pads", &c);
+  if (c >= 0 && c != 2 * nd) return ox_invalid("pads must have %d values (got %d)", (int)(2 * nd), (int)c);
+  for (int32_t i = 0; i < nd; i++) {
+    w->pb[i] = c < 0 ? 0 : v[i];
+    w->pe[i] = c < 0 ? 0 : v[nd + i];
+    if (w->pb[i] < 0 || w->pe[i] < 0) return ox_unsupported("negative pads are not supported");
+  }
+  w->auto_pad = ox_attr_str(im, n, "auto_pad", "NOTSET");
+  if (!w->auto_pad) return -1;
+  return 0;
+}
+
+/* Apply auto_pad SAME_UPPER / SAME_LOWER / VALID to w for the input x (spatial axes 2..). */
+static int window_auto_pad(const Window *cw, Window *w, GPExpr *x) {
+  GP_UNUSED(cw);
+  const char *ap = w->auto_pad;
+  if (!strcmp(ap, "NOTSET") || !ap[0]) return 0;
+  if (!strcmp(ap, "VALID")) {
+    for (int32_t i = 0; i < w->nd; i++) w->pb[i] = w->pe[i] = 0;
+    return 0;
+  }
+  bool upper = !strcmp(ap, "SAME_UPPER");
+  if (!upper && strcmp(ap, "SAME_LOWER") != 0) return ox_unsupported("auto_pad \"%s\" is not supported", ap);
+  if (ox_static(x, "the input of a SAME auto_pad") != 0) return -1;
+  for (int32_t i = 0; i < w->nd; i++) {
+    int64_t in = ox_type(x)->tensor.shape[2 + i];
+    int64_t o = (in + w->s[i] - 1) / w->s[i];
+    int64_t total = (o - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in;
+    if (total < 0) total = 0;
+    w->pb[i] = upper ? total / 2 : total - total / 2;
+    w->pe[i] = total - w->pb[i];
+  }
+  return 0;
+}
+
+static void window_put(OxImporter *im, Attrs *a, const Window *w, const char *ksize, const char *dil) {
+  int64_t pad[6];
+  for (int32_t i = 0; i < w->nd; i++) pad[i] = w->pb[i], pad[w->nd + i] = w->pe[i];
+  a_put(a, "strides", a_ints(im, w->nd, w->s));
+  a_put(a, "padding", a_ints(im, 2 * w->nd, pad));
+  if (dil) a_put(a, dil, a_ints(im, w->nd, w->d));
+  if (ksize) a_put(a, ksize, a_ints(im, w->nd, w->k));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Conv                                                                                        */
+
+int ox_nn_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *wt = x ? ox_req(n, 1) : NULL;
+  if (!wt) return -1;
+  GPExpr *b = ox_in(n, 2);
+  int32_t r = ox_rank(x), nd = r - 2;
+  if (nd < 1 || nd > 3) return ox_unsupported("Conv on input of rank %d is not supported (3 to 5)", (int)r);
+  if (ox_rank(wt) != r) return ox_invalid("W has rank %d, X rank %d", (int)ox_rank(wt), (int)r);
+  const int64_t *wshape = ox_type(wt)->tensor.shape;
+  for (int32_t i = 0; i < nd + 2; i++)
+    if (wshape[i] == GP_DIM_ANY) return ox_unsupported("W must have a static shape");
+  Window w;
+  if (window_attrs(im, n, nd, wshape + 2, &w) != 0 || window_auto_pad(NULL, &w, x) != 0) return -1;
+  int64_t group = ox_attr_int(n, "group", 1);
+  if (group < 1) return ox_invalid("group %lld must be >= 1", (long long)group);
+  static const char *const ops[4] = {NULL, "nn.conv1d", "nn.conv2d", "nn.conv3d"};
+  static const char *const dls[4] = {NULL, "NCW", "NCHW", "NCDHW"};
+  static const char *const kls[4] = {NULL, "OIW", "OIHW", "OIDHW"};
+  Attrs a = {0};
+  window_put(im, &a, &w, "kernel_size", "dilation");
+  a_put(&a, "groups", gp_attr_int(group));
+  a_put(&a, "channels", gp_attr_int(wshape[0]));
+  a_put(&a, "data_layout", gp_attr_str(dls[nd]));
+  a_put(&a, "kernel_layout", gp_attr_str(kls[nd]));
+  GPExpr *args[2] = {x, wt};
+  GPExpr *y = call(im, ops[nd], 2, args, &a);
+  if (y && b) {
+    Attrs ab = {0};
+    a_put(&ab, "axis", gp_attr_int(1));
+    GPExpr *args2[2] = {y, b};
+    y = call(im, "nn.bias_add", 2, args2, &ab);
+  }
+  out[0] = y;
+  return y ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* ConvTranspose                                                                               */
+
+static int cv_conv_transpose(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *wt = x ? ox_req(n, 1) : NULL;
+  if (!wt) return -1;
+  GPExpr *b = ox_in(n, 2);
+  int32_t r = ox_rank(x), nd = r - 2;
+  if (nd < 1 || nd > 3) return ox_unsupported("ConvTranspose on input of rank %d is not supported (3 to 5)", (int)r);
+  if (ox_rank(wt) != r) return ox_invalid("W has rank %d, X rank %d", (int)ox_rank(wt), (int)r);
+  const int64_t *wshape = ox_type(wt)->tensor.shape;
+  for (int32_t i = 0; i < nd + 2; i++)
+    if (wshape[i] == GP_DIM_ANY) return ox_unsupported("W must have a static shape");
+  Window w;
+  if (window_attrs(im, n, nd, wshape + 2, &w) != 0) return -1;
+  int64_t group = ox_attr_int(n, "group", 1);
+  if (group < 1) return ox_invalid("group %lld must be >= 1", (long long)group);
+  int64_t opad[3] = {0, 0, 0};
+  int32_t c;
+  const int64_t *v = ox_attr_ints(n, "output_padding", &c);
+  if (c >= 0 && c != nd) return ox_invalid("output_padding must have %d values", (int)nd);
+  for (int32_t i = 0; c >= 0 && i < nd; i++) opad[i] = v[i];
+  const int64_t *oshape = ox_attr_ints(n, "output_shape", &c);
+  const char *ap = w.auto_pad;
+  bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+  if (!same && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0 && ap[0])
+    return ox_unsupported("auto_pad \"%s\" is not supported", ap);
+  if (!strcmp(ap, "VALID"))
+    for (int32_t i = 0; i < nd; i++) w.pb[i] = w.pe[i] = 0;
+  if (c >= 0 || same) {
+    if (ox_static(x, "the input of ConvTranspose with output_shape or SAME auto_pad") != 0) return -1;
+    if (c >= 0 && c != nd && c != r) return ox_invalid("output_shape must have %d values", (int)nd);
+    for (int32_t i = 0; i < nd; i++) {
+      int64_t in = ox_type(x)->tensor.shape[2 + i];
+      int64_t want = c >= 0 ? oshape[c == r ? 2 + i : i] : in * w.s[i];
+      int64_t total = w.s[i] * (in - 1) + opad[i] + (w.k[i] - 1) * w.d[i] + 1 - want;
+      if (total < 0) { /* the output extends beyond the last window: more output padding */
+        opad[i] -= total;
+        total = 0;
+      }
+      if (!strcmp(ap, "SAME_UPPER")) w.pb[i] = total / 2, w.pe[i] = total - total / 2;
+      else w.pb[i] = total - total / 2, w.pe[i] = total / 2;
+    }
+  }
+  static const char *const ops[4] = {NULL, "nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
+  static const char *const dls[4] = {NULL, "NCW", "NCHW", "NCDHW"};
+  static const char *const kls[4] = {NULL, "IOW", "IOHW", "IODHW"};
+  Attrs a = {0};
+  a_put(&a, "channels", gp_attr_int(wshape[1] * group));
+  a_put(&a, "kernel_size", a_ints(im, nd, w.k));
+  a_put(&a, "output_padding", a_ints(im, nd, opad));
+  window_put(im, &a, &w, NULL, "dilation");
+  a_put(&a, "groups", gp_attr_int(group));
+  a_put(&a, "data_layout", gp_attr_str(dls[nd]));
+  a_put(&a, "kernel_layout", gp_attr_str(kls[nd]));
+  GPExpr *args[2] = {x, wt};
+  GPExpr *y = call(im, ops[nd], 2, args, &a);
+  if (y && b) {
+    Attrs ab = {0};
+    a_put(&ab, "axis", gp_attr_int(1));
+    GPExpr *args2[2] = {y, b};
+    y = call(im, "nn.bias_add", 2, args2, &ab);
+  }
+  out[0] = y;
+  return y ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pools                                                                                       */
+
+/* ONNX's output extent of a pooled axis (ceil_mode: a last window starting in the right padding
+ * is dropped). */
+static int64_t onnx_pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceil_mode) {
+  int64_t eff = (k - 1) * d + 1, num = in + pb + pe - eff;
+  if (num < 0) return 0;
+  if (!ceil_mode) return num / s + 1;
+  int64_t o = (num + s - 1) / s + 1;
+  if ((o - 1) * s >= in + pb) o--;
+  return o;
+}
+
+static int pool_common(OxImporter *im, const OxNode *n, GPExpr **out, bool is_max) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  if (is_max && n->nout > 1 && n->proto->output[1] && n->proto->output[1][0])
+    return ox_unsupported("MaxPool's Indices output is not supported");
+  int32_t r = ox_rank(x), nd = r - 2;
+  if (nd < 1 || nd > 3) return ox_unsupported("pooling input of rank %d is not supported (3 to 5)", (int)r);
+  Window w;
+  if (window_attrs(im, n, nd, NULL, &w) != 0 || window_auto_pad(NULL, &w, x) != 0) return -1;
+  if (ox_attr_int(n, "storage_order", 0) != 0) return ox_unsupported("storage_order 1 is not supported");
+  bool ceil_mode = ox_attr_int(n, "ceil_mode", 0) != 0;
+  static const char *const mops[4] = {NULL, "nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d"};
+  static const char *const aops[4] = {NULL, "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d"};
+  static const char *const ls[4] = {NULL, "NCW", "NCHW", "NCDHW"};
+  Attrs a = {0};
+  a_put(&a, "pool_size", a_ints(im, nd, w.k));
+  window_put(im, &a, &w, NULL, "dilation");
+  a_put(&a, "layout", gp_attr_str(ls[nd]));
+  a_put(&a, "ceil_mode", gp_attr_bool(ceil_mode));
+  if (!is_max) a_put(&a, "count_include_pad", gp_attr_bool(ox_attr_int(n, "count_include_pad", 0) != 0));
+  GPExpr *y = call1(im, is_max ? mops[nd] : aops[nd], x, &a);
+  if (!y) return -1;
+  /* TVM's ceil_mode keeps a last window that starts in the right padding; ONNX drops it */
+  if (ceil_mode) {
+    const int64_t *xs = ox_type(x)->tensor.shape, *ys = ox_type(y)->tensor.shape;
+    int64_t begin[5] = {0}, end[5];
+    bool cut = false;
+    for (int32_t i = 0; i < r; i++) end[i] = ys[i];
+    for (int32_t i = 0; i < nd; i++) {
+      if (xs[2 + i] == GP_DIM_ANY) continue;
+      int64_t o = onnx_pool_out(xs[2 + i], w.k[i], w.s[i], w.d[i], w.pb[i], w.pe[i], true);
+      if (o < ys[2 + i]) end[2 + i] = o, cut = true;
+    }
+    if (cut) {
+      Attrs sa = {0};
+      a_put(&sa, "begin", a_ints(im, r, begin));
+      a_put(&sa, "end", a_ints(im, r, end));
+      y = call1(im, "strided_slice", y, &sa);
+    }
+  }
+  out[0] = y;
+  return y ? 0 : -1;
+}
+
+int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out) { return pool_common(im, n, out, true); }
+int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out) { return pool_common(im, n, out, false); }
+
+int ox_nn_global_average_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  if (ox_rank(x) < 3) return ox_invalid("X must have rank >= 3");
+  out[0] = reduce_tail(im, "mean", x, 2);
+  return out[0] ? 0 : -1;
+}
+
+int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  int32_t r = ox_rank(x);
+  if (r == 4) {
+    out[0] = call1(im, "nn.global_max_pool2d", x, NULL);
+    return out[0] ? 0 : -1;
+  }
+  if (r != 3 && r != 5) return ox_unsupported("GlobalMaxPool on rank %d is not supported (3 to 5)", (int)r);
+  if (ox_static(x, "X of GlobalMaxPool") != 0) return -1;
+  Attrs a = {0};
+  a_put(&a, "pool_size", a_ints(im, r - 2, ox_type(x)->tensor.shape + 2));
+  a_put(&a, "layout", gp_attr_str(r == 3 ? "NCW" : "NCDHW"));
+  out[0] = call1(im, r == 3 ? "nn.max_pool1d" : "nn.max_pool3d", x, &a);
+  return out[0] ? 0 : -1;
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p), as avg_pool(|x|^p, count_include_pad) times the
+ * window size (TVM's decomposition). */
+static int cv_lp_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || require_float(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x), nd = r - 2;
+  if (nd < 1 || nd > 3) return ox_unsupported("LpPool on input of rank %d is not supported (3 to 5)", (int)r);
+  Window w;
+  if (window_attrs(im, n, nd, NULL, &w) != 0 || window_auto_pad(NULL, &w, x) != 0) return -1;
+  bool ceil_mode = ox_attr_int(n, "ceil_mode", 0) != 0;
+  if (ceil_mode) return ox_unsupported("LpPool with ceil_mode is not supported");
+  double p = (double)ox_attr_int(n, "p", 2);
+  static const char *const aops[4] = {NULL, "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d"};
+  static const char *const ls[4] = {NULL, "NCW", "NCHW", "NCDHW"};
+  GPExpr *xp = op2(im, "power", ox_op1(im, "abs", x), scalar_like(im, x, p));
+  Attrs a = {0};
+  a_put(&a, "pool_size", a_ints(im, nd, w.k));
+  window_put(im, &a, &w, NULL, "dilation");
+  a_put(&a, "layout", gp_attr_str(ls[nd]));
+  a_put(&a, "count_include_pad", gp_attr_bool(true));
+  GPExpr *s = call1(im, aops[nd], xp, &a);
+  double vol = 1;
+  for (int32_t i = 0; i < nd; i++) vol *= (double)w.k[i];
+  s = op2(im, "multiply", s, scalar_like(im, x, vol));
+  out[0] = op2(im, "power", s, scalar_like(im, x, 1.0 / p));
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* MatMul: N-d numpy matmul through nn.batch_matmul and reshapes                               */
+
+static int cv_matmul(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *a = ox_req(n, 0), *b = a ? ox_req(n, 1) : NULL;
+  if (!b) return -1;
+  if (ox_static(a, "A") != 0 || ox_static(b, "B") != 0) return -1;
+  if (ox_is_bool(ox_dtype(a))) return ox_unsupported("MatMul of bool is not supported");
+  int32_t ra = ox_rank(a), rb = ox_rank(b);
+  if (ra < 1 || rb < 1) return ox_invalid("MatMul operands must have rank >= 1");
+  const int64_t *as = ox_type(a)->tensor.shape, *bs = ox_type(b)->tensor.shape;
+  /* matrices (M, K) and (K, N); 1-d operands become (1, K) and (K, 1) */
+  int64_t M = ra == 1 ? 1 : as[ra - 2], K = as[ra - 1];
+  int64_t K2 = rb == 1 ? bs[0] : bs[rb - 2], N = rb == 1 ? 1 : bs[rb - 1];
+  if (K != K2) return ox_invalid("MatMul: A (rank %d) has %lld columns but B %lld rows", (int)ra, (long long)K, (long long)K2);
+  int32_t na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbat = na > nb ? na : nb;
+  int64_t bat[64];
+  int64_t Ba = 1, Bb = 1, B = 1;
+  for (int32_t i = 0; i < nbat; i++) {
+    int64_t da = i - (nbat - na) >= 0 ? as[i - (nbat - na)] : 1;
+    int64_t db = i - (nbat - nb) >= 0 ? bs[i - (nbat - nb)] : 1;
+    if (da != db && da != 1 && db != 1)
+      return ox_invalid("MatMul: batch dims %lld and %lld do not broadcast", (long long)da, (long long)db);
+    bat[i] = da == 1 ? db : da;
+    Ba *= da, Bb *= db, B *= bat[i];
+  }
+  /* a batch that neither matches the broadcast one nor is 1 is materialized by adding zeros */
+  GPExpr *ops[2] = {a, b};
+  int64_t rows[2] = {M, K2}, cols[2] = {K, N}, cnt[2] = {Ba, Bb};
+  for (int j = 0; j < 2; j++) {
+    if (cnt[j] != B && cnt[j] != 1) {
+      int64_t shp[66];
+      memcpy(shp, bat, (size_t)nbat * sizeof(int64_t));
+      shp[nbat] = rows[j], shp[nbat + 1] = cols[j];
+      int32_t rj = j == 0 ? ra : rb;
+      int64_t own[66];
+      int32_t no = 0;
+      /* the operand as (batch..., rows, cols) with leading ones */
+      for (int32_t i = 0; i < nbat - (rj - 2); i++) own[no++] = 1;
+      const int64_t *sj = j == 0 ? as : bs;
+      for (int32_t i = 0; i < rj - 2; i++) own[no++] = sj[i];
+      own[no++] = rows[j], own[no++] = cols[j];
+      GPExpr *m = reshape(im, ops[j], no, own);
+      Attrs za = {0};
+      a_put(&za, "shape", a_ints(im, nbat + 2, shp));
+      a_put(&za, "dtype", gp_attr_dtype(ox_dtype(ops[j])));
+      GPExpr *z = ox_call(im, "zeros", 0, NULL, za.n, za.k, za.v);
+      ops[j] = op2(im, "add", m, z);
+      if (!ops[j]) return -1;
+      cnt[j] = B;
+    }
+  }
+  int64_t s3a[3] = {cnt[0], M, K}, s3b[3] = {cnt[1], K2, N};
+  GPExpr *a3 = reshape(im, ops[0], 3, s3a), *b3 = reshape(im, ops[1], 3, s3b);
+  if (!a3 || !b3) return -1;
+  Attrs ma = {0};
+  a_put(&ma, "transpose_a", gp_attr_bool(false));
+  a_put(&ma, "transpose_b", gp_attr_bool(false));
+  GPExpr *args[2] = {a3, b3};
+  GPExpr *y = call(im, "nn.batch_matmul", 2, args, &ma);
+  int64_t os[66];
+  int32_t no = 0;
+  for (int32_t i = 0; i < nbat; i++) os[no++] = bat[i];
+  if (ra > 1) os[no++] = M;
+  if (rb > 1) os[no++] = N;
+  out[0] = reshape(im, y, no, os);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Softmax, LogSoftmax                                                                         */
+
+/* opset < 13: coerce to 2-D at axis (default 1), apply along axis 1, reshape back. */
+static int softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out, const char *op) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || require_float(x, "input") != 0) return -1;
+  int32_t r = ox_rank(x), axis;
+  if (r == 0) return ox_invalid("input must have rank >= 1");
+  if (norm_axis(ox_attr_int(n, "axis", 1), r, "axis", &axis) != 0) return -1;
+  if (ox_static(x, "input") != 0) return -1;
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  int64_t s2[2] = {1, 1};
+  for (int32_t i = 0; i < r; i++) s2[i < axis ? 0 : 1] *= xs[i];
+  Attrs a = {0};
+  a_put(&a, "axis", gp_attr_int(1));
+  GPExpr *y = call1(im, op, reshape(im, x, 2, s2), &a);
+  out[0] = reshape(im, y, r, xs);
+  return out[0] ? 0 : -1;
+}
+
+static int softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out, const char *op) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || require_float(x, "input") != 0) return -1;
+  int32_t axis;
+  if (ox_rank(x) == 0) return ox_invalid("input must have rank >= 1");
+  if (norm_axis(ox_attr_int(n, "axis", -1), ox_rank(x), "axis", &axis) != 0) return -1;
+  Attrs a = {0};
+  a_put(&a, "axis", gp_attr_int(axis));
+  out[0] = call1(im, op, x, &a);
+  return out[0] ? 0 : -1;
+}
+
+int ox_nn_softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out) { return softmax_v1(im, n, out, "nn.softmax"); }
+int ox_nn_softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out) { return softmax_v13(im, n, out, "nn.softmax"); }
+static int cv_log_softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out) {
+  return softmax_v1(im, n, out, "nn.log_softmax");
+}
+static int cv_log_softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out) {
+  return softmax_v13(im, n, out, "nn.log_softmax");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Normalizations                                                                              */
+
+/* The stash dtype (stash_type attribute, default 1 = FLOAT). */
+static int stash_dtype(const OxNode *n, DLDataType *dt) {
+  return ox_dtype_from_onnx((int32_t)ox_attr_int(n, "stash_type", 1), dt);
+}
+
+/* LayerNormalization (17): over axes [axis, rank); outputs Y, Mean, InvStdDev. */
+static int cv_layer_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *scale = x ? ox_req(n, 1) : NULL;
+  if (!scale || require_float(x, "X") != 0) return -1;
+  GPExpr *bias = ox_in(n, 2);
+  int32_t axis;
+  if (norm_axis(ox_attr_int(n, "axis", -1), ox_rank(x), "axis", &axis) != 0) return -1;
+  double eps = ox_attr_float(n, "epsilon", 1e-5);
+  DLDataType st, xdt = ox_dtype(x);
+  if (stash_dtype(n, &st) != 0) return -1;
+  if (!ox_is_float(st)) return ox_unsupported("stash_type of a non-float dtype is not supported");
+  GPExpr *xu = ox_cast(im, x, st);
+  GPExpr *mean = reduce_tail(im, "mean", xu, axis);
+  GPExpr *d = op2(im, "subtract", xu, mean);
+  GPExpr *var = reduce_tail(im, "mean", op2(im, "multiply", d, d), axis);
+  GPExpr *inv = ox_op1(im, "rsqrt", op2(im, "add", var, scalar_like(im, var, eps)));
+  GPExpr *y = ox_cast(im, op2(im, "multiply", d, inv), xdt);
+  y = op2(im, "multiply", y, ox_cast(im, scale, xdt));
+  if (bias) y = op2(im, "add", y, ox_cast(im, bias, xdt));
+  if (!y) return -1;
+  out[0] = y;
+  if (n->nout > 1) out[1] = mean;
+  if (n->nout > 2) out[2] = inv;
+  return 0;
+}
+
+/* RMSNormalization (23): x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale. */
+static int cv_rms_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *scale = x ? ox_req(n, 1) : NULL;
+  if (!scale || require_float(x, "X") != 0) return -1;
+  int32_t axis;
+  if (norm_axis(ox_attr_int(n, "axis", -1), ox_rank(x), "axis", &axis) != 0) return -1;
+  double eps = ox_attr_float(n, "epsilon", 1e-5);
+  DLDataType st, xdt = ox_dtype(x);
+  if (stash_dtype(n, &st) != 0) return -1;
+  if (!ox_is_float(st)) return ox_unsupported("stash_type of a non-float dtype is not supported");
+  GPExpr *xu = ox_cast(im, x, st);
+  GPExpr *ms = reduce_tail(im, "mean", op2(im, "multiply", xu, xu), axis);
+  GPExpr *inv = ox_op1(im, "rsqrt", op2(im, "add", ms, scalar_like(im, ms, eps)));
+  GPExpr *y = ox_cast(im, op2(im, "multiply", xu, inv), xdt);
+  out[0] = op2(im, "multiply", y, ox_cast(im, scale, xdt));
+  return out[0] ? 0 : -1;
+}
+
+/* GroupNormalization: X (N, C, ...) viewed as (N, G, -1), normalized along the last axis;
+ * scale and bias per group (opset 18) or per channel (opset 21). */
+static int group_norm(OxImporter *im, const OxNode *n, GPExpr **out, bool per_channel) {
+  GPExpr *x = ox_req(n, 0), *scale = x ? ox_req(n, 1) : NULL, *bias = scale ? ox_req(n, 2) : NULL;
+  if (!bias || require_float(x, "X") != 0) return -1;
+  if (ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  if (r < 2) return ox_invalid("X must have rank >= 2");
+  int64_t G = ox_attr_int(n, "num_groups", 0);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (G < 1 || xs[1] % G != 0)
+    return ox_invalid("num_groups %lld does not divide the %lld channels", (long long)G, (long long)xs[1]);
+  double eps = ox_attr_float(n, "epsilon", 1e-5);
+  DLDataType st = ox_dtype(x), xdt = ox_dtype(x);
+  if (per_channel && stash_dtype(n, &st) != 0) return -1;
+  int64_t s3[3] = {xs[0], G, -1};
+  GPExpr *xu = reshape(im, ox_cast(im, x, st), 3, s3);
+  GPExpr *mean = reduce_tail(im, "mean", xu, 2);
+  GPExpr *d = op2(im, "subtract", xu, mean);
+  GPExpr *var = reduce_tail(im, "mean", op2(im, "multiply", d, d), 2);
+  GPExpr *y = op2(im, "multiply", d, ox_op1(im, "rsqrt", op2(im, "add", var, scalar_like(im, var, eps))));
+  y = ox_cast(im, y, xdt);
+  int64_t vs[64];
+  if (!per_channel) {
+    int64_t g3[3] = {1, G, 1};
+    y = op2(im, "multiply", y, reshape(im, ox_cast(im, scale, xdt), 3, g3));
+    y = op2(im, "add", y, reshape(im, ox_cast(im, bias, xdt), 3, g3));
+    out[0] = reshape(im, y, r, xs);
+    return out[0] ? 0 : -1;
+  }
+  y = reshape(im, y, r, xs);
+  vs[0] = xs[1];
+  for (int32_t i = 2; i < r; i++) vs[i - 1] = 1;
+  y = op2(im, "multiply", y, reshape(im, ox_cast(im, scale, xdt), r - 1, vs));
+  out[0] = op2(im, "add", y, reshape(im, ox_cast(im, bias, xdt), r - 1, vs));
+  return out[0] ? 0 : -1;
+}
+
+static int cv_group_norm18(OxImporter *im, const OxNode *n, GPExpr **out) { return group_norm(im, n, out, false); }
+static int cv_group_norm21(OxImporter *im, const OxNode *n, GPExpr **out) { return group_norm(im, n, out, true); }
+
+static int cv_instance_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *scale = x ? ox_req(n, 1) : NULL, *bias = scale ? ox_req(n, 2) : NULL;
+  if (!bias || require_float(x, "input") != 0) return -1;
+  Attrs a = {0};
+  a_put(&a, "axis", gp_attr_int(1));
+  a_put(&a, "epsilon", gp_attr_float(ox_attr_float(n, "epsilon", 1e-5)));
+  GPExpr *args[3] = {x, scale, bias};
+  out[0] = call(im, "nn.instance_norm", 3, args, &a);
+  return out[0] ? 0 : -1;
+}
+
+/* MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over axes. */
+static int cv_mvn(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || require_float(x, "X") != 0) return -1;
+  static const int64_t dflt[3] = {0, 2, 3};
+  int32_t na;
+  const int64_t *axes = ox_attr_ints(n, "axes", &na);
+  if (na < 0) axes = dflt, na = 3;
+  int64_t ax[64];
+  if (na > 64) return ox_invalid("too many axes");
+  for (int32_t i = 0; i < na; i++) {
+    int32_t a;
+    if (norm_axis(axes[i], ox_rank(x), "axes", &a) != 0) return -1;
+    ax[i] = a;
+  }
+  GPExpr *mean = reduce_axes(im, "mean", x, na, ax);
+  GPExpr *ex2 = reduce_axes(im, "mean", op2(im, "multiply", x, x), na, ax);
+  GPExpr *var = op2(im, "subtract", ex2, op2(im, "multiply", mean, mean));
+  GPExpr *sd = op2(im, "add", ox_op1(im, "sqrt", var), scalar_like(im, x, 1e-9));
+  out[0] = op2(im, "divide", op2(im, "subtract", x, mean), sd);
+  return out[0] ? 0 : -1;
+}
+
+/* LpNormalization: x / ||x||_p along axis (p 1 or 2). */
+static int cv_lp_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || require_float(x, "input") != 0) return -1;
+  int32_t axis;
+  if (norm_axis(ox_attr_int(n, "axis", -1), ox_rank(x), "axis", &axis) != 0) return -1;
+  int64_t p = ox_attr_int(n, "p", 2);
+  int64_t ax[1] = {axis};
+  GPExpr *norm;
+  if (p == 1) norm = reduce_axes(im, "sum", ox_op1(im, "abs", x), 1, ax);
+  else if (p == 2) norm = ox_op1(im, "sqrt", reduce_axes(im, "sum", op2(im, "multiply", x, x), 1, ax));
+  else return ox_unsupported("p %lld is not supported (1 or 2)", (long long)p);
+  out[0] = op2(im, "divide", x, norm);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
 const OxConverter ox_cv_nn[] = {
+    {"ConvTranspose", NULL, 1, cv_conv_transpose},
+    {"MatMul", NULL, 1, cv_matmul},
+    {"LogSoftmax", NULL, 1, cv_log_softmax_v1},
+    {"LogSoftmax", NULL, 13, cv_log_softmax_v13},
+    {"LayerNormalization", NULL, 17, cv_layer_norm},
+    {"RMSNormalization", NULL, 23, cv_rms_norm},
+    {"GroupNormalization", NULL, 18, cv_group_norm18},
+    {"GroupNormalization", NULL, 21, cv_group_norm21},
+    {"InstanceNormalization", NULL, 1, cv_instance_norm},
+    {"MeanVarianceNormalization", NULL, 9, cv_mvn},
+    {"LpNormalization", NULL, 1, cv_lp_norm},
+    {"LpPool", NULL, 1, cv_lp_pool},
     {NULL, NULL, 0, NULL},
 };
