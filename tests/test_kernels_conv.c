@@ -406,7 +406,6 @@ Test(kernels_conv, prelu) {
   GPTensor *al = T32(DIMS(2), VALS(0.5, 0.25));
   GPTensor *y = run1("nn.prelu", NOKV, INS(x, al));
   EXPECT_VALS(y, 0, -1, 3, -1, 5);
-  gp_release(y);
   GPTensor *al2 = T32(DIMS(3), VALS(1, 1, 1));
   GPTensor *outs[4];
   int32_t nout;

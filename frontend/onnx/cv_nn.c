@@ -655,8 +655,194 @@ static int cv_lp_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Attention (23): decomposed as the reference does -- heads split (3-D inputs), past key/value
+ * concatenated, a float bias from attn_mask (bool: log(mask) gives 0 / -inf) and the causal
+ * triangle, grouped heads repeated, softmax(softcap(Q*sqrt(s) @ (K*sqrt(s))^T) + bias) @ V.   */
+
+/* A constant (rows, cols) float32 tensor: -inf where a causal query i may not see key j
+ * (j >= past and j - past > i), else 0. */
+static GPExpr *causal_bias(OxImporter *im, int64_t rows, int64_t cols, int64_t past) {
+  int64_t shape[2] = {rows, cols};
+  GPTensor *t = gp_tensor_alloc(GP_DT_F32, 2, shape, true);
+  if (!t) return NULL;
+  float *v = (float *)((char *)t->dl.data + t->dl.byte_offset);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) v[i * cols + j] = (j >= past && j - past > i) ? -INFINITY : 0.0f;
+  return ox_constant(im, t);
+}
+
+/* A constant float32 tensor of `shape` filled with v. */
+static GPExpr *filled(OxImporter *im, int32_t nd, const int64_t *shape, float v) {
+  GPTensor *t = gp_tensor_alloc(GP_DT_F32, nd, shape, true);
+  if (!t) return NULL;
+  float *p = (float *)((char *)t->dl.data + t->dl.byte_offset);
+  int64_t cnt = 1;
+  for (int32_t i = 0; i < nd; i++) cnt *= shape[i];
+  for (int64_t i = 0; i < cnt; i++) p[i] = v;
+  return ox_constant(im, t);
+}
+
+static GPExpr *transpose4(OxImporter *im, GPExpr *x, const int64_t axes[4]) {
+  Attrs a = {0};
+  a_put(&a, "axes", a_ints(im, 4, axes));
+  return call1(im, "transpose", x, &a);
+}
+
+/* (B, S, H * d) -> (B, H, S, d) */
+static GPExpr *split_heads(OxImporter *im, GPExpr *x, int64_t heads, const char *what) {
+  const int64_t *s = ox_type(x)->tensor.shape;
+  if (heads < 1 || s[2] % heads != 0) {
+    ox_invalid("the hidden size %lld of %s is not divisible by %lld heads", (long long)s[2], what, (long long)heads);
+    return NULL;
+  }
+  int64_t s4[4] = {s[0], s[1], heads, s[2] / heads};
+  static const int64_t perm[4] = {0, 2, 1, 3};
+  return transpose4(im, reshape(im, x, 4, s4), perm);
+}
+
+static GPExpr *concat2(OxImporter *im, GPExpr *a, GPExpr *b, int64_t axis) {
+  if (!a || !b) return NULL;
+  GPExpr *f[2] = {a, b};
+  GPExpr *t = ox_tuple(im, 2, f);
+  Attrs at = {0};
+  a_put(&at, "axis", gp_attr_int(axis));
+  return call1(im, "concatenate", t, &at);
+}
+
+/* (B, Hkv, S, d) -> (B, Hkv * rep, S, d), each head repeated rep times in a row. */
+static GPExpr *repeat_heads(OxImporter *im, GPExpr *x, int64_t rep) {
+  const int64_t *s = ox_type(x)->tensor.shape;
+  int64_t s5[5] = {s[0], s[1], 1, s[2], s[3]};
+  GPExpr *x5 = reshape(im, x, 5, s5);
+  if (!x5 || rep > 4096) return NULL;
+  GPExpr **f = ox_alloc(im, (size_t)rep * sizeof(GPExpr *));
+  if (!f) return NULL;
+  for (int64_t i = 0; i < rep; i++) f[i] = x5;
+  Attrs at = {0};
+  a_put(&at, "axis", gp_attr_int(2));
+  GPExpr *c = call1(im, "concatenate", ox_tuple(im, (int32_t)rep, f), &at);
+  int64_t s4[4] = {s[0], s[1] * rep, s[2], s[3]};
+  return reshape(im, c, 4, s4);
+}
+
+/* (B, H, M, K) x (B, H, N, K)^T (tb) or (B, H, K, N) -> (B, H, M, N) */
+static GPExpr *bmm4(OxImporter *im, GPExpr *a, GPExpr *b, bool tb) {
+  if (!a || !b) return NULL;
+  const int64_t *as = ox_type(a)->tensor.shape, *bs = ox_type(b)->tensor.shape;
+  int64_t a3[3] = {as[0] * as[1], as[2], as[3]}, b3[3] = {bs[0] * bs[1], bs[2], bs[3]};
+  Attrs ma = {0};
+  a_put(&ma, "transpose_a", gp_attr_bool(false));
+  a_put(&ma, "transpose_b", gp_attr_bool(tb));
+  GPExpr *args[2] = {reshape(im, a, 3, a3), reshape(im, b, 3, b3)};
+  if (!args[0] || !args[1]) return NULL;
+  GPExpr *y = call(im, "nn.batch_matmul", 2, args, &ma);
+  int64_t o4[4] = {as[0], as[1], as[2], tb ? bs[2] : bs[3]};
+  return reshape(im, y, 4, o4);
+}
+
+static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *q = ox_req(n, 0), *k = q ? ox_req(n, 1) : NULL, *v = k ? ox_req(n, 2) : NULL;
+  if (!v || require_float(q, "Q") != 0) return -1;
+  GPExpr *mask = ox_in(n, 3), *pk = ox_in(n, 4), *pv = ox_in(n, 5);
+  if (ox_in(n, 6)) return ox_unsupported("Attention's nonpad_kv_seqlen input is not supported");
+  if (ox_static(q, "Q") != 0 || ox_static(k, "K") != 0 || ox_static(v, "V") != 0 ||
+      (mask && ox_static(mask, "attn_mask") != 0) || (pk && ox_static(pk, "past_key") != 0) ||
+      (pv && ox_static(pv, "past_value") != 0))
+    return -1;
+  int32_t r = ox_rank(q);
+  if ((r != 3 && r != 4) || ox_rank(k) != r || ox_rank(v) != r)
+    return ox_invalid("Q, K and V must all have rank 3 or all rank 4");
+  if ((pk != NULL) != (pv != NULL)) return ox_invalid("past_key and past_value go together");
+  DLDataType qdt = ox_dtype(q);
+  if (r == 3) {
+    int64_t hq = ox_attr_int(n, "q_num_heads", 0), hkv = ox_attr_int(n, "kv_num_heads", 0);
+    q = split_heads(im, q, hq, "Q");
+    k = q ? split_heads(im, k, hkv, "K") : NULL;
+    v = k ? split_heads(im, v, hkv, "V") : NULL;
+    if (!v) return -1;
+  }
+  const int64_t *qs = ox_type(q)->tensor.shape;
+  int64_t B = qs[0], Hq = qs[1], Sq = qs[2], hd = qs[3];
+  double scale = ox_has_attr(n, "scale") ? ox_attr_float(n, "scale", 1.0) : 1.0 / sqrt((double)hd);
+  GPExpr *sq = ox_scalar(im, qdt, sqrt(scale));
+  int64_t past = 0;
+  if (pk) {
+    past = ox_type(pk)->tensor.shape[2];
+    k = concat2(im, pk, k, 2);
+    v = concat2(im, pv, v, 2);
+    if (!k || !v) return -1;
+  }
+  GPExpr *present_k = k, *present_v = v;
+  int64_t Hkv = ox_type(k)->tensor.shape[1], Skv = ox_type(k)->tensor.shape[2];
+  if (Hq != Hkv) {
+    if (Hkv < 1 || Hq % Hkv != 0 || ox_type(v)->tensor.shape[1] != Hkv)
+      return ox_invalid("%lld query heads cannot share %lld key/value heads", (long long)Hq, (long long)Hkv);
+    k = repeat_heads(im, k, Hq / Hkv);
+    v = repeat_heads(im, v, Hq / Hkv);
+    if (!k || !v) return -1;
+  }
+  /* the bias */
+  GPExpr *bias = NULL;
+  if (mask) {
+    int32_t mr = ox_rank(mask);
+    if (mr < 2) return ox_invalid("attn_mask must have rank >= 2");
+    bias = ox_is_bool(ox_dtype(mask)) ? ox_op1(im, "log", ox_cast(im, mask, GP_DT_F32)) : ox_cast(im, mask, GP_DT_F32);
+    int64_t lm = ox_type(mask)->tensor.shape[mr - 1];
+    if (lm < Skv) {
+      int64_t ps[8];
+      if (mr > 8) return ox_unsupported("attn_mask of rank %d is not supported", (int)mr);
+      memcpy(ps, ox_type(mask)->tensor.shape, (size_t)mr * sizeof(int64_t));
+      ps[mr - 1] = Skv - lm;
+      bias = concat2(im, bias, filled(im, mr, ps, -INFINITY), mr - 1);
+    } else if (lm > Skv) {
+      return ox_invalid("attn_mask has %lld keys but there are %lld", (long long)lm, (long long)Skv);
+    }
+  }
+  if (ox_attr_int(n, "is_causal", 0)) {
+    GPExpr *c = causal_bias(im, Sq, Skv, past);
+    bias = bias ? op2(im, "add", bias, c) : c;
+  }
+  if (bias) bias = ox_cast(im, bias, qdt);
+  /* scores */
+  GPExpr *qk = bmm4(im, op2(im, "multiply", q, sq), op2(im, "multiply", k, sq), true);
+  double softcap = ox_attr_float(n, "softcap", 0.0);
+  if (qk && softcap > 0) {
+    GPExpr *c = ox_scalar(im, qdt, softcap);
+    qk = op2(im, "multiply", ox_op1(im, "tanh", op2(im, "divide", qk, c)), c);
+  }
+  GPExpr *qkb = bias ? op2(im, "add", qk, bias) : qk;
+  if (!qkb) return -1;
+  int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
+  GPExpr *sm_in = qkb;
+  if (ox_has_attr(n, "softmax_precision")) {
+    DLDataType sp;
+    if (ox_dtype_from_onnx((int32_t)ox_attr_int(n, "softmax_precision", 1), &sp) != 0) return -1;
+    sm_in = ox_cast(im, qkb, sp);
+  }
+  Attrs sa = {0};
+  a_put(&sa, "axis", gp_attr_int(-1));
+  GPExpr *p = call1(im, "nn.softmax", sm_in, &sa);
+  p = p ? ox_cast(im, p, qdt) : NULL;
+  GPExpr *y = bmm4(im, p, v, false);
+  if (!y) return -1;
+  if (r == 3) {
+    static const int64_t perm[4] = {0, 2, 1, 3};
+    int64_t dv = ox_type(y)->tensor.shape[3];
+    int64_t s3[3] = {B, Sq, Hq * dv};
+    y = reshape(im, transpose4(im, y, perm), 3, s3);
+    if (!y) return -1;
+  }
+  out[0] = y;
+  if (n->nout > 1) out[1] = present_k;
+  if (n->nout > 2) out[2] = present_v;
+  if (n->nout > 3) out[3] = mode == 3 ? p : mode == 2 ? qkb : qk;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"Attention", NULL, 23, cv_attention},
     {"ConvTranspose", NULL, 1, cv_conv_transpose},
     {"MatMul", NULL, 1, cv_matmul},
     {"LogSoftmax", NULL, 1, cv_log_softmax_v1},
