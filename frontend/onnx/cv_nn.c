@@ -1,8 +1,7 @@
 /* cv_nn.c -- ONNX converters: conv/pool variants, matmul, norms, softmax family.
  *
- * Conv, MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool and Softmax are listed in
- * cv_core.c's table; their converters are here (ox_nn_conv ... below) and cv_core.c's entries
- * call them.  Everything maps to Relay ops as TVM's from_onnx does, or is decomposed into them
+ * Conv, MaxPool, AveragePool and GlobalMaxPool are listed in cv_core.c's table; their
+ * converters (1-d to 3-d, auto_pad, ONNX's ceil_mode) are here: ox_nn_conv ... below.  Everything maps to Relay ops as TVM's from_onnx does, or is decomposed into them
  * following the ONNX function bodies (LayerNormalization, RMSNormalization, GroupNormalization,
  * MeanVarianceNormalization, LpNormalization, LpPool).
  */
@@ -17,9 +16,6 @@ int ox_nn_conv(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
-int ox_nn_global_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
-int ox_nn_softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out);
-int ox_nn_softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
@@ -347,14 +343,6 @@ static int pool_common(OxImporter *im, const OxNode *n, GPExpr **out, bool is_ma
 int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out) { return pool_common(im, n, out, true); }
 int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out) { return pool_common(im, n, out, false); }
 
-int ox_nn_global_average_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
-  GPExpr *x = ox_req(n, 0);
-  if (!x) return -1;
-  if (ox_rank(x) < 3) return ox_invalid("X must have rank >= 3");
-  out[0] = reduce_tail(im, "mean", x, 2);
-  return out[0] ? 0 : -1;
-}
-
 int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
   if (!x) return -1;
@@ -502,8 +490,6 @@ static int softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out, const char
   return out[0] ? 0 : -1;
 }
 
-int ox_nn_softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out) { return softmax_v1(im, n, out, "nn.softmax"); }
-int ox_nn_softmax_v13(OxImporter *im, const OxNode *n, GPExpr **out) { return softmax_v13(im, n, out, "nn.softmax"); }
 static int cv_log_softmax_v1(OxImporter *im, const OxNode *n, GPExpr **out) {
   return softmax_v1(im, n, out, "nn.log_softmax");
 }
@@ -802,7 +788,6 @@ static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
     GPExpr *c = causal_bias(im, Sq, Skv, past);
     bias = bias ? op2(im, "add", bias, c) : c;
   }
-  if (bias) bias = ox_cast(im, bias, qdt);
   /* scores */
   GPExpr *qk = bmm4(im, op2(im, "multiply", q, sq), op2(im, "multiply", k, sq), true);
   double softcap = ox_attr_float(n, "softcap", 0.0);
@@ -810,18 +795,40 @@ static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
     GPExpr *c = ox_scalar(im, qdt, softcap);
     qk = op2(im, "multiply", ox_op1(im, "tanh", op2(im, "divide", qk, c)), c);
   }
-  GPExpr *qkb = bias ? op2(im, "add", qk, bias) : qk;
-  if (!qkb) return -1;
+  if (!qk) return -1;
   int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
-  GPExpr *sm_in = qkb;
-  if (ox_has_attr(n, "softmax_precision")) {
-    DLDataType sp;
-    if (ox_dtype_from_onnx((int32_t)ox_attr_int(n, "softmax_precision", 1), &sp) != 0) return -1;
-    sm_in = ox_cast(im, qkb, sp);
+  /* the softmax runs in softmax_precision (default: float32 for float16, else Q's dtype) */
+  DLDataType sdt = qdt.bits == 16 ? GP_DT_F32 : qdt;
+  if (ox_has_attr(n, "softmax_precision") &&
+      ox_dtype_from_onnx((int32_t)ox_attr_int(n, "softmax_precision", 1), &sdt) != 0)
+    return -1;
+  if (!ox_is_float(sdt)) return ox_unsupported("a non-float softmax_precision is not supported");
+  GPExpr *sm_in = ox_cast(im, qk, sdt), *qkb = qk, *guard = NULL;
+  if (bias) {
+    /* -inf in the bias would make a fully masked row NaN; ONNX wants it zero.  So the softmax
+     * sees the bias floored at a large finite negative, and rows with no finite bias entry
+     * (sum(exp(bias)) == 0) are multiplied by 0 afterwards. */
+    qkb = op2(im, "add", qk, ox_cast(im, bias, qdt));
+    GPExpr *b32 = ox_cast(im, bias, sdt);
+    double floor_v = sdt.bits == 16 ? -30000.0 : -1e30;
+    GPExpr *fin = op2(im, "maximum", b32, ox_scalar(im, sdt, floor_v));
+    sm_in = op2(im, "add", sm_in, fin);
+    int64_t last = ox_rank(bias) - 1;
+    Attrs ra = {0};
+    a_put(&ra, "axis", a_ints(im, 1, &last));
+    a_put(&ra, "keepdims", gp_attr_bool(true));
+    GPExpr *cnt = call1(im, "sum", ox_op1(im, "exp", b32), &ra);
+    cnt = op2(im, "multiply", cnt, ox_scalar(im, sdt, sdt.bits == 16 ? 60000.0 : 1e30));
+    Attrs ca = {0};
+    a_put(&ca, "a_min", gp_attr_float(0.0));
+    a_put(&ca, "a_max", gp_attr_float(1.0));
+    guard = call1(im, "clip", cnt, &ca);
+    if (!qkb || !sm_in || !guard) return -1;
   }
   Attrs sa = {0};
   a_put(&sa, "axis", gp_attr_int(-1));
   GPExpr *p = call1(im, "nn.softmax", sm_in, &sa);
+  if (guard) p = op2(im, "multiply", p, guard);
   p = p ? ox_cast(im, p, qdt) : NULL;
   GPExpr *y = bmm4(im, p, v, false);
   if (!y) return -1;
