@@ -111,6 +111,13 @@ static GPExpr *reshape_to(OxImporter *im, GPExpr *x, int32_t n, const int64_t *s
   return ox_call(im, "reshape", 1, &x, 1, k, v);
 }
 
+/* Reshape to a concrete shape (no Relay codes: a 0 is an empty dim, not a copy). */
+static GPExpr *reshape_exact(OxImporter *im, GPExpr *x, int32_t n, const int64_t *shape) {
+  const char *k[] = {"newshape", "allowzero"};
+  GPAttrValue v[] = {gp_attr_ints(n, shape), gp_attr_bool(true)};
+  return ox_call(im, "reshape", 1, &x, 2, k, v);
+}
+
 /* Softmax before opset 13: the input is coerced to 2-d at `axis`. */
 static int cv_softmax_old(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
@@ -128,8 +135,8 @@ static int cv_softmax_old(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (ox_static(x, "the input") != 0) return -1;
   int64_t d[2] = {1, 1};
   for (int32_t i = 0; i < r; i++) d[i >= axis] *= ox_shape(x)[i];
-  GPExpr *y = ox_call(im, "nn.softmax", 1, (GPExpr *[]){reshape_to(im, x, 2, d)}, 1, k, v);
-  out[0] = y ? reshape_to(im, y, r, ox_shape(x)) : NULL;
+  GPExpr *y = ox_call(im, "nn.softmax", 1, (GPExpr *[]){reshape_exact(im, x, 2, d)}, 1, k, v);
+  out[0] = y ? reshape_exact(im, y, r, ox_shape(x)) : NULL;
   return out[0] ? 0 : -1;
 }
 
@@ -248,7 +255,7 @@ static int reshape_common(OxImporter *im, GPExpr *x, int32_t ns, const int64_t *
   } else if (prod != total) {
     return ox_invalid("cannot reshape %lld elements into a shape of %lld elements", (long long)total, (long long)prod);
   }
-  out[0] = reshape_to(im, x, ns, shape);
+  out[0] = reshape_exact(im, x, ns, shape);
   return out[0] ? 0 : -1;
 }
 

@@ -54,9 +54,13 @@ static GPExpr *op2(OxImporter *im, const char *op, GPExpr *a, GPExpr *b) {
   return ox_op2(im, op, a, b);
 }
 
+/* Reshape to shape (concrete dims, at most one -1; a 0 is an empty dim unless there is a -1). */
 static GPExpr *reshape(OxImporter *im, GPExpr *x, int32_t n, const int64_t *shape) {
+  bool zero = false, infer = false;
+  for (int32_t i = 0; i < n; i++) zero |= shape[i] == 0, infer |= shape[i] == -1;
   Attrs a = {0};
   a_put(&a, "newshape", a_ints(im, n, shape));
+  if (zero && !infer) a_put(&a, "allowzero", gp_attr_bool(true));
   return call1(im, "reshape", x, &a);
 }
 
@@ -668,6 +672,23 @@ static GPExpr *filled(OxImporter *im, int32_t nd, const int64_t *shape, float v)
   return ox_constant(im, t);
 }
 
+/* A constant float32 tensor of shape (1, rows, cols): i - j + off at (0, i, j). */
+static GPExpr *index_diff(OxImporter *im, const int64_t shape[3], int64_t off) {
+  GPTensor *t = gp_tensor_alloc(GP_DT_F32, 3, shape, true);
+  if (!t) return NULL;
+  float *p = (float *)((char *)t->dl.data + t->dl.byte_offset);
+  for (int64_t i = 0; i < shape[1]; i++)
+    for (int64_t j = 0; j < shape[2]; j++) p[i * shape[2] + j] = (float)(i - j + off);
+  return ox_constant(im, t);
+}
+
+static GPExpr *clip01(OxImporter *im, GPExpr *x) {
+  Attrs ca = {0};
+  a_put(&ca, "a_min", gp_attr_float(0.0));
+  a_put(&ca, "a_max", gp_attr_float(1.0));
+  return call1(im, "clip", x, &ca);
+}
+
 static GPExpr *transpose4(OxImporter *im, GPExpr *x, const int64_t axes[4]) {
   Attrs a = {0};
   a_put(&a, "axes", a_ints(im, 4, axes));
@@ -730,7 +751,7 @@ static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *q = ox_req(n, 0), *k = q ? ox_req(n, 1) : NULL, *v = k ? ox_req(n, 2) : NULL;
   if (!v || require_float(q, "Q") != 0) return -1;
   GPExpr *mask = ox_in(n, 3), *pk = ox_in(n, 4), *pv = ox_in(n, 5);
-  if (ox_in(n, 6)) return ox_unsupported("Attention's nonpad_kv_seqlen input is not supported");
+  GPExpr *nonpad = ox_in(n, 6);
   if (ox_static(q, "Q") != 0 || ox_static(k, "K") != 0 || ox_static(v, "V") != 0 ||
       (mask && ox_static(mask, "attn_mask") != 0) || (pk && ox_static(pk, "past_key") != 0) ||
       (pv && ox_static(pv, "past_value") != 0))
@@ -784,9 +805,35 @@ static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
       return ox_invalid("attn_mask has %lld keys but there are %lld", (long long)lm, (long long)Skv);
     }
   }
+  GPExpr *lens = NULL; /* nonpad_kv_seqlen as float (B, 1, 1) */
+  if (nonpad) {
+    if (ox_rank(nonpad) != 1 || ox_static(nonpad, "nonpad_kv_seqlen") != 0 || ox_type(nonpad)->tensor.shape[0] != B)
+      return ox_invalid("nonpad_kv_seqlen must have shape (%lld)", (long long)B);
+    int64_t b3[3] = {B, 1, 1};
+    lens = reshape(im, ox_cast(im, nonpad, GP_DT_F32), 3, b3);
+    if (!lens) return -1;
+  }
   if (ox_attr_int(n, "is_causal", 0)) {
-    GPExpr *c = causal_bias(im, Sq, Skv, past);
+    GPExpr *c;
+    if (!pk && lens) { /* per batch item: key j visible to query i iff j <= i + len - Sq */
+      int64_t shp[3] = {1, Sq, Skv};
+      GPExpr *d = index_diff(im, shp, 1 - Sq);
+      int64_t s4[4] = {B, 1, Sq, Skv};
+      c = ox_op1(im, "log", reshape(im, clip01(im, op2(im, "add", d, lens)), 4, s4));
+    } else {
+      c = causal_bias(im, Sq, Skv, past);
+    }
     bias = bias ? op2(im, "add", bias, c) : c;
+  }
+  if (lens) { /* keys j >= len are padding */
+    int64_t shp[3] = {1, 1, Skv};
+    GPExpr *d = index_diff(im, shp, 0);
+    int64_t s4[4] = {B, 1, 1, Skv};
+    GPExpr *pm = ox_op1(im, "log", reshape(im, clip01(im, op2(im, "add", d, lens)), 4, s4));
+    bias = bias ? op2(im, "add", bias, pm) : pm;
+  }
+  if (mask || lens || ox_attr_int(n, "is_causal", 0)) {
+    if (!bias) return -1;
   }
   /* scores */
   GPExpr *qk = bmm4(im, op2(im, "multiply", q, sq), op2(im, "multiply", k, sq), true);
