@@ -14,6 +14,7 @@ int ox_nn_conv(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_batch_norm_training(OxImporter *im, const OxNode *n, GPExpr **out);
 
 static int cv_global_avg_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
@@ -82,7 +83,7 @@ static int cv_batch_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *args[5];
   for (int32_t i = 0; i < 5; i++)
     if (!(args[i] = ox_req(n, i))) return -1;
-  if (ox_attr_int(n, "training_mode", 0)) return ox_unsupported("training_mode=1 (batch statistics)");
+  if (ox_attr_int(n, "training_mode", 0)) return ox_nn_batch_norm_training(im, n, out);
   if (n->opset < 7 && ox_attr_int(n, "spatial", 1) == 0) return ox_unsupported("spatial=0");
   for (int32_t i = 1; i < n->nout; i++)
     if (*n->proto->output[i]) return ox_unsupported("the training outputs of BatchNormalization (output %d)", (int)i);

@@ -16,6 +16,7 @@ int ox_nn_conv(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
 int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_batch_norm_training(OxImporter *im, const OxNode *n, GPExpr **out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
@@ -603,6 +604,40 @@ static int cv_instance_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *args[3] = {x, scale, bias};
   out[0] = call(im, "nn.instance_norm", 3, args, &a);
   return out[0] ? 0 : -1;
+}
+
+/* BatchNormalization with training_mode=1: batch statistics over all axes but 1; outputs Y,
+ * running_mean = input_mean * momentum + mean * (1 - momentum), running_var likewise. */
+int ox_nn_batch_norm_training(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *a[5];
+  for (int32_t i = 0; i < 5; i++)
+    if (!(a[i] = ox_req(n, i))) return -1;
+  GPExpr *x = a[0];
+  if (require_float(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  if (r < 2) return ox_invalid("X must have rank >= 2");
+  double eps = ox_attr_float(n, "epsilon", 1e-5), mom = ox_attr_float(n, "momentum", 0.9);
+  int64_t axes[64], cs[64];
+  int32_t na = 0;
+  for (int32_t i = 0; i < r && i < 64; i++)
+    if (i != 1) axes[na++] = i;
+  for (int32_t i = 0; i < r - 1; i++) cs[i] = i == 0 ? -1 : 1; /* (C, 1, ...) */
+  GPExpr *mean = reduce_axes(im, "mean", x, na, axes);
+  GPExpr *d = op2(im, "subtract", x, mean);
+  GPExpr *var = reduce_axes(im, "mean", op2(im, "multiply", d, d), na, axes);
+  GPExpr *y = op2(im, "multiply", d, ox_op1(im, "rsqrt", op2(im, "add", var, scalar_like(im, x, eps))));
+  y = op2(im, "multiply", y, reshape(im, a[1], r - 1, cs));
+  out[0] = op2(im, "add", y, reshape(im, a[2], r - 1, cs));
+  if (!out[0]) return -1;
+  int64_t c1[1] = {-1};
+  for (int32_t j = 0; j < 2 && j + 1 < n->nout; j++) {
+    GPExpr *cur = reshape(im, j == 0 ? mean : var, 1, c1);
+    GPExpr *run = op2(im, "add", op2(im, "multiply", a[3 + j], scalar_like(im, a[3 + j], mom)),
+                      op2(im, "multiply", ox_cast(im, cur, ox_dtype(a[3 + j])), scalar_like(im, a[3 + j], 1.0 - mom)));
+    if (!run) return -1;
+    out[1 + j] = run;
+  }
+  return 0;
 }
 
 /* MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over axes. */
