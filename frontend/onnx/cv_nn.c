@@ -663,7 +663,7 @@ static int cv_mvn(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
-/* LpNormalization: x / ||x||_p along axis (p 1 or 2). */
+/* LpNormalization: x / ||x||_p along axis (p 1 or 2); a zero vector stays zero. */
 static int cv_lp_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
   if (!x || require_float(x, "input") != 0) return -1;
@@ -675,6 +675,10 @@ static int cv_lp_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (p == 1) norm = reduce_axes(im, "sum", ox_op1(im, "abs", x), 1, ax);
   else if (p == 2) norm = ox_op1(im, "sqrt", reduce_axes(im, "sum", op2(im, "multiply", x, x), 1, ax));
   else return ox_unsupported("p %lld is not supported (1 or 2)", (long long)p);
+  /* a zero norm divides a zero vector: floor it at the dtype's least normal, giving 0 */
+  DLDataType dt = ox_dtype(x);
+  double tiny = dt.bits == 16 ? 6.103515625e-05 : dt.bits == 32 ? 1.17549435e-38 : 2.2250738585072014e-308;
+  norm = op2(im, "maximum", norm, scalar_like(im, x, tiny));
   out[0] = op2(im, "divide", x, norm);
   return out[0] ? 0 : -1;
 }
