@@ -810,8 +810,70 @@ static int k_prelu(const GPKernelArgs *a, void *user) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.nll_loss: computed in double (sums in order); a target outside [0, C) that is not
+ * ignore_index is GP_ERR_VALUE.                                                               */
+
+static int k_nll_loss(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (check_io(a, 3, 1) != 0) return -1;
+  const DLTensor *pt = a->inputs[0], *tt = a->inputs[1], *wt = a->inputs[2];
+  DLTensor *yt = a->outputs[0];
+  int kp, kt, kw, ky;
+  if (arith_dtype(pt, "predictions", false, &kp) != 0 || arith_dtype(wt, "weights", false, &kw) != 0 ||
+      gp_k_dtype_check(tt->dtype, "targets", &kt) != 0 || arith_dtype(yt, "result", false, &ky) != 0)
+    return -1;
+  if (gp_k_is_float(kt) || kt == GP_K_BOOL) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "targets must be integers");
+    return -1;
+  }
+  int32_t r = pt->ndim;
+  if (r < 2 || tt->ndim != r - 1 || wt->ndim != 1 || wt->shape[0] != pt->shape[1]) {
+    gp_error_set(GP_ERR_VALUE, "predictions, targets and weights shapes do not agree");
+    return -1;
+  }
+  const char *red = gp_ops_attr_str(a->op, a->attrs, "reduction");
+  int64_t ignore = gp_ops_attr_int(a->op, a->attrs, "ignore_index");
+  bool none = !strcmp(red, "none"), mean = !strcmp(red, "mean");
+  int64_t N = pt->shape[0], C = pt->shape[1], D = prod(pt->shape, 2, r);
+  void *ps = NULL, *ts = NULL, *ws = NULL;
+  const double *p = gp_knn_load_as(pt, GP_K_F64, &ps), *w = gp_knn_load_as(wt, GP_K_F64, &ws);
+  const int64_t *t = gp_knn_load_as(tt, GP_K_I64, &ts);
+  int64_t ny = none ? N * D : 1;
+  double *y = gp_malloc((size_t)(ny ? ny : 1) * sizeof(double));
+  double sum = 0, wsum = 0;
+  int rc = 0;
+  for (int64_t n = 0; n < N && rc == 0; n++)
+    for (int64_t d = 0; d < D; d++) {
+      int64_t c = t[n * D + d];
+      double l = 0, wv = 0;
+      if (c != ignore) {
+        if (c < 0 || c >= C) {
+          gp_error_set(GP_ERR_VALUE, "target %lld is outside [0, %lld) and is not ignore_index %lld", (long long)c,
+                       (long long)C, (long long)ignore);
+          rc = -1;
+          break;
+        }
+        wv = w[c];
+        l = -p[(n * C + c) * D + d] * wv;
+      }
+      if (none) y[n * D + d] = l;
+      sum += l, wsum += wv;
+    }
+  if (rc == 0) {
+    if (!none) y[0] = mean ? sum / wsum : sum;
+    if (ny > 0) gp_knn_store_from(yt, y, GP_K_F64);
+  }
+  gp_free(y);
+  gp_free(ps);
+  gp_free(ts);
+  gp_free(ws);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 void gp_kernels_register_nn(void) {
+  gp_kernel_set("nn.nll_loss", k_nll_loss);
   gp_kernel_set("nn.conv1d", gp_knn_convnd);
   gp_kernel_set("nn.conv3d", gp_knn_convnd);
   gp_kernel_set("nn.conv1d_transpose", gp_knn_conv_transpose);

@@ -428,3 +428,31 @@ Test(kernels_conv, type_errors) {
   expect_error(GP_ERR_TYPE, "pool_size");
   release_all((GPTensor *[]){x, w, w2, x5}, 4);
 }
+
+Test(kernels_conv, nll_loss) {
+  /* log-probabilities of 3 items over 2 classes; targets 1, 0, 1; weights 2, 3 */
+  GPTensor *p = T32(DIMS(3, 2), VALS(-1, -2, -3, -4, -5, -6));
+  GPTensor *t = tensor(GP_DT_I64, 1, DIMS(3), VALS(1, 0, 1));
+  GPTensor *w = T32(DIMS(2), VALS(2, 3));
+  GPTensor *y = run1("nn.nll_loss", KVS(KV("reduction", gp_attr_str("none"))), INS(p, t, w));
+  EXPECT_SHAPE(y, 3);
+  EXPECT_VALS(y, 0, 6, 6, 18);
+  gp_release(y);
+  y = run1("nn.nll_loss", KVS(KV("reduction", gp_attr_str("sum"))), INS(p, t, w));
+  EXPECT_SHAPE(y);
+  EXPECT_VALS(y, 0, 30);
+  gp_release(y);
+  y = run1("nn.nll_loss", NOKV, INS(p, t, w)); /* mean: 30 / (3 + 2 + 3) */
+  EXPECT_VALS(y, 1e-6, 3.75);
+  gp_release(y);
+  /* ignore_index 0 drops the second item: (6 + 18) / 6 */
+  y = run1("nn.nll_loss", KVS(KV("ignore_index", gp_attr_int(0))), INS(p, t, w));
+  EXPECT_VALS(y, 1e-6, 4);
+  gp_release(y);
+  GPTensor *bad = tensor(GP_DT_I64, 1, DIMS(3), VALS(1, 2, 1));
+  GPTensor *outs[4];
+  int32_t nout;
+  cr_assert_eq(run_op("nn.nll_loss", NOKV, INS(p, bad, w), 1, outs, &nout), -1);
+  expect_error(GP_ERR_VALUE, "outside");
+  release_all((GPTensor *[]){p, t, w, bad}, 4);
+}

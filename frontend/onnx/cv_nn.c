@@ -8,6 +8,7 @@
 #include "frontend/onnx/onnx_impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -933,8 +934,62 @@ static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: nn.nll_loss (after nn.log_softmax along */
+/* axis 1 for the latter); missing weights are ones, a missing ignore_index matches nothing.   */
+
+static GPExpr *nll(OxImporter *im, const OxNode *n, GPExpr *logp, GPExpr *target, GPExpr *weight) {
+  if (!logp || !target) return NULL;
+  if (ox_rank(logp) < 2) {
+    ox_invalid("the input must have rank >= 2 (N, C, ...)");
+    return NULL;
+  }
+  if (!weight) {
+    int64_t c = ox_type(logp)->tensor.shape[1];
+    if (c == GP_DIM_ANY) {
+      ox_unsupported("the class count (axis 1 of the input) must be known when there are no weights");
+      return NULL;
+    }
+    weight = ox_cast(im, filled(im, 1, &c, 1.0f), ox_dtype(logp));
+  }
+  const char *red = ox_attr_str(im, n, "reduction", "mean");
+  if (!red) return NULL;
+  if (strcmp(red, "mean") != 0 && strcmp(red, "sum") != 0 && strcmp(red, "none") != 0) {
+    ox_invalid("reduction \"%s\" is not mean, sum or none", red);
+    return NULL;
+  }
+  Attrs a = {0};
+  a_put(&a, "reduction", gp_attr_str(red));
+  a_put(&a, "ignore_index", gp_attr_int(ox_has_attr(n, "ignore_index") ? ox_attr_int(n, "ignore_index", 0) : INT64_MIN));
+  GPExpr *args[3] = {logp, target, weight};
+  if (!weight) return NULL;
+  return call(im, "nn.nll_loss", 3, args, &a);
+}
+
+static int cv_nll_loss(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *t = x ? ox_req(n, 1) : NULL;
+  if (!t || require_float(x, "input") != 0) return -1;
+  out[0] = nll(im, n, x, t, ox_in(n, 2));
+  return out[0] ? 0 : -1;
+}
+
+static int cv_softmax_ce_loss(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *t = x ? ox_req(n, 1) : NULL;
+  if (!t || require_float(x, "scores") != 0) return -1;
+  if (ox_rank(x) < 2) return ox_invalid("scores must have rank >= 2 (N, C, ...)");
+  Attrs a = {0};
+  a_put(&a, "axis", gp_attr_int(1));
+  GPExpr *logp = call1(im, "nn.log_softmax", x, &a);
+  out[0] = nll(im, n, logp, t, ox_in(n, 2));
+  if (!out[0]) return -1;
+  if (n->nout > 1) out[1] = logp;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"NegativeLogLikelihoodLoss", NULL, 12, cv_nll_loss},
+    {"SoftmaxCrossEntropyLoss", NULL, 12, cv_softmax_ce_loss},
     {"Attention", NULL, 23, cv_attention},
     {"ConvTranspose", NULL, 1, cv_conv_transpose},
     {"MatMul", NULL, 1, cv_matmul},

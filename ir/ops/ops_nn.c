@@ -875,6 +875,58 @@ static int prelu_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.nll_loss(predictions (N, C, d...), targets (N, d...), weights (C)): TVM's NLLLossRel      */
+
+static const GPAttrField k_nll_loss_attrs[] = {
+    GP_F_STR("reduction", "mean"),
+    GP_F_INT("ignore_index", -100),
+};
+
+static int nll_loss_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 3) != 0) return -1;
+  const GPType *p = gp_ops_tensor(args, 0, "predictions");
+  const GPType *t = p ? gp_ops_tensor(args, 1, "targets") : NULL;
+  const GPType *w = t ? gp_ops_tensor(args, 2, "weights") : NULL;
+  if (!w) return -1;
+  if (p->n < 2 || t->n != p->n - 1 || w->n != 1) {
+    gp_error_set(GP_ERR_TYPE,
+                 "predictions (shape %s) must be (N, C, d...), targets (shape %s) (N, d...) and "
+                 "weights (shape %s) (C)",
+                 gp_ops_shape(p).s, gp_ops_shape(t).s, gp_ops_shape(w).s);
+    return -1;
+  }
+  const int64_t *ps = p->tensor.shape, *ts = t->tensor.shape;
+  for (int32_t i = 0; i < t->n; i++) {
+    int64_t a = ps[i == 0 ? 0 : i + 1], b = ts[i];
+    if (a != GP_DIM_ANY && b != GP_DIM_ANY && a != b) {
+      gp_error_set(GP_ERR_TYPE, "targets (shape %s) do not match predictions (shape %s) without axis 1",
+                   gp_ops_shape(t).s, gp_ops_shape(p).s);
+      return -1;
+    }
+  }
+  if (ps[1] != GP_DIM_ANY && w->tensor.shape[0] != GP_DIM_ANY && ps[1] != w->tensor.shape[0]) {
+    gp_error_set(GP_ERR_TYPE, "weights (shape %s) must have the %lld classes of predictions (shape %s)",
+                 gp_ops_shape(w).s, (long long)ps[1], gp_ops_shape(p).s);
+    return -1;
+  }
+  if (gp_ops_same_dtype(p, "predictions", w, "weights") != 0) return -1;
+  DLDataType td = t->tensor.dtype;
+  if (td.code != kDLInt && td.code != kDLUInt) {
+    gp_error_set(GP_ERR_TYPE, "targets must be integers, got %s", gp_ops_dtype(td).s);
+    return -1;
+  }
+  const char *red = gp_ops_attr_str(op, attrs, "reduction");
+  if (!strcmp(red, "none")) return gp_ops_ret(p->tensor.dtype, t->n, ts, out);
+  if (strcmp(red, "mean") != 0 && strcmp(red, "sum") != 0) {
+    gp_error_set(GP_ERR_TYPE, "reduction \"%s\" must be \"mean\", \"sum\" or \"none\"", red);
+    return -1;
+  }
+  return gp_ops_ret(p->tensor.dtype, 0, NULL, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 #define N_ATTRS(a) ((int32_t)GP_ARRAY_LEN(a))
 
@@ -947,4 +999,8 @@ void gp_ops_register_nn(void) {
              "2-d global max pooling.");
   gp_ops_def("nn.prelu", 2, GP_PATTERN_BROADCAST, 0, k_prelu_attrs, N_ATTRS(k_prelu_attrs),
              prelu_rel, "Parametric ReLU: alpha (a vector along axis) scales the negatives.");
+  gp_ops_def("nn.nll_loss", 3, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_nll_loss_attrs,
+             N_ATTRS(k_nll_loss_attrs), nll_loss_rel,
+             "Negative log likelihood loss: -predictions[n, targets[n, d...], d...] * "
+             "weights[target], reduced by reduction (mean divides by the summed weights).");
 }
