@@ -986,8 +986,66 @@ static int cv_softmax_ce_loss(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* CausalConvWithState: input (B, C, L), weight (C, 1, K), bias (C), past_state (B, C, K - 1)  */
+/* (zeros when absent): a depthwise nn.conv1d over concat(past_state, input), an optional      */
+/* silu; present_state is the last K - 1 steps of that concatenation.                          */
+
+static int cv_causal_conv_with_state(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *w = x ? ox_req(n, 1) : NULL;
+  if (!w || require_float(x, "input") != 0) return -1;
+  GPExpr *bias = ox_in(n, 2), *past = ox_in(n, 3);
+  if (ox_rank(x) != 3 || ox_rank(w) != 3) return ox_invalid("input and weight must have rank 3");
+  if (ox_static(x, "input") != 0 || ox_static(w, "weight") != 0) return -1;
+  const int64_t *xs = ox_type(x)->tensor.shape, *ws = ox_type(w)->tensor.shape;
+  int64_t B = xs[0], C = xs[1], L = xs[2], K = ws[2];
+  if (ws[0] != C || ws[1] != 1 || K < 1)
+    return ox_invalid("weight (%lld, %lld, %lld) must be (C, 1, K) for %lld channels", (long long)ws[0],
+                      (long long)ws[1], (long long)K, (long long)C);
+  const char *act = ox_attr_str(im, n, "activation", "none");
+  if (!act) return -1;
+  bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+  if (!silu && strcmp(act, "none") != 0 && act[0])
+    return ox_unsupported("activation \"%s\" is not supported (none, silu, swish)", act);
+  GPExpr *padded = x;
+  if (K > 1) {
+    if (!past) {
+      int64_t ps[3] = {B, C, K - 1};
+      past = ox_cast(im, filled(im, 3, ps, 0.0f), ox_dtype(x));
+    }
+    padded = concat2(im, ox_cast(im, past, ox_dtype(x)), x, 2);
+    if (!padded) return -1;
+  }
+  Attrs a = {0};
+  int64_t k1[1] = {K};
+  a_put(&a, "groups", gp_attr_int(C));
+  a_put(&a, "channels", gp_attr_int(C));
+  a_put(&a, "kernel_size", a_ints(im, 1, k1));
+  GPExpr *args[2] = {padded, w};
+  GPExpr *y = call(im, "nn.conv1d", 2, args, &a);
+  if (y && bias) {
+    Attrs ab = {0};
+    a_put(&ab, "axis", gp_attr_int(1));
+    GPExpr *args2[2] = {y, bias};
+    y = call(im, "nn.bias_add", 2, args2, &ab);
+  }
+  if (y && silu) y = op2(im, "multiply", y, ox_op1(im, "sigmoid", y));
+  if (!y) return -1;
+  out[0] = y;
+  if (n->nout > 1) {
+    int64_t begin[3] = {0, 0, L}, end[3] = {B, C, L + K - 1};
+    Attrs sa = {0};
+    a_put(&sa, "begin", a_ints(im, 3, begin));
+    a_put(&sa, "end", a_ints(im, 3, end));
+    out[1] = call1(im, "strided_slice", padded, &sa);
+    if (!out[1]) return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"CausalConvWithState", NULL, 1, cv_causal_conv_with_state},
     {"NegativeLogLikelihoodLoss", NULL, 12, cv_nll_loss},
     {"SoftmaxCrossEntropyLoss", NULL, 12, cv_softmax_ce_loss},
     {"Attention", NULL, 23, cv_attention},
