@@ -1043,8 +1043,99 @@ static int cv_causal_conv_with_state(OxImporter *im, const OxNode *n, GPExpr **o
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* SwiGLU(a, b) = Swish(a, alpha) * b = a * sigmoid(alpha * a) * b                              */
+
+static int cv_swiglu(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *a = ox_req(n, 0), *b = a ? ox_req(n, 1) : NULL;
+  if (!b || require_float(a, "the gate input") != 0) return -1;
+  double alpha = ox_attr_float(n, "alpha", 1.0);
+  GPExpr *g = ox_op1(im, "sigmoid", alpha == 1.0 ? a : op2(im, "multiply", a, scalar_like(im, a, alpha)));
+  out[0] = op2(im, "multiply", op2(im, "multiply", a, g), b);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* RotaryEmbedding (23): X (B, H, S, d) or (B, S, H * d); cos/sin (B, S, r / 2), or
+ * (positions, r / 2) taken at position_ids (B, S).  The first r = rotary_embedding_dim (all d
+ * when 0) features rotate as pairs (x[i], x[i + r/2]), or (x[2i], x[2i+1]) when interleaved.   */
+
+static GPExpr *slice_last(OxImporter *im, GPExpr *x, int64_t begin, int64_t end, int64_t step) {
+  int32_t r = ox_rank(x);
+  int64_t b[8] = {0}, e[8], st[8];
+  const int64_t *s = ox_type(x)->tensor.shape;
+  for (int32_t i = 0; i < r; i++) e[i] = s[i], st[i] = 1;
+  b[r - 1] = begin, e[r - 1] = end, st[r - 1] = step;
+  Attrs a = {0};
+  a_put(&a, "begin", a_ints(im, r, b));
+  a_put(&a, "end", a_ints(im, r, e));
+  a_put(&a, "strides", a_ints(im, r, st));
+  return call1(im, "strided_slice", x, &a);
+}
+
+static int cv_rotary_embedding(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *cs = x ? ox_req(n, 1) : NULL, *sn = cs ? ox_req(n, 2) : NULL;
+  if (!sn || require_float(x, "X") != 0) return -1;
+  GPExpr *pos = ox_in(n, 3);
+  if (ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  if (r != 3 && r != 4) return ox_invalid("X must have rank 3 or 4");
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  int64_t B = xs[0], S, H, d;
+  GPExpr *x4; /* (B, H, S, d) or, from 3-d input, (B, S, H, d) */
+  if (r == 4) {
+    H = xs[1], S = xs[2], d = xs[3], x4 = x;
+  } else {
+    H = ox_attr_int(n, "num_heads", 0);
+    if (H < 1 || xs[2] % H != 0) return ox_invalid("num_heads %lld does not divide the hidden size %lld", (long long)H, (long long)xs[2]);
+    S = xs[1], d = xs[2] / H;
+    int64_t s4[4] = {B, S, H, d};
+    x4 = reshape(im, x, 4, s4);
+  }
+  int64_t rd = ox_attr_int(n, "rotary_embedding_dim", 0);
+  if (rd == 0) rd = d;
+  if (rd < 2 || rd > d || rd % 2 != 0) return ox_invalid("rotary_embedding_dim %lld is not an even size <= %lld", (long long)rd, (long long)d);
+  if (pos) {
+    if (!gp_op_find("take")) return ox_unsupported("RotaryEmbedding with position_ids needs the take op");
+    Attrs ta = {0};
+    a_put(&ta, "axis", gp_attr_int(0));
+    GPExpr *ca[2] = {cs, pos}, *sa[2] = {sn, pos};
+    cs = call(im, "take", 2, ca, &ta);
+    sn = cs ? call(im, "take", 2, sa, &ta) : NULL;
+    if (!sn) return -1;
+  }
+  if (ox_rank(cs) != 3 || ox_static(cs, "cos_cache") != 0) return ox_invalid("cos_cache must be (B, S, r / 2)");
+  int64_t half = rd / 2;
+  int64_t c4[4] = {B, r == 4 ? 1 : S, r == 4 ? S : 1, half};
+  /* caches may be wider than r / 2: use their first r / 2 features */
+  if (ox_type(cs)->tensor.shape[2] != half) {
+    cs = slice_last(im, cs, 0, half, 1);
+    sn = slice_last(im, sn, 0, half, 1);
+  }
+  GPExpr *cosv = ox_cast(im, reshape(im, cs, 4, c4), ox_dtype(x)), *sinv = ox_cast(im, reshape(im, sn, 4, c4), ox_dtype(x));
+  bool inter = ox_attr_int(n, "interleaved", 0) != 0;
+  GPExpr *x1 = inter ? slice_last(im, x4, 0, rd, 2) : slice_last(im, x4, 0, half, 1);
+  GPExpr *x2 = inter ? slice_last(im, x4, 1, rd, 2) : slice_last(im, x4, half, rd, 1);
+  GPExpr *re = op2(im, "subtract", op2(im, "multiply", cosv, x1), op2(im, "multiply", sinv, x2));
+  GPExpr *imv = op2(im, "add", op2(im, "multiply", sinv, x1), op2(im, "multiply", cosv, x2));
+  if (!re || !imv) return -1;
+  const int64_t *s4 = ox_type(x4)->tensor.shape;
+  GPExpr *rot;
+  if (inter) { /* (..., half, 2) -> (..., rd) */
+    int64_t e5[5] = {s4[0], s4[1], s4[2], half, 1}, r4[4] = {s4[0], s4[1], s4[2], rd};
+    rot = reshape(im, concat2(im, reshape(im, re, 5, e5), reshape(im, imv, 5, e5), 4), 4, r4);
+  } else {
+    rot = concat2(im, re, imv, 3);
+  }
+  if (rd < d) rot = concat2(im, rot, slice_last(im, x4, rd, d, 1), 3);
+  out[0] = r == 4 ? rot : reshape(im, rot, 3, xs);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"SwiGLU", NULL, 1, cv_swiglu},
+    {"RotaryEmbedding", NULL, 23, cv_rotary_embedding},
     {"CausalConvWithState", NULL, 1, cv_causal_conv_with_state},
     {"NegativeLogLikelihoodLoss", NULL, 12, cv_nll_loss},
     {"SoftmaxCrossEntropyLoss", NULL, 12, cv_softmax_ce_loss},
