@@ -112,11 +112,13 @@ static GPExpr *reshape_to(OxImporter *im, GPExpr *x, int32_t n, const int64_t *s
   return ox_call(im, "reshape", 1, &x, 1, k, v);
 }
 
-/* Reshape to a concrete shape (no Relay codes: a 0 is an empty dim, not a copy). */
+/* Reshape to a concrete shape (no Relay codes: a 0 is an empty dim, not a copy: allowzero). */
 static GPExpr *reshape_exact(OxImporter *im, GPExpr *x, int32_t n, const int64_t *shape) {
+  bool zero = false;
+  for (int32_t i = 0; i < n; i++) zero |= shape[i] == 0;
   const char *k[] = {"newshape", "allowzero"};
   GPAttrValue v[] = {gp_attr_ints(n, shape), gp_attr_bool(true)};
-  return ox_call(im, "reshape", 1, &x, 2, k, v);
+  return ox_call(im, "reshape", 1, &x, zero ? 2 : 1, k, v);
 }
 
 /* Softmax before opset 13: the input is coerced to 2-d at `axis`. */
