@@ -1132,8 +1132,238 @@ static int cv_rotary_embedding(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* RNN, GRU, LSTM: unrolled over the (static) sequence.  X W^T + Wb + Rb for all steps is one
+ * nn.dense; each step adds H R^T (nn.dense) and applies the gate equations of the spec.        */
+
+enum { RNN_PLAIN, RNN_GRU, RNN_LSTM };
+
+typedef struct RnnActs {
+  const char *f[3]; /* per direction: 3 activations (LSTM), 2 (GRU), 1 (RNN) */
+} RnnActs;
+
+static GPExpr *rnn_act(OxImporter *im, const char *name, GPExpr *x) {
+  if (!x) return NULL;
+  if (!strcmp(name, "Sigmoid")) return ox_op1(im, "sigmoid", x);
+  if (!strcmp(name, "Tanh")) return ox_op1(im, "tanh", x);
+  if (!strcmp(name, "Relu")) return ox_op1(im, "nn.relu", x);
+  ox_unsupported("the activation %s is not supported (Sigmoid, Tanh, Relu)", name);
+  return NULL;
+}
+
+static GPExpr *rnn_clip(OxImporter *im, GPExpr *x, double clip) {
+  if (!x || clip <= 0) return x;
+  Attrs a = {0};
+  a_put(&a, "a_min", gp_attr_float(-clip));
+  a_put(&a, "a_max", gp_attr_float(clip));
+  return call1(im, "clip", x, &a);
+}
+
+/* x[..., lo:hi] along axis `axis` of a static tensor. */
+static GPExpr *slice_axis(OxImporter *im, GPExpr *x, int32_t axis, int64_t lo, int64_t hi) {
+  if (!x) return NULL;
+  int32_t r = ox_rank(x);
+  int64_t b[8] = {0}, e[8];
+  const int64_t *s = ox_type(x)->tensor.shape;
+  for (int32_t i = 0; i < r; i++) e[i] = s[i];
+  b[axis] = lo, e[axis] = hi;
+  Attrs a = {0};
+  a_put(&a, "begin", a_ints(im, r, b));
+  a_put(&a, "end", a_ints(im, r, e));
+  return call1(im, "strided_slice", x, &a);
+}
+
+static GPExpr *dense(OxImporter *im, GPExpr *x, GPExpr *w) {
+  if (!x || !w) return NULL;
+  GPExpr *args[2] = {x, w};
+  return call(im, "nn.dense", 2, args, NULL);
+}
+
+static GPExpr *concat_n(OxImporter *im, int32_t n, GPExpr **f, int64_t axis) {
+  for (int32_t i = 0; i < n; i++)
+    if (!f[i]) return NULL;
+  Attrs at = {0};
+  a_put(&at, "axis", gp_attr_int(axis));
+  return call1(im, "concatenate", ox_tuple(im, n, f), &at);
+}
+
+static int rnn_common(OxImporter *im, const OxNode *n, GPExpr **out, int kind) {
+  static const int32_t gates_of[3] = {1, 3, 4};
+  int32_t G = gates_of[kind];
+  GPExpr *x = ox_req(n, 0), *W = x ? ox_req(n, 1) : NULL, *R = W ? ox_req(n, 2) : NULL;
+  if (!R || require_float(x, "X") != 0) return -1;
+  GPExpr *B = ox_in(n, 3), *seq = ox_in(n, 4), *h0 = ox_in(n, 5), *c0 = kind == RNN_LSTM ? ox_in(n, 6) : NULL;
+  GPExpr *P = kind == RNN_LSTM ? ox_in(n, 7) : NULL;
+  if (ox_static(x, "X") != 0 || ox_static(W, "W") != 0 || ox_static(R, "R") != 0) return -1;
+  if (ox_rank(x) != 3 || ox_rank(W) != 3 || ox_rank(R) != 3) return ox_invalid("X, W and R must have rank 3");
+  int64_t layout = ox_attr_int(n, "layout", 0);
+  if (layout == 1) {
+    static const int64_t perm[3] = {1, 0, 2};
+    Attrs ta = {0};
+    a_put(&ta, "axes", a_ints(im, 3, perm));
+    x = call1(im, "transpose", x, &ta);
+    if (h0) h0 = call1(im, "transpose", h0, &ta);
+    if (c0) c0 = call1(im, "transpose", c0, &ta);
+    if (!x || (ox_in(n, 5) && !h0) || (kind == RNN_LSTM && ox_in(n, 6) && !c0)) return -1;
+  }
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  int64_t S = xs[0], Bn = xs[1], I = xs[2];
+  int64_t H = ox_attr_int(n, "hidden_size", ox_type(R)->tensor.shape[2]);
+  const char *dir = ox_attr_str(im, n, "direction", "forward");
+  if (!dir) return -1;
+  int32_t nd = !strcmp(dir, "bidirectional") ? 2 : 1;
+  bool reverse_only = !strcmp(dir, "reverse");
+  if (nd == 1 && !reverse_only && strcmp(dir, "forward") != 0) return ox_invalid("direction \"%s\"", dir);
+  const int64_t *wsh = ox_type(W)->tensor.shape;
+  if (wsh[0] != nd || wsh[1] != G * H || wsh[2] != I)
+    return ox_invalid("W has shape (%lld, %lld, %lld), want (%d, %lld, %lld)", (long long)wsh[0], (long long)wsh[1],
+                      (long long)wsh[2], (int)nd, (long long)(G * H), (long long)I);
+  if (S < 1 || S > 4096) return ox_unsupported("a sequence of %lld steps is not supported", (long long)S);
+  if (seq) {
+    const int64_t *sl;
+    int32_t ns;
+    if (ox_const_ints(im, seq, "sequence_lens", &sl, &ns) != 0) return -1;
+    for (int32_t i = 0; i < ns; i++)
+      if (sl[i] != S) return ox_unsupported("sequence_lens shorter than the sequence are not supported");
+  }
+  if (kind == RNN_LSTM && ox_attr_int(n, "input_forget", 0)) return ox_unsupported("input_forget=1 is not supported");
+  if (ox_has_attr(n, "activation_alpha") || ox_has_attr(n, "activation_beta"))
+    return ox_unsupported("activation_alpha/activation_beta are not supported");
+  static const char *const dflt[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+  int32_t nact = kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 2 : 3;
+  const char *acts[2][3];
+  for (int32_t d = 0; d < nd; d++)
+    for (int32_t j = 0; j < nact; j++) acts[d][j] = dflt[kind][j];
+  if (ox_has_attr(n, "activations")) {
+    /* STRINGS attribute: read through the proto */
+    const Gponnx__AttributeProto *ap = NULL;
+    for (size_t i = 0; i < n->proto->n_attribute; i++)
+      if (!strcmp(n->proto->attribute[i]->name, "activations")) ap = n->proto->attribute[i];
+    if (!ap || ap->n_strings != (size_t)(nact * nd)) return ox_invalid("activations must have %d values", (int)(nact * nd));
+    for (int32_t d = 0; d < nd; d++)
+      for (int32_t j = 0; j < nact; j++) {
+        const ProtobufCBinaryData *b = &ap->strings[d * nact + j];
+        char *c = ox_alloc(im, b->len + 1);
+        if (!c) return -1;
+        memcpy(c, b->data, b->len);
+        c[b->len] = 0;
+        acts[d][j] = c;
+      }
+  }
+  double clip = ox_attr_float(n, "clip", 0.0);
+  bool lbr = kind == RNN_GRU && ox_attr_int(n, "linear_before_reset", 0) != 0;
+  DLDataType dt = ox_dtype(x);
+  int64_t s2[2] = {S * Bn, I}, wd2[2] = {G * H, I}, rd2[2] = {G * H, H}, bh[2] = {Bn, H}, gh1[1] = {G * H};
+  GPExpr *x2 = reshape(im, x, 2, s2);
+  GPExpr *ys[2], *yh[2], *yc[2];
+  for (int32_t d = 0; d < nd; d++) {
+    bool rev = reverse_only || d == 1;
+    GPExpr *Wd = reshape(im, slice_axis(im, W, 0, d, d + 1), 2, wd2);
+    GPExpr *Rd = reshape(im, slice_axis(im, R, 0, d, d + 1), 2, rd2);
+    GPExpr *xw = dense(im, x2, Wd); /* (S * B, G * H) */
+    GPExpr *rb = NULL;
+    if (B) {
+      GPExpr *bd = slice_axis(im, B, 0, d, d + 1);
+      int64_t b2[1] = {2 * G * H};
+      bd = reshape(im, bd, 1, b2);
+      GPExpr *wb = slice_axis(im, bd, 0, 0, G * H);
+      rb = reshape(im, slice_axis(im, bd, 0, G * H, 2 * G * H), 1, gh1);
+      xw = op2(im, "add", xw, reshape(im, wb, 1, gh1));
+      if (kind != RNN_GRU) { /* Rb is outside every product: fold it in now */
+        xw = op2(im, "add", xw, rb);
+        rb = NULL;
+      }
+    }
+    int64_t s3[3] = {S, Bn, G * H};
+    xw = reshape(im, xw, 3, s3);
+    if (!xw) return -1;
+    GPExpr *h = h0 ? reshape(im, slice_axis(im, h0, 0, d, d + 1), 2, bh) : ox_cast(im, filled(im, 2, bh, 0.0f), dt);
+    GPExpr *c = NULL;
+    if (kind == RNN_LSTM) c = c0 ? reshape(im, slice_axis(im, c0, 0, d, d + 1), 2, bh) : ox_cast(im, filled(im, 2, bh, 0.0f), dt);
+    GPExpr *pi = NULL, *po = NULL, *pf = NULL;
+    if (P) {
+      int64_t p1[1] = {3 * H};
+      GPExpr *pd = reshape(im, slice_axis(im, P, 0, d, d + 1), 1, p1);
+      pi = slice_axis(im, pd, 0, 0, H), po = slice_axis(im, pd, 0, H, 2 * H), pf = slice_axis(im, pd, 0, 2 * H, 3 * H);
+    }
+    GPExpr **steps = ox_alloc(im, (size_t)S * sizeof(GPExpr *));
+    if (!steps || !h || (kind == RNN_LSTM && !c)) return -1;
+    for (int64_t k = 0; k < S; k++) {
+      int64_t t = rev ? S - 1 - k : k;
+      GPExpr *xt = reshape(im, slice_axis(im, xw, 0, t, t + 1), 2, (int64_t[2]){Bn, G * H});
+      if (kind == RNN_PLAIN) {
+        h = rnn_act(im, acts[d][0], rnn_clip(im, op2(im, "add", xt, dense(im, h, Rd)), clip));
+      } else if (kind == RNN_GRU) {
+        GPExpr *Rzr = slice_axis(im, Rd, 0, 0, 2 * H), *Rh = slice_axis(im, Rd, 0, 2 * H, 3 * H);
+        GPExpr *hr = dense(im, h, Rzr); /* (B, 2H) */
+        if (rb) hr = op2(im, "add", hr, slice_axis(im, rb, 0, 0, 2 * H));
+        GPExpr *zr = op2(im, "add", slice_axis(im, xt, 1, 0, 2 * H), hr);
+        GPExpr *z = rnn_act(im, acts[d][0], rnn_clip(im, slice_axis(im, zr, 1, 0, H), clip));
+        GPExpr *r = rnn_act(im, acts[d][0], rnn_clip(im, slice_axis(im, zr, 1, H, 2 * H), clip));
+        GPExpr *rbh = rb ? slice_axis(im, rb, 0, 2 * H, 3 * H) : NULL;
+        GPExpr *hh;
+        if (lbr) {
+          hh = dense(im, h, Rh);
+          if (rbh) hh = op2(im, "add", hh, rbh);
+          hh = op2(im, "multiply", r, hh);
+        } else {
+          hh = dense(im, op2(im, "multiply", r, h), Rh);
+          if (rbh) hh = op2(im, "add", hh, rbh);
+        }
+        GPExpr *ht = rnn_act(im, acts[d][1], rnn_clip(im, op2(im, "add", slice_axis(im, xt, 1, 2 * H, 3 * H), hh), clip));
+        /* H = (1 - z) * ht + z * H = ht + z * (H - ht) */
+        h = op2(im, "add", ht, op2(im, "multiply", z, op2(im, "subtract", h, ht)));
+      } else {
+        GPExpr *g = op2(im, "add", xt, dense(im, h, Rd)); /* gates i, o, f, c */
+        GPExpr *gi = slice_axis(im, g, 1, 0, H), *go = slice_axis(im, g, 1, H, 2 * H);
+        GPExpr *gf = slice_axis(im, g, 1, 2 * H, 3 * H), *gc = slice_axis(im, g, 1, 3 * H, 4 * H);
+        if (pi) gi = op2(im, "add", gi, op2(im, "multiply", pi, c));
+        if (pf) gf = op2(im, "add", gf, op2(im, "multiply", pf, c));
+        GPExpr *it = rnn_act(im, acts[d][0], rnn_clip(im, gi, clip));
+        GPExpr *ft = rnn_act(im, acts[d][0], rnn_clip(im, gf, clip));
+        GPExpr *ct = rnn_act(im, acts[d][1], rnn_clip(im, gc, clip));
+        c = op2(im, "add", op2(im, "multiply", ft, c), op2(im, "multiply", it, ct));
+        if (po) go = op2(im, "add", go, op2(im, "multiply", po, c));
+        GPExpr *ot = rnn_act(im, acts[d][0], rnn_clip(im, go, clip));
+        h = op2(im, "multiply", ot, rnn_act(im, acts[d][2], c));
+      }
+      if (!h) return -1;
+      steps[t] = reshape(im, h, 4, (int64_t[4]){1, 1, Bn, H});
+    }
+    ys[d] = concat_n(im, (int32_t)S, steps, 0); /* (S, 1, B, H) */
+    yh[d] = reshape(im, h, 3, (int64_t[3]){1, Bn, H});
+    yc[d] = kind == RNN_LSTM ? reshape(im, c, 3, (int64_t[3]){1, Bn, H}) : NULL;
+    if (!ys[d] || !yh[d] || (kind == RNN_LSTM && !yc[d])) return -1;
+  }
+  GPExpr *Y = nd == 2 ? concat_n(im, 2, ys, 1) : ys[0];
+  GPExpr *Yh = nd == 2 ? concat_n(im, 2, yh, 0) : yh[0];
+  GPExpr *Yc = kind == RNN_LSTM ? (nd == 2 ? concat_n(im, 2, yc, 0) : yc[0]) : NULL;
+  if (!Y || !Yh || (kind == RNN_LSTM && !Yc)) return -1;
+  if (layout == 1) {
+    static const int64_t p4[4] = {2, 0, 1, 3}, p3[3] = {1, 0, 2};
+    Attrs a4 = {0}, a3 = {0};
+    a_put(&a4, "axes", a_ints(im, 4, p4));
+    a_put(&a3, "axes", a_ints(im, 3, p3));
+    Y = call1(im, "transpose", Y, &a4);
+    Yh = call1(im, "transpose", Yh, &a3);
+    if (Yc) Yc = call1(im, "transpose", Yc, &a3);
+    if (!Y || !Yh || (kind == RNN_LSTM && !Yc)) return -1;
+  }
+  out[0] = Y;
+  if (n->nout > 1) out[1] = Yh;
+  if (n->nout > 2 && kind == RNN_LSTM) out[2] = Yc;
+  return 0;
+}
+
+static int cv_rnn(OxImporter *im, const OxNode *n, GPExpr **out) { return rnn_common(im, n, out, RNN_PLAIN); }
+static int cv_gru(OxImporter *im, const OxNode *n, GPExpr **out) { return rnn_common(im, n, out, RNN_GRU); }
+static int cv_lstm(OxImporter *im, const OxNode *n, GPExpr **out) { return rnn_common(im, n, out, RNN_LSTM); }
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"RNN", NULL, 1, cv_rnn},
+    {"GRU", NULL, 1, cv_gru},
+    {"LSTM", NULL, 1, cv_lstm},
     {"SwiGLU", NULL, 1, cv_swiglu},
     {"RotaryEmbedding", NULL, 23, cv_rotary_embedding},
     {"CausalConvWithState", NULL, 1, cv_causal_conv_with_state},
