@@ -1359,8 +1359,107 @@ static int cv_gru(OxImporter *im, const OxNode *n, GPExpr **out) { return rnn_co
 static int cv_lstm(OxImporter *im, const OxNode *n, GPExpr **out) { return rnn_common(im, n, out, RNN_LSTM); }
 
 /* ------------------------------------------------------------------------------------------ */
+/* LinearAttention: the reference recurrence unrolled over T, in float32.  State S (B, Hkv, dk,
+ * dv); per step: S *= exp(decay) (gated), v = beta * (v - k_e^T S) (delta), S += k v^T, and
+ * o = scale * q S (key/value heads repeated for grouped query heads).                         */
+
+/* (B, T, H * c) -> (B, H, T, c) as float32 */
+static GPExpr *heads4(OxImporter *im, GPExpr *x, int64_t heads, const char *what) {
+  if (!x) return NULL;
+  if (ox_rank(x) != 3 || ox_static(x, what) != 0) {
+    if (ox_rank(x) != 3) ox_invalid("%s must have rank 3 (B, T, H * d)", what);
+    return NULL;
+  }
+  return split_heads(im, ox_cast(im, x, GP_DT_F32), heads, what);
+}
+
+static GPExpr *step4(OxImporter *im, GPExpr *x, int64_t i) { return slice_axis(im, x, 2, i, i + 1); }
+
+static int cv_linear_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *q = ox_req(n, 0), *k = q ? ox_req(n, 1) : NULL, *v = k ? ox_req(n, 2) : NULL;
+  if (!v || require_float(q, "query") != 0) return -1;
+  GPExpr *past = ox_in(n, 3), *decay = ox_in(n, 4), *beta = ox_in(n, 5), *erase = ox_in(n, 6);
+  const char *rule = ox_attr_str(im, n, "update_rule", "gated_delta");
+  if (!rule) return -1;
+  bool gating = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
+  bool delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
+  if (!gating && !delta && strcmp(rule, "linear") != 0) return ox_invalid("update_rule \"%s\"", rule);
+  if (gating != (decay != NULL)) return ox_invalid("update_rule %s %s the decay input", rule, gating ? "needs" : "forbids");
+  if (delta != (beta != NULL)) return ox_invalid("update_rule %s %s the beta input", rule, delta ? "needs" : "forbids");
+  if (erase && !delta) return ox_invalid("update_rule %s forbids erase_gate", rule);
+  int64_t hq = ox_attr_int(n, "q_num_heads", 0), hkv = ox_attr_int(n, "kv_num_heads", 0);
+  if (hq < 1 || hkv < 1 || hq % hkv != 0) return ox_invalid("q_num_heads %lld must be a positive multiple of kv_num_heads %lld", (long long)hq, (long long)hkv);
+  DLDataType odt = ox_dtype(q);
+  GPExpr *q4 = heads4(im, q, hq, "query"), *k4 = q4 ? heads4(im, k, hkv, "key") : NULL;
+  GPExpr *v4 = k4 ? heads4(im, v, hkv, "value") : NULL;
+  if (!v4) return -1;
+  const int64_t *qs = ox_type(q4)->tensor.shape;
+  int64_t B = qs[0], T = qs[2], dk = qs[3], dv = ox_type(v4)->tensor.shape[3];
+  if (T < 1 || T > 4096) return ox_unsupported("a sequence of %lld steps is not supported", (long long)T);
+  GPExpr *d4 = NULL, *b4 = NULL, *e4 = NULL;
+  if (decay) {
+    if (ox_rank(decay) != 3 || ox_static(decay, "decay") != 0) return ox_invalid("decay must have rank 3");
+    int64_t last = ox_type(decay)->tensor.shape[2];
+    if (last == hkv) {
+      int64_t s4[4] = {B, T, hkv, 1};
+      static const int64_t perm[4] = {0, 2, 1, 3};
+      d4 = transpose4(im, reshape(im, ox_cast(im, decay, GP_DT_F32), 4, s4), perm);
+    } else if (last == hkv * dk) {
+      d4 = heads4(im, decay, hkv, "decay");
+    } else {
+      return ox_invalid("decay's last dim %lld must be kv_num_heads or kv_num_heads * d_k", (long long)last);
+    }
+    if (!d4) return -1;
+  }
+  if (beta) {
+    if (ox_rank(beta) != 3 || ox_static(beta, "beta") != 0) return ox_invalid("beta must have rank 3");
+    int64_t last = ox_type(beta)->tensor.shape[2];
+    if (last != hkv && last != 1) return ox_invalid("beta's last dim %lld must be kv_num_heads or 1", (long long)last);
+    int64_t s4[4] = {B, T, last, 1};
+    static const int64_t perm[4] = {0, 2, 1, 3};
+    b4 = transpose4(im, reshape(im, ox_cast(im, beta, GP_DT_F32), 4, s4), perm);
+    if (!b4) return -1;
+  }
+  if (erase && !(e4 = heads4(im, erase, hkv, "erase_gate"))) return -1;
+  int64_t ss[4] = {B, hkv, dk, dv};
+  GPExpr *S = past ? ox_cast(im, past, GP_DT_F32) : filled(im, 4, ss, 0.0f);
+  if (!S) return -1;
+  double scale = ox_attr_float(n, "scale", 0.0);
+  if (scale == 0.0) scale = 1.0 / sqrt((double)dk);
+  GPExpr *sc = ox_scalar(im, GP_DT_F32, scale);
+  GPExpr **outs = ox_alloc(im, (size_t)T * sizeof(GPExpr *));
+  if (!outs) return -1;
+  int64_t kcol[4] = {B, hkv, dk, 1};
+  for (int64_t i = 0; i < T; i++) {
+    GPExpr *kt = step4(im, k4, i), *vt = step4(im, v4, i), *qt = step4(im, q4, i); /* (B, H, 1, d) */
+    if (gating) {
+      GPExpr *g = ox_op1(im, "exp", step4(im, d4, i)); /* (B, Hkv, 1, dk | 1) */
+      int64_t gs[4] = {B, hkv, ox_type(d4)->tensor.shape[3], 1};
+      S = op2(im, "multiply", S, reshape(im, g, 4, gs));
+    }
+    if (delta) {
+      GPExpr *ke = e4 ? op2(im, "multiply", step4(im, e4, i), kt) : kt;
+      GPExpr *got = bmm4(im, ke, S, false); /* (B, Hkv, 1, dv) */
+      vt = op2(im, "multiply", step4(im, b4, i), op2(im, "subtract", vt, got));
+    }
+    S = op2(im, "add", S, op2(im, "multiply", reshape(im, kt, 4, kcol), vt));
+    GPExpr *Sr = hq == hkv ? S : repeat_heads(im, S, hq / hkv);
+    outs[i] = op2(im, "multiply", bmm4(im, qt, Sr, false), sc); /* (B, Hq, 1, dv) */
+    if (!outs[i]) return -1;
+  }
+  GPExpr *o = concat_n(im, (int32_t)T, outs, 2);
+  static const int64_t perm[4] = {0, 2, 1, 3};
+  int64_t o3[3] = {B, T, hq * dv};
+  out[0] = ox_cast(im, reshape(im, transpose4(im, o, perm), 3, o3), odt);
+  if (!out[0]) return -1;
+  if (n->nout > 1) out[1] = ox_cast(im, S, past ? ox_dtype(past) : odt);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"LinearAttention", NULL, 1, cv_linear_attention},
     {"RNN", NULL, 1, cv_rnn},
     {"GRU", NULL, 1, cv_gru},
     {"LSTM", NULL, 1, cv_lstm},
