@@ -1457,8 +1457,39 @@ static int cv_linear_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* FlexAttention (ai.onnx.preview) without score_mod / prob_mod graphs: softmax(Q K^T * scale) V
+ * over 4-d (B, H, L, E) inputs, key/value heads repeated for grouped query heads.              */
+
+static int cv_flex_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *q = ox_req(n, 0), *k = q ? ox_req(n, 1) : NULL, *v = k ? ox_req(n, 2) : NULL;
+  if (!v || require_float(q, "Q") != 0) return -1;
+  if (ox_has_attr(n, "score_mod") || ox_has_attr(n, "prob_mod"))
+    return ox_unsupported("FlexAttention's score_mod / prob_mod graphs are not supported");
+  if (ox_static(q, "Q") != 0 || ox_static(k, "K") != 0 || ox_static(v, "V") != 0) return -1;
+  if (ox_rank(q) != 4 || ox_rank(k) != 4 || ox_rank(v) != 4) return ox_invalid("Q, K and V must have rank 4");
+  int64_t hq = ox_type(q)->tensor.shape[1], hkv = ox_type(k)->tensor.shape[1], E = ox_type(q)->tensor.shape[3];
+  if (hkv < 1 || hq % hkv != 0 || ox_type(v)->tensor.shape[1] != hkv)
+    return ox_invalid("%lld query heads cannot share %lld key/value heads", (long long)hq, (long long)hkv);
+  if (hq != hkv) {
+    k = repeat_heads(im, k, hq / hkv);
+    v = repeat_heads(im, v, hq / hkv);
+    if (!k || !v) return -1;
+  }
+  DLDataType dt = ox_dtype(q), sdt = dt.bits == 16 ? GP_DT_F32 : dt;
+  double scale = ox_has_attr(n, "scale") ? ox_attr_float(n, "scale", 1.0) : 1.0 / sqrt((double)E);
+  GPExpr *qk = ox_cast(im, bmm4(im, q, k, true), sdt);
+  qk = op2(im, "multiply", qk, ox_scalar(im, sdt, scale));
+  Attrs sa = {0};
+  a_put(&sa, "axis", gp_attr_int(-1));
+  GPExpr *p = ox_cast(im, call1(im, "nn.softmax", qk, &sa), dt);
+  out[0] = bmm4(im, p, v, false);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"FlexAttention", "ai.onnx.preview", 1, cv_flex_attention},
     {"LinearAttention", NULL, 1, cv_linear_attention},
     {"RNN", NULL, 1, cv_rnn},
     {"GRU", NULL, 1, cv_gru},
