@@ -1487,8 +1487,90 @@ static int cv_flex_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Col2Im: a transposed convolution of the blocks (N, C * K, L1, L2, ...) with a one-hot weight
+ * (C * K, 1, k...) in C groups, which adds each block element back to its image position.      */
+
+static int cv_col2im(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *is = x ? ox_req(n, 1) : NULL, *bs = is ? ox_req(n, 2) : NULL;
+  if (!bs || require_float(x, "input") != 0) return -1;
+  if (ox_rank(x) != 3 || ox_static(x, "input") != 0) return ox_invalid("input must be a static (N, C * K, L)");
+  const int64_t *img, *blk;
+  int32_t ni, nb;
+  if (ox_const_ints(im, is, "image_shape", &img, &ni) != 0 || ox_const_ints(im, bs, "block_shape", &blk, &nb) != 0)
+    return -1;
+  if (ni != nb || ni < 1 || ni > 3) return ox_unsupported("Col2Im with %d spatial dims is not supported (1 to 3)", (int)ni);
+  int32_t nd = ni;
+  int64_t s[3], d[3], pb[3], pe[3], L[3], K = 1, Ltot = 1;
+  int32_t c;
+  const int64_t *v;
+  v = ox_attr_ints(n, "strides", &c);
+  for (int32_t i = 0; i < nd; i++) s[i] = c == nd ? v[i] : 1;
+  v = ox_attr_ints(n, "dilations", &c);
+  for (int32_t i = 0; i < nd; i++) d[i] = c == nd ? v[i] : 1;
+  v = ox_attr_ints(n, "pads", &c);
+  for (int32_t i = 0; i < nd; i++) pb[i] = c == 2 * nd ? v[i] : 0, pe[i] = c == 2 * nd ? v[nd + i] : 0;
+  for (int32_t i = 0; i < nd; i++) {
+    if (blk[i] < 1 || s[i] < 1 || d[i] < 1 || pb[i] < 0 || pe[i] < 0) return ox_invalid("invalid block_shape, strides, dilations or pads");
+    int64_t num = img[i] + pb[i] + pe[i] - d[i] * (blk[i] - 1) - 1;
+    if (num < 0) return ox_invalid("the block does not fit the padded image");
+    L[i] = num / s[i] + 1;
+    K *= blk[i], Ltot *= L[i];
+  }
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (xs[1] % K != 0 || xs[2] != Ltot)
+    return ox_invalid("input (%lld, %lld, %lld) does not match %lld block elements and %lld blocks", (long long)xs[0],
+                      (long long)xs[1], (long long)xs[2], (long long)K, (long long)Ltot);
+  int64_t N = xs[0], C = xs[1] / K;
+  int64_t xsh[5] = {N, C * K, 0, 0, 0}, wsh[5] = {C * K, 1, 0, 0, 0}, opad[3];
+  for (int32_t i = 0; i < nd; i++) {
+    xsh[2 + i] = L[i], wsh[2 + i] = blk[i];
+    opad[i] = img[i] - ((L[i] - 1) * s[i] - pb[i] - pe[i] + d[i] * (blk[i] - 1) + 1);
+  }
+  GPTensor *wt = gp_tensor_alloc(ox_dtype(x), nd + 2, wsh, true);
+  if (!wt) return -1;
+  char *wp = (char *)wt->dl.data + wt->dl.byte_offset;
+  size_t es = gp_dtype_bytes(ox_dtype(x));
+  memset(wp, 0, (size_t)(C * K * K) * es);
+  for (int64_t ch = 0; ch < C * K; ch++) { /* weight[c * K + k, 0, k] = 1 */
+    int64_t k = ch % K;
+    char *dst = wp + (size_t)(ch * K + k) * es;
+    if (es == 2) {
+      uint16_t one = 0x3c00;
+      memcpy(dst, &one, 2);
+    } else if (es == 4) {
+      float one = 1.0f;
+      memcpy(dst, &one, 4);
+    } else {
+      double one = 1.0;
+      memcpy(dst, &one, 8);
+    }
+  }
+  GPExpr *w = ox_constant(im, wt);
+  static const char *const ops[4] = {NULL, "nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
+  static const char *const dls[4] = {NULL, "NCW", "NCHW", "NCDHW"};
+  static const char *const kls[4] = {NULL, "IOW", "IOHW", "IODHW"};
+  int64_t pad[6];
+  for (int32_t i = 0; i < nd; i++) pad[i] = pb[i], pad[nd + i] = pe[i];
+  Attrs a = {0};
+  a_put(&a, "channels", gp_attr_int(C));
+  a_put(&a, "kernel_size", a_ints(im, nd, blk));
+  a_put(&a, "strides", a_ints(im, nd, s));
+  a_put(&a, "output_padding", a_ints(im, nd, opad));
+  a_put(&a, "padding", a_ints(im, 2 * nd, pad));
+  a_put(&a, "dilation", a_ints(im, nd, d));
+  a_put(&a, "groups", gp_attr_int(C));
+  a_put(&a, "data_layout", gp_attr_str(dls[nd]));
+  a_put(&a, "kernel_layout", gp_attr_str(kls[nd]));
+  GPExpr *args[2] = {reshape(im, x, nd + 2, xsh), w};
+  if (!args[0] || !w) return -1;
+  out[0] = call(im, ops[nd], 2, args, &a);
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 const OxConverter ox_cv_nn[] = {
+    {"Col2Im", NULL, 18, cv_col2im},
     {"FlexAttention", "ai.onnx.preview", 1, cv_flex_attention},
     {"LinearAttention", NULL, 1, cv_linear_attention},
     {"RNN", NULL, 1, cv_rnn},
