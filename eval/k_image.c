@@ -289,8 +289,213 @@ static int k_resize3d(const GPKernelArgs *a, void *user) {
   return k_resize(a, 3);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* image.grid_sample (PyTorch's / ONNX's grid_sample): data [N, C, (D,) H, W], grid
+ * [N, nsp, (D',) H', W'] with grid[:, 0] the x (W) coordinate, grid[:, 1] y, grid[:, 2] z, in
+ * [-1, 1].  A coordinate denormalizes to ((v + 1) / 2) * (size - 1) (align_corners) or
+ * ((v + 1) * size - 1) / 2; nearest rounds it half to even; outside the borders, border padding
+ * clamps it and reflection reflects it; each tap then reads 0 outside the image (zeros), the
+ * clamped index (border) or the reflected index (reflection).  bicubic uses alpha -0.75. */
+
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECT };
+
+typedef struct GridSample {
+  GPKView x, g;
+  char *y;
+  int ky, method, pad, nsp, ntap;
+  bool align;
+  int64_t N, C, in[3], out[3], opos; /* opos: output positions per (n, c) */
+} GridSample;
+
+static double gs_reflect(double x, double lo, double hi) {
+  double rng = hi - lo;
+  if (!(rng > 0)) return lo;
+  if (x < lo) {
+    double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
+    return fmod(n, 2.0) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
+    return fmod(n, 2.0) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+/* The index a tap reads, or -1 for a zero. */
+static int64_t gs_tap(const GridSample *s, int64_t i, int64_t size) {
+  if (i >= 0 && i < size) return i;
+  if (s->pad == GS_ZEROS) return -1;
+  if (s->pad == GS_BORDER) return clamp_i(i, 0, size - 1);
+  double lo = s->align ? 0.0 : -0.5, hi = s->align ? (double)size - 1 : (double)size - 0.5;
+  return clamp_i(idx_floor(gs_reflect((double)i, lo, hi) + 0.0), 0, size - 1);
+}
+
+static void gs_cubic(double t, double w[4]) {
+  const double A = -0.75;
+  double x0 = t + 1, x1 = t, x2 = 1 - t, x3 = 2 - t;
+  w[0] = ((A * x0 - 5 * A) * x0 + 8 * A) * x0 - 4 * A;
+  w[1] = ((A + 2) * x1 - (A + 3)) * x1 * x1 + 1;
+  w[2] = ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1;
+  w[3] = ((A * x3 - 5 * A) * x3 + 8 * A) * x3 - 4 * A;
+}
+
+static void gs_body(void *vctx, int64_t begin, int64_t end) {
+  const GridSample *s = vctx;
+  int nsp = s->nsp, nt = s->ntap;
+  size_t ye = gp_k_elem_size(s->ky);
+  for (int64_t item = begin; item < end; item++) { /* item = n * opos + p */
+    int64_t n = item / s->opos, p = item % s->opos;
+    int64_t pc[3], rem = p;
+    for (int d = nsp - 1; d >= 0; d--) {
+      pc[d] = rem % s->out[d];
+      rem /= s->out[d];
+    }
+    int64_t idx[3][4];
+    double w[3][4];
+    for (int d = 0; d < nsp; d++) { /* spatial dim d (D, H, W order) <- grid channel nsp-1-d */
+      int64_t goff = n * s->g.strides[0] + (int64_t)(nsp - 1 - d) * s->g.strides[1];
+      for (int e = 0; e < nsp; e++) goff += pc[e] * s->g.strides[2 + e];
+      double v = gp_k_load_f64(s->g.data + goff * (int64_t)s->g.elem, s->g.kdt);
+      double size = (double)s->in[d];
+      double c = s->align ? (v + 1) / 2.0 * (size - 1) : ((v + 1) * size - 1) / 2.0;
+      if (s->method == GS_NEAREST) c = isnan(c) ? c : nearbyint(c);
+      double lo = s->align ? 0.0 : -0.5, hi = s->align ? size - 1 : size - 0.5;
+      if (c < lo || c > hi) {
+        if (s->pad == GS_BORDER) c = c < 0 ? 0 : c > size - 1 ? size - 1 : c;
+        else if (s->pad == GS_REFLECT) c = gs_reflect(c, lo, hi);
+      }
+      int64_t i0 = idx_floor(c);
+      double f = isnan(c) ? 0.0 : c - (double)i0;
+      if (s->method == GS_NEAREST) {
+        idx[d][0] = gs_tap(s, i0, s->in[d]);
+        w[d][0] = 1;
+      } else if (s->method == GS_LINEAR) {
+        idx[d][0] = gs_tap(s, i0, s->in[d]);
+        idx[d][1] = gs_tap(s, i0 + 1, s->in[d]);
+        w[d][0] = 1 - f;
+        w[d][1] = f;
+      } else {
+        for (int t = 0; t < 4; t++) idx[d][t] = gs_tap(s, i0 - 1 + t, s->in[d]);
+        gs_cubic(f, w[d]);
+      }
+    }
+    int ncomb = 1;
+    for (int d = 0; d < nsp; d++) ncomb *= nt;
+    for (int64_t ch = 0; ch < s->C; ch++) {
+      int64_t base = n * s->x.strides[0] + ch * s->x.strides[1];
+      double acc = 0;
+      for (int cb = 0; cb < ncomb; cb++) {
+        int64_t off = base;
+        double ww = 1;
+        bool zero = false;
+        int cc = cb;
+        for (int d = nsp - 1; d >= 0; d--) {
+          int t = cc % nt;
+          cc /= nt;
+          if (idx[d][t] < 0) zero = true;
+          off += idx[d][t] * s->x.strides[2 + d];
+          ww *= w[d][t];
+        }
+        if (!zero && ww != 0.0) acc += ww * gp_k_load_f64(s->x.data + off * (int64_t)s->x.elem, s->x.kdt);
+      }
+      gp_k_store_f64(s->y + (size_t)((n * s->C + ch) * s->opos + p) * ye, s->ky, acc);
+    }
+  }
+}
+
+static int k_grid_sample(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (check_io(a, 2, 1) != 0) return -1;
+  const DLTensor *xt = a->inputs[0], *gt = a->inputs[1];
+  DLTensor *yt = a->outputs[0];
+  GridSample s;
+  memset(&s, 0, sizeof s);
+  int kx, kg;
+  if (gp_k_dtype_check(xt->dtype, "data", &kx) != 0 || gp_k_dtype_check(gt->dtype, "grid", &kg) != 0 ||
+      gp_k_dtype_check(yt->dtype, "output", &s.ky) != 0)
+    return -1;
+  const char *m = gp_ops_attr_str(a->op, a->attrs, "method");
+  const char *p = gp_ops_attr_str(a->op, a->attrs, "padding_mode");
+  s.method = strcmp(m, "nearest") == 0 ? GS_NEAREST : strcmp(m, "bilinear") == 0 ? GS_LINEAR
+             : strcmp(m, "bicubic") == 0 ? GS_CUBIC : -1;
+  s.pad = strcmp(p, "zeros") == 0 ? GS_ZEROS : strcmp(p, "border") == 0 ? GS_BORDER
+          : strcmp(p, "reflection") == 0 ? GS_REFLECT : -1;
+  if (s.method < 0 || s.pad < 0) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "method \"%s\" / padding_mode \"%s\" is not supported", m, p);
+    return -1;
+  }
+  s.align = gp_ops_attr_bool(a->op, a->attrs, "align_corners");
+  s.nsp = xt->ndim - 2;
+  if (s.nsp < 2 || s.nsp > 3 || gt->ndim != xt->ndim || yt->ndim != xt->ndim || gt->shape[1] != s.nsp ||
+      gt->shape[0] != xt->shape[0]) {
+    gp_error_set(GP_ERR_VALUE, "data and grid shapes do not match");
+    return -1;
+  }
+  s.ntap = s.method == GS_NEAREST ? 1 : s.method == GS_LINEAR ? 2 : 4;
+  s.N = xt->shape[0];
+  s.C = xt->shape[1];
+  s.opos = 1;
+  for (int d = 0; d < s.nsp; d++) {
+    s.in[d] = xt->shape[2 + d];
+    s.out[d] = yt->shape[2 + d];
+    s.opos *= s.out[d];
+  }
+  if (gp_k_numel(yt) == 0) return 0;
+  for (int d = 0; d < s.nsp; d++)
+    if (s.in[d] == 0) {
+      gp_error_set(GP_ERR_VALUE, "cannot sample an empty data axis %d", (int)(2 + d));
+      return -1;
+    }
+  gp_k_view(xt, &s.x);
+  gp_k_view(gt, &s.g);
+  s.y = (char *)yt->data + yt->byte_offset;
+  int64_t grain = 4096 / (s.C * (s.ntap == 4 ? 16 : 4) + 1);
+  gp_k_parallel_for(nthreads_of(a), s.N * s.opos, grain < 1 ? 1 : grain, gs_body, &s);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* image.affine_grid: out[n, 0, h, w] = t[n, 0, 0] * x_w + t[n, 0, 1] * y_h + t[n, 0, 2], out[n,
+ * 1] likewise with row 1, where x_w and y_h are evenly spaced in [-1, 1] (TVM: align_corners). */
+
+static int k_affine_grid(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (check_io(a, 1, 1) != 0) return -1;
+  const DLTensor *tt = a->inputs[0];
+  DLTensor *yt = a->outputs[0];
+  int kt, ky;
+  if (gp_k_dtype_check(tt->dtype, "data", &kt) != 0 || gp_k_dtype_check(yt->dtype, "output", &ky) != 0)
+    return -1;
+  if (tt->ndim != 3 || yt->ndim != 4 || tt->shape[1] != 2 || tt->shape[2] != 3) {
+    gp_error_set(GP_ERR_VALUE, "data must have shape (N, 2, 3)");
+    return -1;
+  }
+  GPKView t;
+  gp_k_view(tt, &t);
+  int64_t N = yt->shape[0], H = yt->shape[2], W = yt->shape[3];
+  size_t ye = gp_k_elem_size(ky);
+  char *y = (char *)yt->data + yt->byte_offset;
+  for (int64_t n = 0; n < N; n++)
+    for (int r = 0; r < 2; r++) {
+      double th[3];
+      for (int j = 0; j < 3; j++)
+        th[j] = gp_k_load_f64(t.data + (n * t.strides[0] + r * t.strides[1] + j * t.strides[2]) * (int64_t)t.elem, t.kdt);
+      for (int64_t h = 0; h < H; h++) {
+        double yv = H > 1 ? -1.0 + 2.0 * (double)h / (double)(H - 1) : -1.0;
+        for (int64_t w = 0; w < W; w++) {
+          double xv = W > 1 ? -1.0 + 2.0 * (double)w / (double)(W - 1) : -1.0;
+          gp_k_store_f64(y + (size_t)(((n * 2 + r) * H + h) * W + w) * ye, ky, th[0] * xv + th[1] * yv + th[2]);
+        }
+      }
+    }
+  return 0;
+}
+
 void gp_kernels_register_image(void) {
   gp_kernel_set("image.resize1d", k_resize1d);
   gp_kernel_set("image.resize2d", k_resize2d);
   gp_kernel_set("image.resize3d", k_resize3d);
+  gp_kernel_set("image.grid_sample", k_grid_sample);
+  gp_kernel_set("image.affine_grid", k_affine_grid);
 }

@@ -393,3 +393,61 @@ Test(kernels_image, resize_errors) {
   expect_error(GP_ERR_VALUE, "cannot resize an empty axis");
   release_all((GPTensor *[]){x, e}, 2);
 }
+
+/* ---- grid_sample, affine_grid */
+
+Test(kernels_image, grid_sample_hand) {
+  GPTensor *x = T32(DIMS(1, 1, 2, 2), VALS(1, 2, 3, 4));
+  /* x coordinates, then y coordinates, for 4 output points */
+  GPTensor *g = T32(DIMS(1, 2, 1, 4), VALS(-1, 1, 0, 1, -1, 1, 0, -1));
+  GPTensor *y = run1("image.grid_sample", NOKV, INS(x, g)); /* bilinear, zeros, align_corners */
+  EXPECT_SHAPE(y, 1, 1, 1, 4);
+  EXPECT_VALS(y, 1e-6, 1, 4, 2.5, 2);
+  gp_release(y);
+  GPTensor *g2 = T32(DIMS(1, 2, 1, 2), VALS(-1, 3, -1, 0)); /* (-1, -1) and (3, 0) */
+  y = run1("image.grid_sample", KVS(KV("align_corners", gp_attr_bool(false))), INS(x, g2));
+  /* (-1,-1) -> (-0.5,-0.5): a quarter of x[0,0]; (3, 0) -> x 3.5 (all zeros) */
+  EXPECT_VALS(y, 1e-6, 0.25, 0);
+  gp_release(y);
+  y = run1("image.grid_sample", KVS(KV("align_corners", gp_attr_bool(false)), KV("padding_mode", STR("border"))),
+           INS(x, g2));
+  EXPECT_VALS(y, 1e-6, 1, 3); /* (3, 0): x clamped to 1, y = 0.5 -> (2 + 4) / 2 */
+  gp_release(y);
+  y = run1("image.grid_sample", KVS(KV("align_corners", gp_attr_bool(false)), KV("padding_mode", STR("reflection"))),
+           INS(x, g2));
+  /* (3, 0): x 3.5 reflects about 1.5 to -0.5 -> taps -1 (reflected to 0) and 0: x[., 0] = (1 + 3) / 2 */
+  EXPECT_VALS(y, 1e-6, 1, 2);
+  gp_release(y);
+  GPTensor *g3 = T32(DIMS(1, 2, 1, 2), VALS(0, 0.2, 0, 0));
+  y = run1("image.grid_sample", KVS(KV("method", STR("nearest"))), INS(x, g3));
+  EXPECT_VALS(y, 0, 1, 2); /* 0.5 rounds to even 0; 0.6 to 1 */
+  gp_release(y);
+  /* bicubic at a pixel centre reproduces it */
+  GPTensor *x4 = T32(DIMS(1, 1, 4, 4), VALS(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  GPTensor *g4 = T32(DIMS(1, 2, 1, 2), VALS(-1.0 / 3, 1.0 / 3, -1.0 / 3, 1.0 / 3));
+  y = run1("image.grid_sample", KVS(KV("method", STR("bicubic"))), INS(x4, g4));
+  EXPECT_VALS(y, 1e-5, 5, 10);
+  gp_release(y);
+  cr_assert_eq(run_op("image.grid_sample", KVS(KV("method", STR("linear"))), INS(x, g), 1, (GPTensor *[4]){0}, &(int32_t){0}), -1);
+  expect_error(GP_ERR_TYPE, "method \"linear\"");
+  release_all((GPTensor *[]){x, g, g2, g3, x4, g4}, 6);
+}
+
+Test(kernels_image, grid_sample_3d) {
+  double v[8];
+  for (int i = 0; i < 8; i++) v[i] = i; /* 4z + 2y + x */
+  GPTensor *x = T32(DIMS(1, 1, 2, 2, 2), v);
+  GPTensor *g = T32(DIMS(1, 3, 1, 1, 2), VALS(0, 1, 0, -1, 0, 1)); /* (x, y, z) = (0,0,0), (1,-1,1) */
+  GPTensor *y = run1("image.grid_sample", KVS(KV("layout", STR("NCDHW"))), INS(x, g));
+  EXPECT_SHAPE(y, 1, 1, 1, 1, 2);
+  EXPECT_VALS(y, 1e-6, 3.5, 5);
+  release_all((GPTensor *[]){x, g, y}, 3);
+}
+
+Test(kernels_image, affine_grid_identity) {
+  GPTensor *t = T32(DIMS(1, 2, 3), VALS(1, 0, 0, 0, 1, 0));
+  GPTensor *y = run1("image.affine_grid", KVS(KV("target_shape", INTS(2, 3))), INS(t));
+  EXPECT_SHAPE(y, 1, 2, 2, 3);
+  EXPECT_VALS(y, 1e-6, -1, 0, 1, -1, 0, 1, -1, -1, -1, 1, 1, 1);
+  release_all((GPTensor *[]){t, y}, 2);
+}
