@@ -1,6 +1,825 @@
-/* cv_extra.c -- ONNX converters: resize, image ops, quantization, the rest. */
+/* cv_extra.c -- ONNX converters: Resize and Upsample, GridSample and AffineGrid, quantization
+ * (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
+ * QLinearMatMul, QLinearConv).
+ *
+ * Resize maps to image.resize1d/2d/3d as TVM's from_onnx does when Relay's op computes the
+ * same thing: the resized axes are the spatial axes of an NCW / NCHW / NCDHW input and each
+ * scale is out / in exactly (Relay's op derives its coordinate scale from the sizes, ONNX from the
+ * given scale).  Everything else -- other axes, inexact scales (floor(in * scale) != in *
+ * scale), keep_aspect_ratio_policy, half_pixel_symmetric, antialias -- is computed as ONNX's
+ * reference does it, one axis at a time: the interpolation is separable and linear, so each
+ * axis is a matrix product with a (out x in) weight matrix built here (nn.dense on the axis
+ * moved last).
+ *
+ * The quantization ops decompose into Relay elementwise ops as TVM's qnn lowering does:
+ * QuantizeLinear is clip(round(x / scale) + zero_point) cast to the output type; the integer
+ * matrix ops run in int32 (cast, subtract the zero points, nn.dense / nn.conv2d with out_dtype
+ * int32) and requantize in float32. */
 #include "frontend/onnx/onnx_impl.h"
 
+#include "eval/kernel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXR 8 /* ranks handled by the converters below */
+
+static const DLDataType k_f32 = {kDLFloat, 32, 1};
+static const DLDataType k_i32 = {kDLInt, 32, 1};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Small builders                                                                              */
+
+static GPExpr *mk_transpose(OxImporter *im, GPExpr *e, int32_t n, const int64_t *perm) {
+  const char *keys[] = {"axes"};
+  GPAttrValue vals[] = {gp_attr_ints(n, perm)};
+  return ox_call(im, "transpose", 1, &e, 1, keys, vals);
+}
+
+static GPExpr *mk_reshape(OxImporter *im, GPExpr *e, int32_t n, const int64_t *shape) {
+  const char *keys[] = {"newshape"};
+  GPAttrValue vals[] = {gp_attr_ints(n, shape)};
+  return ox_call(im, "reshape", 1, &e, 1, keys, vals);
+}
+
+static GPExpr *mk_clip(OxImporter *im, GPExpr *e, double lo, double hi) {
+  const char *keys[] = {"a_min", "a_max"};
+  GPAttrValue vals[] = {gp_attr_float(lo), gp_attr_float(hi)};
+  return ox_call(im, "clip", 1, &e, 2, keys, vals);
+}
+
+static GPExpr *mk_dense(OxImporter *im, GPExpr *x, GPExpr *w, DLDataType out_dtype) {
+  GPExpr *args[] = {x, w};
+  const char *keys[] = {"out_dtype"};
+  GPAttrValue vals[] = {gp_attr_dtype(out_dtype)};
+  return ox_call(im, "nn.dense", 2, args, 1, keys, vals);
+}
+
+static bool have_op(const char *name) {
+  const GPOp *op = gp_op_get(name);
+  if (!op) gp_error_clear();
+  return op != NULL;
+}
+
+/* round half to even: Relay's round when the op set has it, else (for |v| < 2^22, which the
+ * callers guarantee by clipping first) the float32 trick (v + 1.5 * 2^23) - 1.5 * 2^23. */
+static GPExpr *mk_round(OxImporter *im, GPExpr *e) {
+  if (have_op("round")) return ox_op1(im, "round", e);
+  GPExpr *c = ox_scalar(im, ox_dtype(e), 12582912.0);
+  GPExpr *a = c ? ox_op2(im, "add", e, c) : NULL;
+  return a ? ox_op2(im, "subtract", a, c) : NULL;
+}
+
+/* A constant of dtype dt and the given shape from doubles. */
+static GPExpr *mk_const(OxImporter *im, DLDataType dt, int32_t ndim, const int64_t *shape, const double *v) {
+  GPTensor *t = gp_tensor_alloc(dt, ndim, shape, true);
+  if (!t) return NULL;
+  int k = gp_k_dtype(dt);
+  if (k < 0) {
+    gp_release(t);
+    return (void)ox_unsupported("dtype %s", gp_ops_dtype(dt).s), NULL;
+  }
+  size_t es = gp_k_elem_size(k);
+  int64_t n = gp_k_numel(&t->dl);
+  for (int64_t i = 0; i < n; i++) gp_k_store_f64((char *)t->dl.data + (size_t)i * es, k, v[i]);
+  return ox_constant(im, t);
+}
+
+/* An input's compile-time values as doubles (pool-owned); *n = 0 when absent or empty. */
+static int const_f64s(OxImporter *im, GPExpr *e, const char *what, const double **out, int64_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (!e) return 0;
+  GPTensor *t = ox_const(im, e, what);
+  if (!t) return -1;
+  int64_t cnt = gp_k_numel(&t->dl);
+  double *v = ox_alloc(im, (size_t)(cnt ? cnt : 1) * sizeof(double));
+  for (int64_t i = 0; i < cnt; i++) v[i] = gp_tensor_get_f64(t, i);
+  *out = v;
+  *n = cnt;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resize, Upsample                                                                            */
+
+typedef struct RzAxis {
+  int64_t in, out;
+  double scale; /* the coordinate scale (ONNX's scale_factor) */
+  double start, end; /* roi */
+  bool resized;
+} RzAxis;
+
+typedef struct RzAttrs {
+  const char *mode;    /* nearest, linear, cubic */
+  const char *coord;   /* coordinate_transformation_mode */
+  const char *nearest; /* nearest_mode */
+  double cubic_a, extrap;
+  bool exclude, antialias;
+} RzAttrs;
+
+static double keys_cubic(double x, double A) {
+  x = fabs(x);
+  if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+  if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  return 0;
+}
+
+/* ONNX's input coordinate of output index x along axis a (reference op_resize.py). */
+static double rz_coord(const RzAttrs *at, const RzAxis *a, double x, bool *outside) {
+  double s = a->scale, in = (double)a->in, ow = s * in;
+  const char *m = at->coord;
+  *outside = false;
+  if (strcmp(m, "align_corners") == 0) return ow == 1 ? 0 : x * (in - 1) / (ow - 1);
+  if (strcmp(m, "asymmetric") == 0) return x / s;
+  if (strcmp(m, "tf_crop_and_resize") == 0) {
+    double v = ow == 1 ? (a->end - a->start) * (in - 1) / 2 : x * (a->end - a->start) * (in - 1) / (ow - 1);
+    v += a->start * (in - 1);
+    *outside = v < 0 || v > in - 1;
+    return v;
+  }
+  if (strcmp(m, "pytorch_half_pixel") == 0) return ow == 1 ? -0.5 : (x + 0.5) / s - 0.5;
+  if (strcmp(m, "half_pixel_symmetric") == 0) {
+    double adj = (double)a->out / ow, center = in / 2, off = center * (1 - adj);
+    return off + (x + 0.5) / s - 0.5;
+  }
+  if (strcmp(m, "tf_half_pixel_for_nn") == 0) return (x + 0.5) / s;
+  return (x + 0.5) / s - 0.5; /* half_pixel */
+}
+
+static int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t fidx(double v) { /* floor as an index, defined everywhere */
+  if (isnan(v)) return 0;
+  v = floor(v);
+  return v > 1e15 ? (int64_t)1e15 : v < -1e15 ? -(int64_t)1e15 : (int64_t)v;
+}
+
+/* The (out x in) interpolation matrix of one axis into w (zeroed by the caller). */
+static int rz_weights(const RzAttrs *at, const RzAxis *a, double *w) {
+  int64_t I = a->in, hi = a->in - 1;
+  bool nearest = strcmp(at->mode, "nearest") == 0, cubic = strcmp(at->mode, "cubic") == 0;
+  double c[512];
+  for (int64_t x = 0; x < a->out; x++) {
+    bool outside;
+    double xo = rz_coord(at, a, (double)x, &outside);
+    double *row = w + x * I;
+    if (outside)
+      return ox_unsupported("tf_crop_and_resize with an roi outside the image on a path other than "
+                            "image.resize (axes other than the spatial ones, or inexact scales)");
+    if (nearest) {
+      int64_t i;
+      const char *nm = at->nearest;
+      if (xo == floor(xo)) i = fidx(xo);
+      else if (strcmp(nm, "round_prefer_ceil") == 0) i = fidx(xo + 0.5);
+      else if (strcmp(nm, "floor") == 0) i = fidx(xo);
+      else if (strcmp(nm, "ceil") == 0) i = fidx(xo) + 1;
+      else i = -fidx(-(xo - 0.5)); /* round_prefer_floor: ceil(x - 0.5) */
+      row[clampi(i, 0, hi)] += 1.0;
+      continue;
+    }
+    int64_t i0 = fidx(xo);
+    double r = isnan(xo) ? 0 : xo - (double)i0;
+    double s = at->antialias && a->scale < 1 ? a->scale : 1.0;
+    int64_t start, n;
+    if (cubic) {
+      start = fidx(-2 / s) + 1;
+      n = 2 - 2 * start;
+    } else {
+      start = fidx(-1 / s) + 1;
+      n = 2 - 2 * start;
+    }
+    if (n > 512) return ox_unsupported("antialias with a scale below 1/255");
+    double sum = 0;
+    for (int64_t k = 0; k < n; k++) {
+      double arg = ((double)(start + k) - r) * s;
+      double cf = cubic ? keys_cubic(arg, at->cubic_a) : fmax(0.0, fmin(1.0, 1 - fabs(arg)));
+      int64_t idx = i0 + start + k;
+      if (at->exclude && (idx < 0 || idx >= I)) cf = 0;
+      c[k] = cf;
+      sum += cf;
+    }
+    bool norm = s < 1 || at->exclude;
+    for (int64_t k = 0; k < n; k++)
+      row[clampi(i0 + start + k, 0, hi)] += norm && sum != 0 ? c[k] / sum : c[k];
+  }
+  return 0;
+}
+
+/* Resize every resized axis of x by a weight matrix (the ONNX reference's arithmetic). */
+static GPExpr *rz_general(OxImporter *im, GPExpr *x, const RzAttrs *at, const RzAxis *ax, int32_t r) {
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return (void)ox_unsupported("Resize of %s input outside image.resize's cases", gp_ops_dtype(dt).s), NULL;
+  int64_t cur[MAXR];
+  for (int32_t d = 0; d < r; d++) cur[d] = ax[d].in;
+  for (int32_t d = 0; d < r; d++) {
+    if (!ax[d].resized) continue;
+    if (ax[d].in == 0 || ax[d].out == 0) return (void)ox_unsupported("Resize of an empty axis"), NULL;
+    int64_t nw = ax[d].out * ax[d].in;
+    double *w = ox_alloc(im, (size_t)nw * sizeof(double));
+    memset(w, 0, (size_t)nw * sizeof(double));
+    if (rz_weights(at, &ax[d], w) != 0) return NULL;
+    GPExpr *W = mk_const(im, dt, 2, (int64_t[]){ax[d].out, ax[d].in}, w);
+    if (!W) return NULL;
+    /* move axis d last, flatten, dense, restore */
+    int64_t perm[MAXR], inv[MAXR], pshape[MAXR];
+    int32_t k = 0;
+    for (int32_t e = 0; e < r; e++)
+      if (e != d) perm[k++] = e;
+    perm[k] = d;
+    for (int32_t e = 0; e < r; e++) inv[perm[e]] = e, pshape[e] = cur[perm[e]];
+    GPExpr *t = x;
+    bool last = d == r - 1;
+    if (!last && !(t = mk_transpose(im, t, r, perm))) return NULL;
+    int64_t rows = 1;
+    for (int32_t e = 0; e < r - 1; e++) rows *= pshape[e];
+    if (!(t = mk_reshape(im, t, 2, (int64_t[]){rows, ax[d].in}))) return NULL;
+    if (!(t = mk_dense(im, t, W, dt))) return NULL;
+    pshape[r - 1] = ax[d].out;
+    if (!(t = mk_reshape(im, t, r, pshape))) return NULL;
+    if (!last && !(t = mk_transpose(im, t, r, inv))) return NULL;
+    cur[d] = ax[d].out;
+    x = t;
+  }
+  return x;
+}
+
+/* image.resize{1,2,3}d when Relay's op computes what ONNX asks; NULL without error otherwise. */
+static GPExpr *rz_relay(OxImporter *im, GPExpr *x, const RzAttrs *at, const RzAxis *ax, int32_t r,
+                        bool *ok) {
+  *ok = false;
+  if (r < 3 || r > 5) return NULL;
+  for (int32_t d = 0; d < r; d++) {
+    if (d < 2 && ax[d].resized) return NULL;
+    if (ax[d].resized && (double)ax[d].out != ax[d].scale * (double)ax[d].in) return NULL;
+  }
+  if (at->antialias && strcmp(at->mode, "nearest") != 0)
+    for (int32_t d = 2; d < r; d++)
+      if (ax[d].scale < 1) return NULL;
+  const char *coord = at->coord;
+  if (strcmp(coord, "half_pixel_symmetric") == 0) coord = "half_pixel"; /* same when exact */
+  if (strcmp(coord, "pytorch_half_pixel") == 0 && strcmp(at->mode, "cubic") == 0)
+    for (int32_t d = 2; d < r; d++)
+      if (ax[d].out == 1) return NULL; /* ONNX -0.5, Relay 0 */
+  int32_t nsp = r - 2;
+  int64_t size[3];
+  double roi[6];
+  for (int32_t s = 0; s < nsp; s++) {
+    size[s] = ax[2 + s].out;
+    roi[s] = ax[2 + s].start;
+    roi[nsp + s] = ax[2 + s].end;
+  }
+  static const char *const ops[] = {"image.resize1d", "image.resize2d", "image.resize3d"};
+  static const char *const layouts[] = {"NCW", "NCHW", "NCDHW"};
+  const char *method = strcmp(at->mode, "nearest") == 0 ? "nearest_neighbor" : at->mode;
+  const char *keys[] = {"size", "roi", "layout", "method", "coordinate_transformation_mode",
+                        "rounding_method", "cubic_alpha", "cubic_exclude", "extrapolation_value"};
+  GPAttrValue vals[] = {
+      gp_attr_ints(nsp, size),
+      {.kind = GP_ATTR_FLOATS, .n = 2 * nsp, .floats = roi},
+      gp_attr_str(layouts[nsp - 1]),
+      gp_attr_str(method),
+      gp_attr_str(coord),
+      gp_attr_str(strcmp(at->mode, "nearest") == 0 ? at->nearest : ""),
+      gp_attr_float(at->cubic_a),
+      gp_attr_int(at->exclude),
+      gp_attr_float(at->extrap),
+  };
+  *ok = true;
+  return ox_call(im, ops[nsp - 1], 1, &x, (int32_t)GP_ARRAY_LEN(keys), keys, vals);
+}
+
+static int rz_finish(OxImporter *im, const OxNode *n, GPExpr *x, const RzAttrs *at, RzAxis *ax,
+                     int32_t r, GPExpr **out) {
+  if (strcmp(at->mode, "nearest") != 0 && strcmp(at->mode, "linear") != 0 && strcmp(at->mode, "cubic") != 0)
+    return ox_unsupported("mode \"%s\"", at->mode);
+  static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                       "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                                       "tf_crop_and_resize"};
+  bool known = false;
+  for (size_t i = 0; i < GP_ARRAY_LEN(coords); i++) known |= strcmp(at->coord, coords[i]) == 0;
+  if (!known) return ox_unsupported("coordinate_transformation_mode \"%s\"", at->coord);
+  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  known = false;
+  for (size_t i = 0; i < GP_ARRAY_LEN(nms); i++) known |= strcmp(at->nearest, nms[i]) == 0;
+  if (!known) return ox_unsupported("nearest_mode \"%s\"", at->nearest);
+  bool any = false;
+  for (int32_t d = 0; d < r; d++) {
+    ax[d].resized = ax[d].out != ax[d].in || ax[d].scale != 1.0 ||
+                    (strcmp(at->coord, "tf_crop_and_resize") == 0 && (ax[d].start != 0 || ax[d].end != 1));
+    any |= ax[d].resized;
+  }
+  GP_UNUSED(n);
+  if (!any) {
+    out[0] = x;
+    return 0;
+  }
+  bool ok;
+  GPExpr *y = rz_relay(im, x, at, ax, r, &ok);
+  if (!ok) y = rz_general(im, x, at, ax, r);
+  if (!y) return -1;
+  out[0] = y;
+  return 0;
+}
+
+static int cv_resize(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  if (r < 1 || r > MAXR) return ox_unsupported("Resize of rank %d", (int)r);
+  const int64_t *shape = ox_type(x)->tensor.shape;
+  RzAttrs at;
+  at.mode = ox_attr_str(im, n, "mode", "nearest");
+  at.coord = n->opset >= 11 ? ox_attr_str(im, n, "coordinate_transformation_mode", "half_pixel") : "asymmetric";
+  at.nearest = n->opset >= 11 ? ox_attr_str(im, n, "nearest_mode", "round_prefer_floor") : "floor";
+  at.cubic_a = ox_attr_float(n, "cubic_coeff_a", -0.75);
+  at.exclude = ox_attr_int(n, "exclude_outside", 0) != 0;
+  at.extrap = ox_attr_float(n, "extrapolation_value", 0.0);
+  at.antialias = ox_attr_int(n, "antialias", 0) != 0;
+  const char *policy = ox_attr_str(im, n, "keep_aspect_ratio_policy", "stretch");
+  if (gp_error_kind() != GP_OK) return -1;
+  int32_t naxes;
+  const int64_t *axes_attr = ox_attr_ints(n, "axes", &naxes);
+  GPExpr *roi_e = n->opset >= 11 ? ox_in(n, 1) : NULL;
+  GPExpr *scales_e = n->opset >= 11 ? ox_in(n, 2) : ox_in(n, 1);
+  GPExpr *sizes_e = n->opset >= 11 ? ox_in(n, 3) : NULL;
+  const double *roi, *scales;
+  int64_t nroi, nscales;
+  if (const_f64s(im, roi_e, "roi", &roi, &nroi) != 0 || const_f64s(im, scales_e, "scales", &scales, &nscales) != 0)
+    return -1;
+  const int64_t *sizes = NULL;
+  int32_t nsizes = 0;
+  if (sizes_e) {
+    GPTensor *st = ox_const(im, sizes_e, "sizes");
+    if (!st) return -1;
+    if (gp_k_numel(&st->dl) > 0 && ox_const_ints(im, sizes_e, "sizes", &sizes, &nsizes) != 0) return -1;
+  }
+  int32_t na = naxes >= 0 ? naxes : r;
+  int32_t axes[MAXR];
+  bool seen[MAXR] = {false};
+  for (int32_t i = 0; i < na; i++) {
+    int64_t a = naxes >= 0 ? axes_attr[i] : i;
+    if (a < 0) a += r;
+    if (a < 0 || a >= r || seen[a]) return ox_invalid("axes: bad or repeated axis %lld for rank %d", (long long)(naxes >= 0 ? axes_attr[i] : i), (int)r);
+    seen[a] = true;
+    axes[i] = (int32_t)a;
+  }
+  RzAxis ax[MAXR];
+  for (int32_t d = 0; d < r; d++) ax[d] = (RzAxis){shape[d], shape[d], 1.0, 0.0, 1.0, false};
+  if (nroi > 0) {
+    if (nroi != 2 * na) return ox_invalid("roi has %lld values, expected %d", (long long)nroi, (int)(2 * na));
+    for (int32_t i = 0; i < na; i++) ax[axes[i]].start = roi[i], ax[axes[i]].end = roi[na + i];
+  }
+  if (nscales > 0 && nsizes > 0) return ox_invalid("only one of scales and sizes may be given");
+  if (nscales > 0) {
+    if (nscales != na) return ox_invalid("scales has %lld values, expected %d", (long long)nscales, (int)na);
+    bool crop = strcmp(at.coord, "tf_crop_and_resize") == 0;
+    for (int32_t i = 0; i < na; i++) {
+      RzAxis *a = &ax[axes[i]];
+      if (!(scales[i] > 0)) return ox_invalid("scales must be positive");
+      a->scale = scales[i];
+      double o = (double)a->in * (crop ? a->end - a->start : 1.0) * scales[i];
+      if (!(o < 1e15)) return ox_unsupported("scale %g too large", scales[i]);
+      a->out = (int64_t)floor(o);
+    }
+  } else if (nsizes > 0) {
+    if (nsizes != na) return ox_invalid("sizes has %d values, expected %d", (int)nsizes, (int)na);
+    if (strcmp(policy, "stretch") == 0) {
+      for (int32_t i = 0; i < na; i++) {
+        RzAxis *a = &ax[axes[i]];
+        if (sizes[i] < 0) return ox_invalid("sizes must be >= 0");
+        a->out = sizes[i];
+        a->scale = a->in ? (double)sizes[i] / (double)a->in : 1.0;
+      }
+    } else if (strcmp(policy, "not_larger") == 0 || strcmp(policy, "not_smaller") == 0) {
+      bool larger = strcmp(policy, "not_smaller") == 0;
+      double s = larger ? 0 : INFINITY;
+      for (int32_t i = 0; i < na; i++) {
+        double v = (double)sizes[i] / (double)ax[axes[i]].in;
+        s = larger ? fmax(s, v) : fmin(s, v);
+      }
+      for (int32_t i = 0; i < na; i++) {
+        RzAxis *a = &ax[axes[i]];
+        a->scale = s;
+        a->out = (int64_t)floor(s * (double)a->in + 0.5);
+      }
+    } else {
+      return ox_unsupported("keep_aspect_ratio_policy \"%s\"", policy);
+    }
+  } else {
+    return ox_invalid("one of scales and sizes is required");
+  }
+  return rz_finish(im, n, x, &at, ax, r, out);
+}
+
+static int cv_upsample(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  if (r < 1 || r > MAXR) return ox_unsupported("Upsample of rank %d", (int)r);
+  RzAttrs at = {0};
+  at.mode = ox_attr_str(im, n, "mode", "nearest");
+  if (strcmp(at.mode, "bilinear") == 0) at.mode = "linear";
+  at.coord = "asymmetric";
+  at.nearest = "floor";
+  at.cubic_a = -0.75;
+  const double *scales;
+  int64_t ns;
+  float fs[MAXR];
+  double ds[MAXR];
+  if (n->opset < 9) {
+    int32_t c;
+    const float *f = ox_attr_floats(n, "scales", &c);
+    if (c != r) return ox_invalid("scales must have %d values", (int)r);
+    memcpy(fs, f, (size_t)c * sizeof(float));
+    for (int32_t i = 0; i < r; i++) ds[i] = fs[i];
+    scales = ds;
+    ns = r;
+  } else if (const_f64s(im, ox_req(n, 1), "scales", &scales, &ns) != 0) {
+    return -1;
+  }
+  if (ns != r) return ox_invalid("scales has %lld values, expected %d", (long long)ns, (int)r);
+  RzAxis ax[MAXR];
+  const int64_t *shape = ox_type(x)->tensor.shape;
+  for (int32_t d = 0; d < r; d++) {
+    if (!(scales[d] > 0)) return ox_invalid("scales must be positive");
+    double o = floor((double)shape[d] * scales[d]);
+    if (!(o < 1e15)) return ox_unsupported("scale %g too large", scales[d]);
+    ax[d] = (RzAxis){shape[d], (int64_t)o, scales[d], 0.0, 1.0, false};
+  }
+  return rz_finish(im, n, x, &at, ax, r, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* GridSample, AffineGrid                                                                      */
+
+static int cv_grid_sample(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *g = ox_req(n, 1);
+  if (!x || !g) return -1;
+  int32_t r = ox_rank(x);
+  if (r != 4 && r != 5) return ox_unsupported("GridSample of rank %d (4 or 5 only)", (int)r);
+  if (ox_rank(g) != r) return ox_invalid("grid must have rank %d", (int)r);
+  const char *mode = ox_attr_str(im, n, "mode", n->opset >= 20 ? "linear" : "bilinear");
+  const char *pad = ox_attr_str(im, n, "padding_mode", "zeros");
+  int64_t align = ox_attr_int(n, "align_corners", 0);
+  if (gp_error_kind() != GP_OK) return -1;
+  const char *method = strcmp(mode, "bilinear") == 0 || strcmp(mode, "linear") == 0 ? "bilinear"
+                       : strcmp(mode, "bicubic") == 0 || strcmp(mode, "cubic") == 0 ? "bicubic"
+                       : strcmp(mode, "nearest") == 0                               ? "nearest"
+                                                                                    : NULL;
+  if (!method) return ox_unsupported("mode \"%s\"", mode);
+  if (r == 5 && strcmp(method, "bicubic") == 0) return ox_unsupported("mode \"%s\" on 5-d input", mode);
+  if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 && strcmp(pad, "reflection") != 0)
+    return ox_unsupported("padding_mode \"%s\"", pad);
+  if (!gp_dtype_eq(ox_dtype(x), ox_dtype(g))) {
+    if (!ox_is_float(ox_dtype(x))) return ox_unsupported("GridSample of %s data", gp_ops_dtype(ox_dtype(x)).s);
+    g = ox_cast(im, g, ox_dtype(x));
+    if (!g) return -1;
+  }
+  static const int64_t p4[] = {0, 3, 1, 2}, p5[] = {0, 4, 1, 2, 3};
+  GPExpr *gt = mk_transpose(im, g, r, r == 4 ? p4 : p5);
+  if (!gt) return -1;
+  GPExpr *args[] = {x, gt};
+  const char *keys[] = {"method", "layout", "padding_mode", "align_corners"};
+  GPAttrValue vals[] = {gp_attr_str(method), gp_attr_str(r == 4 ? "NCHW" : "NCDHW"), gp_attr_str(pad),
+                        gp_attr_bool(align != 0)};
+  out[0] = ox_call(im, "image.grid_sample", 2, args, 4, keys, vals);
+  return out[0] ? 0 : -1;
+}
+
+static int cv_affine_grid(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *theta = ox_req(n, 0), *size_e = ox_req(n, 1);
+  if (!theta || !size_e) return -1;
+  const int64_t *size;
+  int32_t ns;
+  if (ox_const_ints(im, size_e, "size", &size, &ns) != 0) return -1;
+  if (ns != 4 && ns != 5) return ox_invalid("size must have 4 or 5 values, got %d", (int)ns);
+  bool align = ox_attr_int(n, "align_corners", 0) != 0;
+  if (gp_error_kind() != GP_OK) return -1;
+  DLDataType dt = ox_dtype(theta);
+  if (!ox_is_float(dt)) return ox_unsupported("AffineGrid of %s theta", gp_ops_dtype(dt).s);
+  int32_t nsp = ns - 2;
+  int64_t N = size[0], pts = 1;
+  for (int32_t i = 0; i < nsp; i++) {
+    if (size[2 + i] < 1) return ox_invalid("size must be positive");
+    pts *= size[2 + i];
+  }
+  if (ox_static(theta, "theta") != 0) return -1;
+  const int64_t *ts = ox_type(theta)->tensor.shape;
+  if (ox_rank(theta) != 3 || ts[0] != N || ts[1] != nsp || ts[2] != nsp + 1)
+    return ox_invalid("theta must have shape (%lld, %d, %d), got %s", (long long)N, (int)nsp, (int)(nsp + 1),
+                      gp_ops_shape(ox_type(theta)).s);
+  if (pts > (1 << 24)) return ox_unsupported("AffineGrid of more than 2^24 points");
+  /* base [pts, nsp + 1]: (x, y[, z], 1) with x along the last axis of size */
+  double *base = ox_alloc(im, (size_t)(pts * (nsp + 1)) * sizeof(double));
+  for (int64_t p = 0; p < pts; p++) {
+    int64_t rem = p;
+    for (int32_t i = nsp - 1; i >= 0; i--) { /* spatial axis i; coordinate index nsp - 1 - i */
+      int64_t L = size[2 + i], k = rem % L;
+      rem /= L;
+      double v = align ? (L > 1 ? -1.0 + 2.0 * (double)k / (double)(L - 1) : 0.0)
+                       : (2.0 * (double)k + 1.0) / (double)L - 1.0;
+      base[p * (nsp + 1) + (nsp - 1 - i)] = v;
+    }
+    base[p * (nsp + 1) + nsp] = 1.0;
+  }
+  GPExpr *B = mk_const(im, dt, 2, (int64_t[]){pts, nsp + 1}, base);
+  GPExpr *t2 = B ? mk_reshape(im, theta, 2, (int64_t[]){N * nsp, nsp + 1}) : NULL;
+  GPExpr *d = t2 ? mk_dense(im, B, t2, dt) : NULL; /* [pts, N * nsp] */
+  int64_t sh[6];
+  for (int32_t i = 0; i < nsp; i++) sh[i] = size[2 + i];
+  sh[nsp] = N, sh[nsp + 1] = nsp;
+  GPExpr *rs = d ? mk_reshape(im, d, nsp + 2, sh) : NULL;
+  int64_t perm[6];
+  perm[0] = nsp;
+  for (int32_t i = 0; i < nsp; i++) perm[1 + i] = i;
+  perm[nsp + 1] = nsp + 1;
+  out[0] = rs ? mk_transpose(im, rs, nsp + 2, perm) : NULL;
+  return out[0] ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Quantization                                                                                */
+
+/* The saturation range of a quantized dtype; -1 (unsupported) for others. */
+static int q_range(DLDataType dt, double *lo, double *hi) {
+  if (dt.lanes != 1) return ox_unsupported("vector dtype");
+  if (dt.code == kDLUInt && dt.bits == 8) *lo = 0, *hi = 255;
+  else if (dt.code == kDLInt && dt.bits == 8) *lo = -128, *hi = 127;
+  else if (dt.code == kDLInt && dt.bits == 16) *lo = -32768, *hi = 32767;
+  else if (dt.code == kDLInt && dt.bits == 32) *lo = -2147483648.0, *hi = 2147483647.0;
+  else return ox_unsupported("quantized dtype %s", gp_ops_dtype(dt).s);
+  return 0;
+}
+
+/* scale / zero point e (0-d or 1-d) shaped to broadcast against a rank-r tensor along axis. */
+static GPExpr *q_param(OxImporter *im, GPExpr *e, int32_t r, int64_t axis, const char *what) {
+  int32_t pr = ox_rank(e);
+  if (pr == 0) return e;
+  if (pr != 1) return (void)ox_unsupported("%s of rank %d (blocked quantization)", what, (int)pr), NULL;
+  int64_t len = ox_type(e)->tensor.shape[0];
+  static const int64_t none[1] = {0};
+  if (len == 1) return mk_reshape(im, e, 0, none);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return (void)ox_invalid("axis out of range"), NULL;
+  int64_t shape[MAXR];
+  if (r > MAXR) return (void)ox_unsupported("rank %d", (int)r), NULL;
+  for (int32_t i = 0; i < r; i++) shape[i] = i == axis ? len : 1;
+  return mk_reshape(im, e, r, shape);
+}
+
+/* saturate(round(x / scale) + zp) as dtype qt; x, scale float; zp NULL or any dtype. */
+static GPExpr *q_quantize(OxImporter *im, GPExpr *x, GPExpr *scale, GPExpr *zp, DLDataType qt) {
+  double lo, hi;
+  if (q_range(qt, &lo, &hi) != 0) return NULL;
+  DLDataType ct = ox_dtype(x).bits == 64 ? ox_dtype(x) : k_f32;
+  GPExpr *xf = ox_cast(im, x, ct), *sf = xf ? ox_cast(im, scale, ct) : NULL;
+  GPExpr *v = sf ? ox_op2(im, "divide", xf, sf) : NULL;
+  /* clip first so that the rounding trick's range holds; saturation is unchanged */
+  if (v && !(v = mk_clip(im, v, -4194304.0 - fmax(-lo, hi), 4194304.0 + fmax(-lo, hi)))) return NULL;
+  if (v) v = mk_round(im, v);
+  if (v && zp) {
+    GPExpr *zf = ox_cast(im, zp, ct);
+    v = zf ? ox_op2(im, "add", v, zf) : NULL;
+  }
+  if (v) v = mk_clip(im, v, lo, hi);
+  return v ? ox_cast(im, v, qt) : NULL;
+}
+
+static int cv_quantize(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *scale = ox_req(n, 1), *zp = ox_in(n, 2);
+  if (!x || !scale) return -1;
+  if (ox_attr_int(n, "block_size", 0) != 0) return ox_unsupported("block_size (blocked quantization)");
+  int64_t axis = ox_attr_int(n, "axis", 1);
+  int64_t odt = ox_attr_int(n, "output_dtype", 0);
+  if (gp_error_kind() != GP_OK) return -1;
+  DLDataType qt = {kDLUInt, 8, 1};
+  if (zp) {
+    qt = ox_dtype(zp);
+  } else if (odt != 0) {
+    if (ox_dtype_from_onnx((int32_t)odt, &qt) != 0) return -1;
+  }
+  if (!ox_is_float(ox_dtype(x))) return ox_unsupported("QuantizeLinear of %s input", gp_ops_dtype(ox_dtype(x)).s);
+  int32_t r = ox_rank(x);
+  GPExpr *s = q_param(im, scale, r, axis, "y_scale");
+  GPExpr *z = zp && s ? q_param(im, zp, r, axis, "y_zero_point") : NULL;
+  if (!s || (zp && !z)) return -1;
+  out[0] = q_quantize(im, x, s, z, qt);
+  return out[0] ? 0 : -1;
+}
+
+static int cv_dequantize(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *scale = ox_req(n, 1), *zp = ox_in(n, 2);
+  if (!x || !scale) return -1;
+  if (ox_attr_int(n, "block_size", 0) != 0) return ox_unsupported("block_size (blocked quantization)");
+  int64_t axis = ox_attr_int(n, "axis", 1);
+  if (gp_error_kind() != GP_OK) return -1;
+  double lo, hi;
+  if (q_range(ox_dtype(x), &lo, &hi) != 0) return -1;
+  DLDataType st = ox_dtype(scale);
+  if (!ox_is_float(st)) return ox_unsupported("x_scale of %s", gp_ops_dtype(st).s);
+  int32_t r = ox_rank(x);
+  DLDataType ct = st.bits == 64 ? st : k_f32;
+  GPExpr *s = q_param(im, scale, r, axis, "x_scale");
+  GPExpr *z = zp && s ? q_param(im, zp, r, axis, "x_zero_point") : NULL;
+  if (!s || (zp && !z)) return -1;
+  GPExpr *v = ox_cast(im, x, ct);
+  if (v && z) {
+    GPExpr *zf = ox_cast(im, z, ct);
+    v = zf ? ox_op2(im, "subtract", v, zf) : NULL;
+  }
+  GPExpr *sf = v ? ox_cast(im, s, ct) : NULL;
+  v = sf ? ox_op2(im, "multiply", v, sf) : NULL;
+  out[0] = v ? ox_cast(im, v, st) : NULL;
+  return out[0] ? 0 : -1;
+}
+
+static int cv_dynamic_quantize(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  if (!ox_is_float(ox_dtype(x))) return ox_unsupported("DynamicQuantizeLinear of %s", gp_ops_dtype(ox_dtype(x)).s);
+  if (!have_op("max") || !have_op("min")) return ox_unsupported("DynamicQuantizeLinear needs the max/min reductions");
+  GPExpr *xf = ox_cast(im, x, k_f32);
+  if (!xf) return -1;
+  const char *keys[] = {"axis", "keepdims", "exclude"};
+  GPAttrValue vals[] = {{.kind = GP_ATTR_NONE}, gp_attr_bool(false), gp_attr_bool(false)};
+  GPExpr *mx = ox_call(im, "max", 1, &xf, 3, keys, vals);
+  GPExpr *mn = mx ? ox_call(im, "min", 1, &xf, 3, keys, vals) : NULL;
+  GPExpr *zero = mn ? ox_scalar(im, k_f32, 0.0) : NULL;
+  GPExpr *hi = zero ? ox_op2(im, "maximum", mx, zero) : NULL;
+  GPExpr *lo = hi ? ox_op2(im, "minimum", mn, zero) : NULL;
+  GPExpr *c255 = lo ? ox_scalar(im, k_f32, 255.0) : NULL;
+  GPExpr *rng = c255 ? ox_op2(im, "subtract", hi, lo) : NULL;
+  GPExpr *scale = rng ? ox_op2(im, "divide", rng, c255) : NULL;
+  /* zero point: saturate(round((0 - lo) / scale)) */
+  GPExpr *nl = scale ? ox_op2(im, "subtract", zero, lo) : NULL;
+  GPExpr *zq = nl ? ox_op2(im, "divide", nl, scale) : NULL;
+  if (zq) zq = mk_clip(im, zq, 0, 255);
+  if (zq) zq = mk_round(im, zq);
+  GPExpr *zp = zq ? ox_cast(im, zq, (DLDataType){kDLUInt, 8, 1}) : NULL;
+  GPExpr *y = zp ? q_quantize(im, xf, scale, zp, (DLDataType){kDLUInt, 8, 1}) : NULL;
+  if (!y) return -1;
+  out[0] = y;
+  if (n->nout > 1) out[1] = scale;
+  if (n->nout > 2) out[2] = zp;
+  return 0;
+}
+
+/* e - zp in int32 (zp NULL: e in int32); zp shaped by q_param along `axis` of rank r. */
+static GPExpr *q_center(OxImporter *im, GPExpr *e, GPExpr *zp, int32_t r, int64_t axis, const char *what) {
+  GPExpr *v = ox_cast(im, e, k_i32);
+  if (!v || !zp) return v;
+  GPExpr *z = q_param(im, zp, r, axis, what);
+  GPExpr *zi = z ? ox_cast(im, z, k_i32) : NULL;
+  return zi ? ox_op2(im, "subtract", v, zi) : NULL;
+}
+
+/* int32 matmul of 2-d (or N-d with a 2-d b) a @ b. */
+static GPExpr *q_matmul(OxImporter *im, GPExpr *a, GPExpr *b) {
+  int32_t ra = ox_rank(a), rb = ox_rank(b);
+  if (rb != 2 || ra < 1 || ra > MAXR) return (void)ox_unsupported("integer MatMul of ranks %d and %d (b must be 2-d)", (int)ra, (int)rb), NULL;
+  if (ox_static(a, "A") != 0 || ox_static(b, "B") != 0) return NULL;
+  const int64_t *as = ox_type(a)->tensor.shape, *bs = ox_type(b)->tensor.shape;
+  int64_t K = as[ra - 1], N = bs[1];
+  if (bs[0] != K) return (void)ox_invalid("MatMul shapes %s and %s do not agree", gp_ops_shape(ox_type(a)).s, gp_ops_shape(ox_type(b)).s), NULL;
+  int64_t M = 1;
+  for (int32_t i = 0; i < ra - 1; i++) M *= as[i];
+  GPExpr *a2 = ra == 2 ? a : mk_reshape(im, a, 2, (int64_t[]){M, K});
+  GPExpr *bt = a2 ? mk_transpose(im, b, 2, (int64_t[]){1, 0}) : NULL;
+  GPExpr *y = bt ? mk_dense(im, a2, bt, k_i32) : NULL;
+  if (!y || ra == 2) return y;
+  int64_t os[MAXR];
+  for (int32_t i = 0; i < ra - 1; i++) os[i] = as[i];
+  os[ra - 1] = N;
+  return mk_reshape(im, y, ra, os);
+}
+
+static int cv_matmul_integer(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *a = ox_req(n, 0), *b = ox_req(n, 1);
+  if (!a || !b) return -1;
+  /* a's zero point is per row (axis -2 ... of a, 1-d over M) or scalar; b's per column */
+  GPExpr *ac = q_center(im, a, ox_in(n, 2), ox_rank(a), ox_rank(a) >= 2 ? ox_rank(a) - 2 : 0, "a_zero_point");
+  GPExpr *bc = ac ? q_center(im, b, ox_in(n, 3), ox_rank(b), ox_rank(b) - 1, "b_zero_point") : NULL;
+  out[0] = bc ? q_matmul(im, ac, bc) : NULL;
+  return out[0] ? 0 : -1;
+}
+
+/* nn.conv2d of int32 x and w with the node's Conv attributes (2-d only); bias-free. */
+static GPExpr *q_conv(OxImporter *im, const OxNode *n, GPExpr *x, GPExpr *w) {
+  if (ox_rank(x) != 4 || ox_rank(w) != 4) return (void)ox_unsupported("integer Conv of rank %d (2-d only)", (int)ox_rank(x)), NULL;
+  if (ox_static(x, "x") != 0 || ox_static(w, "w") != 0) return NULL;
+  const int64_t *xs = ox_type(x)->tensor.shape, *ws = ox_type(w)->tensor.shape;
+  int32_t c;
+  int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+  const int64_t *v = ox_attr_ints(n, "strides", &c);
+  if (c == 2) st[0] = v[0], st[1] = v[1];
+  v = ox_attr_ints(n, "dilations", &c);
+  if (c == 2) dl[0] = v[0], dl[1] = v[1];
+  v = ox_attr_ints(n, "pads", &c);
+  if (c == 4) pad[0] = v[0], pad[1] = v[1], pad[2] = v[2], pad[3] = v[3];
+  int64_t groups = ox_attr_int(n, "group", 1);
+  const char *ap = ox_attr_str(im, n, "auto_pad", "NOTSET");
+  if (gp_error_kind() != GP_OK) return NULL;
+  if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
+    for (int i = 0; i < 2; i++) {
+      int64_t in = xs[2 + i], k = (ws[2 + i] - 1) * dl[i] + 1, o = (in + st[i] - 1) / st[i];
+      int64_t tot = (o - 1) * st[i] + k - in;
+      if (tot < 0) tot = 0;
+      int64_t small = tot / 2, big = tot - small;
+      pad[i] = strcmp(ap, "SAME_UPPER") == 0 ? small : big;
+      pad[2 + i] = tot - pad[i];
+    }
+  } else if (strcmp(ap, "VALID") == 0) {
+    memset(pad, 0, sizeof pad);
+  } else if (strcmp(ap, "NOTSET") != 0) {
+    return (void)ox_unsupported("auto_pad \"%s\"", ap), NULL;
+  }
+  GPExpr *args[] = {x, w};
+  const char *keys[] = {"strides", "padding", "dilation", "groups", "channels", "kernel_size", "out_dtype"};
+  GPAttrValue vals[] = {gp_attr_ints(2, st), gp_attr_ints(4, pad), gp_attr_ints(2, dl), gp_attr_int(groups),
+                        gp_attr_int(ws[0]), gp_attr_ints(2, ws + 2), gp_attr_dtype(k_i32)};
+  return ox_call(im, "nn.conv2d", 2, args, 7, keys, vals);
+}
+
+static int cv_conv_integer(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *w = ox_req(n, 1);
+  if (!x || !w) return -1;
+  GPExpr *xc = q_center(im, x, ox_in(n, 2), ox_rank(x), 1, "x_zero_point");
+  GPExpr *wc = xc ? q_center(im, w, ox_in(n, 3), ox_rank(w), 0, "w_zero_point") : NULL;
+  out[0] = wc ? q_conv(im, n, xc, wc) : NULL;
+  return out[0] ? 0 : -1;
+}
+
+/* y = saturate(round(acc * (sa * sb / sy)) + zy) with acc int32 (ONNX's reference order). */
+static GPExpr *q_requant(OxImporter *im, GPExpr *acc, GPExpr *sa, GPExpr *sb, GPExpr *sy, GPExpr *zy,
+                         DLDataType qt) {
+  double lo, hi;
+  if (q_range(qt, &lo, &hi) != 0) return NULL;
+  GPExpr *f = ox_cast(im, acc, k_f32);
+  GPExpr *a = f ? ox_cast(im, sa, k_f32) : NULL, *b = a ? ox_cast(im, sb, k_f32) : NULL;
+  GPExpr *y = b ? ox_cast(im, sy, k_f32) : NULL;
+  GPExpr *m = y ? ox_op2(im, "multiply", a, b) : NULL;
+  m = m ? ox_op2(im, "divide", m, y) : NULL;
+  GPExpr *v = m ? ox_op2(im, "multiply", f, m) : NULL;
+  if (v && zy) {
+    GPExpr *z = ox_cast(im, zy, k_f32);
+    v = z ? ox_op2(im, "add", v, z) : NULL;
+  }
+  if (v) v = mk_clip(im, v, lo - 1, hi + 1);
+  if (v) v = mk_round(im, v);
+  if (v) v = mk_clip(im, v, lo, hi);
+  return v ? ox_cast(im, v, qt) : NULL;
+}
+
+static int cv_qlinear_matmul(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *in[8];
+  for (int i = 0; i < 8; i++)
+    if (!(in[i] = ox_req(n, i))) return -1;
+  GPExpr *a = q_center(im, in[0], in[2], ox_rank(in[0]), ox_rank(in[0]) >= 2 ? ox_rank(in[0]) - 2 : 0, "a_zero_point");
+  GPExpr *b = a ? q_center(im, in[3], in[5], ox_rank(in[3]), ox_rank(in[3]) - 1, "b_zero_point") : NULL;
+  GPExpr *acc = b ? q_matmul(im, a, b) : NULL;
+  if (!acc) return -1;
+  int32_t r = ox_rank(acc);
+  GPExpr *sa = q_param(im, in[1], r, r >= 2 ? r - 2 : 0, "a_scale");
+  GPExpr *sb = sa ? q_param(im, in[4], r, r - 1, "b_scale") : NULL;
+  GPExpr *sy = sb ? q_param(im, in[6], r, r - 1, "y_scale") : NULL;
+  GPExpr *zy = sy ? q_param(im, in[7], r, r - 1, "y_zero_point") : NULL;
+  out[0] = zy ? q_requant(im, acc, sa, sb, sy, zy, ox_dtype(in[7])) : NULL;
+  return out[0] ? 0 : -1;
+}
+
+static int cv_qlinear_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *in[9];
+  for (int i = 0; i < 8; i++)
+    if (!(in[i] = ox_req(n, i))) return -1;
+  in[8] = ox_in(n, 8);
+  GPExpr *x = q_center(im, in[0], in[2], ox_rank(in[0]), 1, "x_zero_point");
+  GPExpr *w = x ? q_center(im, in[3], in[5], ox_rank(in[3]), 0, "w_zero_point") : NULL;
+  GPExpr *acc = w ? q_conv(im, n, x, w) : NULL;
+  if (acc && in[8]) {
+    GPExpr *bias = q_param(im, ox_cast(im, in[8], k_i32), 4, 1, "B");
+    acc = bias ? ox_op2(im, "add", acc, bias) : NULL;
+  }
+  if (!acc) return -1;
+  GPExpr *sx = q_param(im, in[1], 4, 1, "x_scale");
+  GPExpr *sw = sx ? q_param(im, in[4], 4, 1, "w_scale") : NULL;
+  GPExpr *sy = sw ? q_param(im, in[6], 4, 1, "y_scale") : NULL;
+  GPExpr *zy = sy ? q_param(im, in[7], 4, 1, "y_zero_point") : NULL;
+  out[0] = zy ? q_requant(im, acc, sx, sw, sy, zy, ox_dtype(in[7])) : NULL;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
+    {"Resize", NULL, 10, cv_resize},
+    {"Upsample", NULL, 7, cv_upsample},
+    {"GridSample", NULL, 16, cv_grid_sample},
+    {"AffineGrid", NULL, 20, cv_affine_grid},
+    {"QuantizeLinear", NULL, 10, cv_quantize},
+    {"DequantizeLinear", NULL, 10, cv_dequantize},
+    {"DynamicQuantizeLinear", NULL, 11, cv_dynamic_quantize},
+    {"MatMulInteger", NULL, 10, cv_matmul_integer},
+    {"ConvInteger", NULL, 10, cv_conv_integer},
+    {"QLinearMatMul", NULL, 10, cv_qlinear_matmul},
+    {"QLinearConv", NULL, 10, cv_qlinear_conv},
     {NULL, NULL, 0, NULL},
 };
