@@ -809,6 +809,180 @@ static int cv_qlinear_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Einsum: every operand laid out on the equation's letters (repeated letters of one operand
+ * reduced to their diagonal by an identity mask), multiplied with broadcasting, summed over the
+ * letters the output lacks, transposed to the output's order. */
+
+#define EIN_MAX 16
+
+static GPExpr *ein_sum(OxImporter *im, GPExpr *e, int32_t n, const int64_t *axes) {
+  const char *keys[] = {"axis", "keepdims", "exclude"};
+  GPAttrValue vals[] = {gp_attr_ints(n, axes), gp_attr_bool(false), gp_attr_bool(false)};
+  return ox_call(im, "sum", 1, &e, 3, keys, vals);
+}
+
+static int cv_einsum(OxImporter *im, const OxNode *n, GPExpr **out) {
+  const char *eq = ox_attr_str(im, n, "equation", NULL);
+  if (!eq) return gp_error_kind() != GP_OK ? -1 : ox_invalid("attribute equation is required");
+  /* strip spaces */
+  char buf[256];
+  size_t bl = 0;
+  for (const char *c = eq; *c; c++)
+    if (*c != ' ') {
+      if (bl + 1 >= sizeof buf) return ox_unsupported("equation longer than 255 characters");
+      buf[bl++] = *c;
+    }
+  buf[bl] = 0;
+  char *arrow = strstr(buf, "->");
+  if (arrow) *arrow = 0;
+  const char *rhs = arrow ? arrow + 2 : NULL;
+  int32_t nops = n->nin;
+  if (nops < 1 || nops > 4) return ox_unsupported("Einsum of %d operands", (int)nops);
+  /* terms: letters per operand, ellipsis expanded into digits '0'.. (right-aligned) */
+  char terms[4][EIN_MAX + 1];
+  GPExpr *ops[4];
+  int32_t E = 0;
+  const char *p = buf;
+  for (int32_t k = 0; k < nops; k++) {
+    ops[k] = ox_req(n, k);
+    if (!ops[k] || ox_static(ops[k], "Inputs") != 0) return -1;
+    const char *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    if ((k < nops - 1) != (*end == ',')) return ox_invalid("equation \"%s\" does not have %d operands", eq, (int)nops);
+    int32_t letters = 0;
+    bool ell = false;
+    for (const char *c = p; c < end; c++) {
+      if (c[0] == '.' && c + 2 < end && c[1] == '.' && c[2] == '.') {
+        if (ell) return ox_invalid("two ellipses in one operand");
+        ell = true;
+        c += 2;
+      } else if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) {
+        letters++;
+      } else {
+        return ox_invalid("equation \"%s\": bad character '%c'", eq, *c);
+      }
+    }
+    int32_t r = ox_rank(ops[k]);
+    int32_t ne = r - letters;
+    if (ne < 0 || (!ell && ne != 0) || r > EIN_MAX) return ox_invalid("operand %d of rank %d does not match \"%.*s\"", (int)k, (int)r, (int)(end - p), p);
+    if (ne > E) E = ne;
+    int32_t t = 0;
+    for (const char *c = p; c < end; c++) {
+      if (*c == '.') {
+        for (int32_t i = 0; i < ne; i++) terms[k][t++] = (char)('0' + 10 - ne + i);
+        c += 2;
+      } else {
+        terms[k][t++] = *c;
+      }
+    }
+    terms[k][t] = 0;
+    p = *end ? end + 1 : end;
+  }
+  if (E > 10) return ox_unsupported("ellipsis of more than 10 dimensions");
+  /* output term */
+  char oterm[EIN_MAX + 1];
+  int32_t on = 0;
+  if (rhs) {
+    for (const char *c = rhs; *c; c++) {
+      if (*c == '.') {
+        if (strncmp(c, "...", 3) != 0) return ox_invalid("bad ellipsis in \"%s\"", eq);
+        for (int32_t i = 0; i < E; i++) oterm[on++] = (char)('0' + 10 - E + i);
+        c += 2;
+      } else {
+        if (on >= EIN_MAX) return ox_unsupported("too many output letters");
+        oterm[on++] = *c;
+      }
+    }
+  } else {
+    for (int32_t i = 0; i < E; i++) oterm[on++] = (char)('0' + 10 - E + i);
+    for (char c = 'A'; c <= 'z'; c++) {
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) continue;
+      int cnt = 0;
+      for (int32_t k = 0; k < nops; k++)
+        for (const char *q = terms[k]; *q; q++) cnt += *q == c;
+      if (cnt == 1) {
+        if (on >= EIN_MAX) return ox_unsupported("too many output letters");
+        oterm[on++] = c;
+      }
+    }
+  }
+  oterm[on] = 0;
+  /* global letters: output letters first, then the summed ones */
+  char glob[EIN_MAX * 4 + 1];
+  int64_t gsize[EIN_MAX * 4];
+  int32_t gn = 0;
+  for (int32_t i = 0; i < on; i++) glob[gn++] = oterm[i];
+  for (int32_t k = 0; k < nops; k++)
+    for (const char *q = terms[k]; *q; q++)
+      if (!memchr(glob, *q, (size_t)gn)) glob[gn++] = *q;
+  if (gn > EIN_MAX) return ox_unsupported("Einsum over more than %d letters", EIN_MAX);
+  for (int32_t i = 0; i < gn; i++) gsize[i] = 1;
+  for (int32_t i = 0; i < on; i++)
+    for (int32_t j = i + 1; j < on; j++)
+      if (oterm[i] == oterm[j]) return ox_invalid("output letter '%c' repeated", oterm[i]);
+  GPExpr *acc = NULL;
+  for (int32_t k = 0; k < nops; k++) {
+    GPExpr *e = ops[k];
+    char t[EIN_MAX + 1];
+    strcpy(t, terms[k]);
+    int32_t r = (int32_t)strlen(t);
+    int64_t sh[EIN_MAX];
+    memcpy(sh, ox_type(e)->tensor.shape, (size_t)r * sizeof(int64_t));
+    /* repeated letters: diagonal through an identity mask, then sum the second copy */
+    for (int32_t i = 0; i < r; i++)
+      for (int32_t j = i + 1; j < r; j++) {
+        if (t[i] != t[j]) continue;
+        if (sh[i] != sh[j]) return ox_invalid("letter '%c' has extents %lld and %lld", t[i], (long long)sh[i], (long long)sh[j]);
+        int64_t ms[EIN_MAX], L = sh[i];
+        for (int32_t a = 0; a < r; a++) ms[a] = a == i || a == j ? L : 1;
+        if (L > 4096) return ox_unsupported("diagonal of extent %lld", (long long)L);
+        double *eye = ox_alloc(im, (size_t)(L * L) * sizeof(double));
+        for (int64_t a = 0; a < L * L; a++) eye[a] = a / L == a % L;
+        GPExpr *mask = mk_const(im, ox_dtype(e), r, ms, eye);
+        e = mask ? ox_op2(im, "multiply", e, mask) : NULL;
+        e = e ? ein_sum(im, e, 1, (int64_t[]){j}) : NULL;
+        if (!e) return -1;
+        memmove(t + j, t + j + 1, (size_t)(r - j));
+        memmove(sh + j, sh + j + 1, (size_t)(r - 1 - j) * sizeof(int64_t));
+        r--;
+        j--;
+      }
+    /* transpose into global order, reshape to all letters */
+    int64_t perm[EIN_MAX], full[EIN_MAX];
+    int32_t pn = 0;
+    for (int32_t g = 0; g < gn; g++) {
+      full[g] = 1;
+      const char *q = memchr(t, glob[g], (size_t)r);
+      if (!q) continue;
+      int32_t a = (int32_t)(q - t);
+      perm[pn++] = a;
+      full[g] = sh[a];
+      if (sh[a] != 1) {
+        if (gsize[g] != 1 && gsize[g] != sh[a]) return ox_invalid("letter '%c' has extents %lld and %lld", glob[g], (long long)gsize[g], (long long)sh[a]);
+        gsize[g] = sh[a];
+      }
+    }
+    bool ident = true;
+    for (int32_t a = 0; a < pn; a++) ident &= perm[a] == a;
+    if (!ident && !(e = mk_transpose(im, e, pn, perm))) return -1;
+    if (pn != gn && !(e = mk_reshape(im, e, gn, full))) return -1;
+    acc = acc ? ox_op2(im, "multiply", acc, e) : e;
+    if (!acc) return -1;
+  }
+  double total = 1;
+  for (int32_t g = 0; g < gn; g++) total *= (double)gsize[g];
+  if (total > (double)(1 << 26)) return ox_unsupported("Einsum through %g intermediate elements", total);
+  if (gn > on) {
+    int64_t axes[EIN_MAX];
+    for (int32_t g = on; g < gn; g++) axes[g - on] = g;
+    if (!(acc = ein_sum(im, acc, gn - on, axes))) return -1;
+  }
+  /* dims broadcast to 1 in every operand but kept in the output stay 1: expand to gsize */
+  out[0] = acc;
+  return 0;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -821,5 +995,6 @@ const OxConverter ox_cv_extra[] = {
     {"ConvInteger", NULL, 10, cv_conv_integer},
     {"QLinearMatMul", NULL, 10, cv_qlinear_matmul},
     {"QLinearConv", NULL, 10, cv_qlinear_conv},
+    {"Einsum", NULL, 12, cv_einsum},
     {NULL, NULL, 0, NULL},
 };
