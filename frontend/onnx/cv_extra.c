@@ -62,11 +62,13 @@ static bool have_op(const char *name) {
   return op != NULL;
 }
 
-/* round half to even: Relay's round when the op set has it, else (for |v| < 2^22, which the
- * callers guarantee by clipping first) the float32 trick (v + 1.5 * 2^23) - 1.5 * 2^23. */
+/* round half to even: Relay's round when the op set has it, else (for |v| < 2^22 in float32,
+ * 2^51 in float64, which the callers guarantee by clipping first) the trick
+ * (v + 1.5 * 2^23) - 1.5 * 2^23 (2^52 in float64), exact in IEEE round-to-nearest-even. */
 static GPExpr *mk_round(OxImporter *im, GPExpr *e) {
   if (have_op("round")) return ox_op1(im, "round", e);
-  GPExpr *c = ox_scalar(im, ox_dtype(e), 12582912.0);
+  if (ox_dtype(e).bits == 16 && !(e = ox_cast(im, e, k_f32))) return NULL;
+  GPExpr *c = ox_scalar(im, ox_dtype(e), ox_dtype(e).bits == 64 ? 6755399441055744.0 : 12582912.0);
   GPExpr *a = c ? ox_op2(im, "add", e, c) : NULL;
   return a ? ox_op2(im, "subtract", a, c) : NULL;
 }
