@@ -14,7 +14,7 @@
 #include "eval/kernel.h"
 #include "ir/ir.h"
 
-#include <cblas.h>
+#include "eval/blas.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -85,6 +85,7 @@ static void list_params(GPBuf *b, const GPFunctionExpr *fn) {
 
 int cmd_eval(int argc, char **argv) {
   PluginOpts po = {0};
+  ShapeOpts shapes = {0};
   const char *input = NULL, *outdir = NULL, *seed_text = NULL, *threads_text = NULL;
   const char *bind[MAX_BINDINGS];
   int nbind = 0;
@@ -92,7 +93,7 @@ int cmd_eval(int argc, char **argv) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
     if (strcmp(a, "-o") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--random-inputs") == 0 ||
-        strcmp(a, "--plugin") == 0 || strcmp(a, "--threads") == 0) {
+        strcmp(a, "--plugin") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--shape") == 0) {
       if (!has) {
         die_usage("eval: %s needs a value", a);
         return EV_USAGE;
@@ -104,6 +105,11 @@ int cmd_eval(int argc, char **argv) {
         seed_text = v;
       } else if (strcmp(a, "--threads") == 0) {
         threads_text = v;
+      } else if (strcmp(a, "--shape") == 0) {
+        if (shape_opt_add(&shapes, v) != 0) {
+          shape_opts_free(&shapes);
+          return report(EV_USAGE);
+        }
       } else if (strcmp(a, "--input") == 0) {
         if (nbind == MAX_BINDINGS) {
           die_usage("eval: too many --input options (at most %s)", "256");
@@ -157,7 +163,7 @@ int cmd_eval(int argc, char **argv) {
   }
   for (int k = 0; k < nbind; k++)
     if (!strchr(bind[k], '=') || bind[k][0] == '=') {
-      die_usage("eval: --input '%s' is not NAME=FILE.npy", bind[k]);
+      die_usage("eval: --input '%s' is not NAME=FILE (.npy or .pb)", bind[k]);
       return EV_USAGE;
     }
   if (load_plugins(&po) != 0) return report(EV_INPUT);
@@ -167,11 +173,7 @@ int cmd_eval(int argc, char **argv) {
   GPFunctionExpr *fn = NULL;
   GPTensor **ins = NULL, **rnd = NULL, **outs = NULL;
   int32_t np = 0, nrnd = 0, nout = 0;
-  size_t len;
-  char *text = read_file(input, &len);
-  if (!text) goto fail;
-  mod = gp_parse(text, len, strcmp(input, "-") == 0 ? "<stdin>" : input);
-  gp_free(text);
+  mod = load_module(input, &shapes);
   if (!mod) goto fail;
   fn = gp_module_lookup(mod, "main");
   if (!fn) {
@@ -190,6 +192,13 @@ int cmd_eval(int argc, char **argv) {
       const char *pn = param_name(fn->params[i]);
       if (strlen(pn) == nlen && strncmp(pn, name, nlen) == 0) pi = i;
     }
+    if (pi < 0) { /* an ONNX input's own name */
+      char *raw = gp_strndup(name, nlen), *pn = gp_onnx_param_name(raw);
+      for (int32_t i = 0; i < np && pi < 0; i++)
+        if (strcmp(param_name(fn->params[i]), pn) == 0) pi = i;
+      gp_free(raw);
+      gp_free(pn);
+    }
     if (pi < 0) {
       GPBuf b = {0};
       list_params(&b, fn);
@@ -202,7 +211,7 @@ int cmd_eval(int argc, char **argv) {
       gp_error_set(GP_ERR_VALUE, "--input %.*s is given twice", (int)nlen, name);
       goto fail;
     }
-    ins[pi] = gp_npy_read(eq + 1);
+    ins[pi] = load_tensor(eq + 1);
     if (!ins[pi]) {
       gp_error_prefix("--input %.*s", (int)nlen, name);
       goto fail;
@@ -254,5 +263,6 @@ done:
     for (int32_t i = 0; i < np; i++) gp_release(ins[i]);
   gp_free(ins);
   gp_release(mod);
+  shape_opts_free(&shapes);
   return code;
 }

@@ -23,10 +23,17 @@ static const char usage_text[] =
     "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
     "                 [--stats] [--no-types] [--no-default-plugins]\n"
     "                 [--verify-numerics [--rtol X] [--atol Y] [--seed N]]\n"
-    "       graphpass eval INPUT [--input NAME=FILE.npy]... [--random-inputs SEED] [-o DIR]\n"
-    "                 [--plugin FILE]... [--threads N] [--no-default-plugins]\n"
+    "                 [--shape NAME=D,D,...]...\n"
+    "       graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
+    "                 [--plugin FILE]... [--threads N] [--no-default-plugins] [--shape NAME=D,...]...\n"
+    "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
+    "                 [--verify-numerics] [--plugin FILE]... [--no-default-plugins]\n"
     "       graphpass --version | --help\n"
-    "INPUT is Relay text (TVM's print(mod) format); '-' reads stdin.\n"
+    "INPUT is Relay text (TVM's print(mod) format; '-' reads stdin) or an ONNX model (.onnx);\n"
+    "--shape fixes the dims of an ONNX graph input.  --input files are .npy or ONNX TensorProto (.pb).\n"
+    "onnx-test runs ONNX's conformance tests (a test directory with model.onnx and\n"
+    "test_data_set_*, a directory of them, or X.onnx beside X_output_0.pb) and prints\n"
+    "PASS/FAIL/SKIP per test and a totals line; it exits 1 when a test failed.\n"
     "--verify-numerics evaluates @main on deterministic inputs (from --seed, default 0) before\n"
     "the first pass and after each pass, and fails naming the first pass whose outputs differ\n"
     "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n";
@@ -239,6 +246,7 @@ static int parse_tolerance(const char *flag, const char *text, double *out) {
 
 static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
+  ShapeOpts shapes = {0};
   const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
@@ -284,6 +292,16 @@ static int cmd_opt(int argc, char **argv) {
     else if (strcmp(a, "--rtol") == 0) TAKE(rtol);
     else if (strcmp(a, "--atol") == 0) TAKE(atol);
     else if (strcmp(a, "--seed") == 0) TAKE(seed);
+    else if (strcmp(a, "--shape") == 0) {
+      if (!has) {
+        die_usage("opt: %s needs a value", a);
+        return EXIT_USAGE;
+      }
+      if (shape_opt_add(&shapes, argv[++i]) != 0) {
+        shape_opts_free(&shapes);
+        return report(EXIT_USAGE);
+      }
+    }
     else if (strcmp(a, "--stats") == 0) stats = true;
     else if (strcmp(a, "--no-types") == 0) types = false;
     else if (strcmp(a, "--no-default-plugins") == 0) po.no_default_plugins = true;
@@ -362,14 +380,7 @@ static int cmd_opt(int argc, char **argv) {
   }
   ctx->out = stderr;
 
-  size_t len;
-  char *text = read_file(input, &len);
-  if (!text) {
-    code = report(EXIT_INPUT);
-    goto done;
-  }
-  mod = gp_parse(text, len, strcmp(input, "-") == 0 ? "<stdin>" : input);
-  gp_free(text);
+  mod = load_module(input, &shapes);
   if (!mod) {
     code = report(EXIT_INPUT);
     goto done;
@@ -402,6 +413,7 @@ done:
   gp_release(out);
   gp_release(mod);
   gp_ctx_free(ctx);
+  shape_opts_free(&shapes);
   return code;
 }
 
@@ -422,6 +434,8 @@ int main(int argc, char **argv) {
     rc = cmd_opt(argc - 2, argv + 2);
   else if (strcmp(argv[1], "eval") == 0)
     rc = cmd_eval(argc - 2, argv + 2);
+  else if (strcmp(argv[1], "onnx-test") == 0)
+    rc = cmd_onnx_test(argc - 2, argv + 2);
   else {
     die_usage("unknown command '%s'", argv[1]);
     rc = EXIT_USAGE;

@@ -17,7 +17,7 @@
  */
 #include "eval/kernel.h"
 
-#include <cblas.h>
+#include "eval/blas.h"
 #include <limits.h>
 #include <stdatomic.h>
 

@@ -235,6 +235,6 @@ Test(cli_eval, usage_errors_exit_2) {
     gp_free(out);
   }
   cr_assert_eq(gp(&out, "--help"), 0);
-  cr_assert(strstr(out, "graphpass eval INPUT [--input NAME=FILE.npy]... [--random-inputs SEED] [-o DIR]"), "%s", out);
+  cr_assert(strstr(out, "graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]"), "%s", out);
   gp_free(out);
 }

@@ -35,7 +35,8 @@ typedef struct GPOnnxOptions {
   /* Values of graph inputs known when importing (the conformance runner's inputs): the input's
    * type is taken from its value, and a converter that needs a compile-time value of that
    * input (a Reshape's shape, a Slice's starts, ...) uses it.  The input stays a parameter of
-   * @main.  Borrowed for the call. */
+   * @main.  value_names NULL binds the values in order to the graph inputs that are not
+   * initializers (as ONNX's test runner does).  Borrowed for the call. */
   int32_t nvalues;
   const char *const *value_names;
   GPTensor *const *values;
@@ -49,7 +50,7 @@ typedef struct GPOnnxOptions {
 GPModule *gp_onnx_import_file(const char *path, const GPOnnxOptions *opts);
 GPModule *gp_onnx_import(const void *data, size_t len, const char *path, const GPOnnxOptions *opts);
 
-/* A serialized TensorProto (test_data_set_*/input_0.pb).  *name (when name != NULL) gets the
+/* A serialized TensorProto (a test_data_set_N/input_0.pb file).  *name (when name != NULL) gets the
  * tensor's name, gp_malloc'd ("" when it has none).  A new tensor, or NULL + error. */
 GPTensor *gp_onnx_read_tensor_file(const char *path, char **name);
 

@@ -72,8 +72,9 @@ GPExpr *ox_in(const OxNode *n, int32_t i);
 GPExpr *ox_req(const OxNode *n, int32_t i);
 /* The type of e (a tensor type for every value a converter sees unless it made a tuple). */
 static inline const GPType *ox_type(const GPExpr *e) { return e->checked_type; }
-static inline int32_t ox_rank(const GPExpr *e) { return e->checked_type->ndim; }
-static inline DLDataType ox_dtype(const GPExpr *e) { return e->checked_type->dtype; }
+static inline int32_t ox_rank(const GPExpr *e) { return e->checked_type->n; }
+static inline DLDataType ox_dtype(const GPExpr *e) { return e->checked_type->tensor.dtype; }
+static inline const int64_t *ox_shape(const GPExpr *e) { return e->checked_type->tensor.shape; }
 /* Error (GP_ERR_UNSUPPORTED, naming `what`) unless every dim of e's shape is known. */
 int ox_static(const GPExpr *e, const char *what);
 
@@ -136,5 +137,16 @@ GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index);
 GPExpr *ox_cast(OxImporter *im, GPExpr *e, DLDataType dt);
 /* A pool-owned scratch allocation (freed when the import ends). */
 void *ox_alloc(OxImporter *im, size_t size);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tensors and files (frontend/onnx/tensor.c)                                                  */
+
+#define GP_OX_MAX_RANK 64
+/* A TensorProto as a new tensor.  raw_data is taken over (the proto's field is cleared), not
+ * copied; external data is mapped from base_dir/location (shared when aligned to the element
+ * size, else copied).  NULL + error naming the tensor. */
+GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir);
+/* A whole file into a gp_malloc'd buffer; -1 + GP_ERR_IO. */
+int ox_read_whole_file(const char *path, void **data, size_t *len);
 
 #endif /* GP_ONNX_IMPL_H */

@@ -1,0 +1,74 @@
+/* load.c -- reading the inputs of the subcommands: modules (Relay text or ONNX) and tensors
+ * (.npy or ONNX TensorProto), and the --shape option. */
+#include "cli.h"
+#include "../eval/eval.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int shape_opt_add(ShapeOpts *s, const char *text) {
+  const char *eq = strrchr(text, '=');
+  if (!eq || eq == text) {
+    gp_error_set(GP_ERR_VALUE, "--shape '%s' is not NAME=D,D,... (e.g. data=1,3,224,224)", text);
+    return -1;
+  }
+  if (s->n == MAX_SHAPES) {
+    gp_error_set(GP_ERR_VALUE, "--shape: at most %d of them", MAX_SHAPES);
+    return -1;
+  }
+  int32_t nd = 0;
+  const char *p = eq + 1;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || errno || v < 0 || (*end && *end != ',') || nd == 64) {
+      gp_error_set(GP_ERR_VALUE, "--shape '%s': dimension %d is not a non-negative integer%s", text, (int)nd,
+                   nd == 64 ? " (at most 64 dims)" : "");
+      return -1;
+    }
+    s->dims[s->n][nd++] = v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) {
+      gp_error_set(GP_ERR_VALUE, "--shape '%s': a trailing comma", text);
+      return -1;
+    }
+  }
+  s->names[s->n] = gp_strndup(text, (size_t)(eq - text));
+  s->shapes[s->n] = (GPOnnxShape){.name = s->names[s->n], .ndim = nd, .dims = s->dims[s->n]};
+  s->n++;
+  return 0;
+}
+
+void shape_opts_free(ShapeOpts *s) {
+  for (int i = 0; i < s->n; i++) gp_free(s->names[i]);
+  s->n = 0;
+}
+
+GPModule *load_module(const char *path, const ShapeOpts *shapes) {
+  if (ends_with(path, ".onnx")) {
+    GPOnnxOptions o = {.nshapes = shapes ? shapes->n : 0, .shapes = shapes ? shapes->shapes : NULL};
+    return gp_onnx_import_file(path, &o);
+  }
+  if (shapes && shapes->n) {
+    gp_error_set(GP_ERR_VALUE, "--shape applies to ONNX models (.onnx), not to %s", path);
+    return NULL;
+  }
+  size_t len;
+  char *text = read_file(path, &len);
+  if (!text) return NULL;
+  GPModule *m = gp_parse(text, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
+  gp_free(text);
+  return m;
+}
+
+GPTensor *load_tensor(const char *path) {
+  if (ends_with(path, ".pb")) return gp_onnx_read_tensor_file(path, NULL);
+  return gp_npy_read(path);
+}

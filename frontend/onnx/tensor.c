@@ -1,0 +1,339 @@
+/* tensor.c -- ONNX TensorProto -> GPTensor: dtypes, the typed data fields, raw_data (taken over
+ * without a copy), external data files (mapped; shared without a copy when aligned). */
+#include "frontend/onnx/onnx_impl.h"
+
+#include <stdio.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* dtypes                                                                                      */
+
+static const char *const type_names[] = {
+    "UNDEFINED", "FLOAT",     "UINT8",     "INT8",         "UINT16",     "INT16",
+    "INT32",     "INT64",     "STRING",    "BOOL",         "FLOAT16",    "DOUBLE",
+    "UINT32",    "UINT64",    "COMPLEX64", "COMPLEX128",   "BFLOAT16",   "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
+    "FLOAT8E8M0", "UINT2", "INT2"};
+
+const char *ox_onnx_type_name(int32_t t) {
+  static _Thread_local char buf[24];
+  if (t >= 0 && t < (int32_t)GP_ARRAY_LEN(type_names)) return type_names[t];
+  snprintf(buf, sizeof buf, "type %d", (int)t);
+  return buf;
+}
+
+int ox_dtype_from_onnx(int32_t t, DLDataType *out) {
+  switch (t) {
+  case 1: *out = GP_DT_F32; return 0;
+  case 2: *out = GP_DT_U8; return 0;
+  case 3: *out = GP_DT_I8; return 0;
+  case 5: *out = GP_DT_I16; return 0;
+  case 6: *out = GP_DT_I32; return 0;
+  case 7: *out = GP_DT_I64; return 0;
+  case 9: *out = GP_DT_BOOL; return 0;
+  case 10: *out = GP_DT_F16; return 0;
+  case 11: *out = GP_DT_F64; return 0;
+  default:
+    gp_error_set(GP_ERR_UNSUPPORTED, "dtype %s is not supported", ox_onnx_type_name(t));
+    return -1;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Data ownership                                                                              */
+
+/* A buffer taken from the parsed message (raw_data): freed with free(). */
+static void heap_deleter(DLManagedTensor *m) {
+  free(m->manager_ctx);
+  gp_free(m->dl_tensor.shape);
+  gp_free(m);
+}
+
+/* A mapped external data file, shared by every tensor that points into it. */
+typedef struct Mapping {
+  int refs; /* guarded by the import: tensors are made on one thread; released anywhere */
+  void *base;
+  size_t len;
+} Mapping;
+
+static void mapping_release(Mapping *mp) {
+  if (__atomic_sub_fetch(&mp->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    munmap(mp->base, mp->len);
+    gp_free(mp);
+  }
+}
+
+static void mapped_deleter(DLManagedTensor *m) {
+  mapping_release(m->manager_ctx);
+  gp_free(m->dl_tensor.shape);
+  gp_free(m);
+}
+
+static GPTensor *wrap(DLDataType dt, int32_t ndim, const int64_t *dims, void *data, void *ctx,
+                      void (*deleter)(DLManagedTensor *)) {
+  DLManagedTensor *m = gp_calloc(1, sizeof *m);
+  int64_t *shape = gp_malloc((size_t)(ndim ? ndim : 1) * sizeof(int64_t));
+  if (ndim) memcpy(shape, dims, (size_t)ndim * sizeof(int64_t));
+  m->dl_tensor = (DLTensor){.data = data, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape};
+  m->manager_ctx = ctx;
+  m->deleter = deleter;
+  return gp_tensor_from_dlpack(m); /* takes m, even on error */
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* External data                                                                               */
+
+static const char *ext_value(const Gponnx__TensorProto *tp, const char *key) {
+  for (size_t i = 0; i < tp->n_external_data; i++) {
+    const Gponnx__StringStringEntryProto *e = tp->external_data[i];
+    if (e->key && strcmp(e->key, key) == 0) return e->value ? e->value : "";
+  }
+  return NULL;
+}
+
+static int parse_u64(const char *s, const char *key, const char *tname, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (!*s || *end || errno || s[0] == '-') {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': external_data %s '%s' is not a non-negative integer",
+                 tname, key, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static GPTensor *external_tensor(const Gponnx__TensorProto *tp, const char *tname, DLDataType dt,
+                                 int32_t ndim, const int64_t *dims, size_t nbytes, const char *base_dir) {
+  const char *loc = ext_value(tp, "location");
+  if (!loc || !*loc) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': external data without a 'location'", tname);
+    return NULL;
+  }
+  /* ONNX's rule: a path relative to the model's directory that stays inside it. */
+  if (loc[0] == '/' || strstr(loc, "..")) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': external data location '%s' must be a relative path "
+                 "inside the model's directory", tname, loc);
+    return NULL;
+  }
+  uint64_t offset = 0, length = nbytes;
+  const char *s;
+  if ((s = ext_value(tp, "offset")) && parse_u64(s, "offset", tname, &offset) != 0) return NULL;
+  if ((s = ext_value(tp, "length")) && parse_u64(s, "length", tname, &length) != 0) return NULL;
+  if (length != nbytes) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': external data length %llu but dims need %zu bytes",
+                 tname, (unsigned long long)length, nbytes);
+    return NULL;
+  }
+  GPBuf path = {0};
+  gp_buf_printf(&path, "%s/%s", base_dir && *base_dir ? base_dir : ".", loc);
+  char *p = gp_buf_take(&path);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    gp_error_set(GP_ERR_IO, "tensor '%s': cannot open external data %s: %s", tname, p, strerror(errno));
+    if (fd >= 0) close(fd);
+    gp_free(p);
+    return NULL;
+  }
+  if (offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': external data %s has %lld bytes, the tensor needs "
+                 "bytes %llu to %llu", tname, p, (long long)st.st_size, (unsigned long long)offset,
+                 (unsigned long long)(offset + length));
+    close(fd);
+    gp_free(p);
+    return NULL;
+  }
+  GPTensor *t = NULL;
+  size_t elem = gp_dtype_bytes(dt);
+  if (nbytes == 0) {
+    t = gp_tensor_alloc(dt, ndim, dims, true);
+  } else {
+    void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (base == MAP_FAILED) {
+      gp_error_set(GP_ERR_IO, "tensor '%s': cannot map %s: %s", tname, p, strerror(errno));
+    } else if ((offset % elem) == 0) {
+      /* Shared with the file: no copy. */
+      Mapping *mp = gp_malloc(sizeof *mp);
+      mp->refs = 1;
+      mp->base = base;
+      mp->len = (size_t)st.st_size;
+      t = wrap(dt, ndim, dims, (char *)base + offset, mp, mapped_deleter);
+    } else {
+      /* Misaligned for the element type: copy out. */
+      t = gp_tensor_alloc(dt, ndim, dims, true);
+      memcpy(t->dl.data, (char *)base + offset, nbytes);
+      munmap(base, (size_t)st.st_size);
+    }
+  }
+  close(fd);
+  gp_free(p);
+  return t;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* TensorProto                                                                                 */
+
+/* Copy n typed values from a proto field into dst, converting to dt. */
+static void store_i64(void *dst, DLDataType dt, size_t i, int64_t v) {
+  switch (dt.bits) {
+  case 1:
+  case 8: ((uint8_t *)dst)[i] = dt.bits == 1 ? (uint8_t)(v != 0) : (uint8_t)v; break;
+  case 16: ((uint16_t *)dst)[i] = (uint16_t)v; break;
+  case 32: ((uint32_t *)dst)[i] = (uint32_t)v; break;
+  default: ((uint64_t *)dst)[i] = (uint64_t)v; break;
+  }
+}
+
+GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
+  const char *tname = tp->name && *tp->name ? tp->name : "<unnamed>";
+  DLDataType dt;
+  if (!tp->has_data_type) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': no data_type", tname);
+    return NULL;
+  }
+  if (ox_dtype_from_onnx(tp->data_type, &dt) != 0) {
+    gp_error_prefix("tensor '%s'", tname);
+    return NULL;
+  }
+  if (tp->n_dims > GP_OX_MAX_RANK) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "tensor '%s': rank %zu exceeds %d", tname, tp->n_dims, GP_OX_MAX_RANK);
+    return NULL;
+  }
+  int32_t ndim = (int32_t)tp->n_dims;
+  const int64_t *dims = tp->dims;
+  uint64_t numel = 1;
+  for (int32_t i = 0; i < ndim; i++) {
+    if (dims[i] < 0) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': dimension %d is negative (%lld)", tname, (int)i,
+                   (long long)dims[i]);
+      return NULL;
+    }
+    if (dims[i] && numel > (UINT64_C(1) << 48) / (uint64_t)dims[i]) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': %d dims of which the product is too large", tname, (int)ndim);
+      return NULL;
+    }
+    numel *= (uint64_t)dims[i];
+  }
+  size_t elem = gp_dtype_bytes(dt), nbytes = (size_t)numel * elem;
+  if (tp->has_data_location && tp->data_location == GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    return external_tensor(tp, tname, dt, ndim, dims, nbytes, base_dir);
+
+  if (tp->has_raw_data) {
+    if (tp->raw_data.len != nbytes) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': raw_data has %zu bytes, dims and dtype need %zu",
+                   tname, tp->raw_data.len, nbytes);
+      return NULL;
+    }
+    if (nbytes == 0) return gp_tensor_alloc(dt, ndim, dims, true);
+    if (dt.bits == 1) /* bool: normalize to 0/1 */
+      for (size_t i = 0; i < nbytes; i++) tp->raw_data.data[i] = tp->raw_data.data[i] != 0;
+    /* Take the parser's buffer over: no copy.  (protobuf-c's default allocator is malloc.) */
+    void *data = tp->raw_data.data;
+    tp->raw_data.data = NULL;
+    tp->raw_data.len = 0;
+    tp->has_raw_data = 0;
+    return wrap(dt, ndim, dims, data, data, heap_deleter);
+  }
+
+  GPTensor *t = gp_tensor_alloc(dt, ndim, dims, true);
+  void *dst = t->dl.data;
+  size_t have = 0;
+  const char *field = NULL;
+  switch (tp->data_type) {
+  case 1:
+    field = "float_data";
+    have = tp->n_float_data;
+    if (have == numel && numel) memcpy(dst, tp->float_data, nbytes);
+    break;
+  case 11:
+    field = "double_data";
+    have = tp->n_double_data;
+    if (have == numel && numel) memcpy(dst, tp->double_data, nbytes);
+    break;
+  case 7:
+    field = "int64_data";
+    have = tp->n_int64_data;
+    if (have == numel && numel) memcpy(dst, tp->int64_data, nbytes);
+    break;
+  default: /* int32_data holds INT32, INT16, INT8, UINT8, BOOL and FLOAT16 (its bits) */
+    field = "int32_data";
+    have = tp->n_int32_data;
+    if (have == numel)
+      for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, tp->int32_data[i]);
+    break;
+  }
+  if (have != numel) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': %s has %zu values, dims need %llu", tname, field, have,
+                 (unsigned long long)numel);
+    gp_release(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Files                                                                                       */
+
+int ox_read_whole_file(const char *path, void **data, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    gp_error_set(GP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    gp_error_set(GP_ERR_IO, "%s: not a regular file", path);
+    close(fd);
+    return -1;
+  }
+  size_t n = (size_t)st.st_size, got = 0;
+  char *buf = gp_malloc(n ? n : 1);
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      gp_error_set(GP_ERR_IO, "%s: read failed: %s", path, r < 0 ? strerror(errno) : "unexpected end of file");
+      gp_free(buf);
+      close(fd);
+      return -1;
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  *data = buf;
+  *len = n;
+  return 0;
+}
+
+GPTensor *gp_onnx_read_tensor_file(const char *path, char **name) {
+  void *data;
+  size_t len;
+  if (ox_read_whole_file(path, &data, &len) != 0) return NULL;
+  Gponnx__TensorProto *tp = gponnx__tensor_proto__unpack(NULL, len, data);
+  gp_free(data);
+  if (!tp) {
+    gp_error_set(GP_ERR_PARSE, "%s: not a serialized ONNX TensorProto (protobuf parse failed: "
+                 "malformed or truncated)", path);
+    return NULL;
+  }
+  char *dir = gp_strdup(path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  else strcpy(dir, ".");
+  GPTensor *t = ox_tensor_from_proto(tp, dir);
+  if (!t) gp_error_prefix("%s", path);
+  if (t && name) *name = gp_strdup(tp->name ? tp->name : "");
+  gp_free(dir);
+  gponnx__tensor_proto__free_unpacked(tp, NULL);
+  return t;
+}
