@@ -679,8 +679,25 @@ static GPExpr *q_center(OxImporter *im, GPExpr *e, GPExpr *zp, int32_t r, int64_
 /* int32 matmul of 2-d (or N-d with a 2-d b) a @ b. */
 static GPExpr *q_matmul(OxImporter *im, GPExpr *a, GPExpr *b) {
   int32_t ra = ox_rank(a), rb = ox_rank(b);
-  if (rb != 2 || ra < 1 || ra > MAXR) return (void)ox_unsupported("integer MatMul of ranks %d and %d (b must be 2-d)", (int)ra, (int)rb), NULL;
+  if (ra < 2 || rb < 2 || ra >= MAXR || rb >= MAXR)
+    return (void)ox_unsupported("integer MatMul of ranks %d and %d", (int)ra, (int)rb), NULL;
   if (ox_static(a, "A") != 0 || ox_static(b, "B") != 0) return NULL;
+  if (rb != 2) {
+    /* batched: a[..., M, K, 1] * b[..., 1, K, N] summed over K (numpy broadcasting of the batch) */
+    const int64_t *as0 = ox_type(a)->tensor.shape, *bs0 = ox_type(b)->tensor.shape;
+    if (as0[ra - 1] != bs0[rb - 2])
+      return (void)ox_invalid("MatMul shapes %s and %s do not agree", gp_ops_shape(ox_type(a)).s, gp_ops_shape(ox_type(b)).s), NULL;
+    const char *ek[] = {"axis", "num_newaxis"};
+    GPAttrValue ea[] = {gp_attr_int(ra), gp_attr_int(1)}, eb[] = {gp_attr_int(rb - 2), gp_attr_int(1)};
+    GPExpr *a3 = ox_call(im, "expand_dims", 1, &a, 2, ek, ea);
+    GPExpr *b3 = a3 ? ox_call(im, "expand_dims", 1, &b, 2, ek, eb) : NULL;
+    GPExpr *m = b3 ? ox_op2(im, "multiply", a3, b3) : NULL;
+    if (!m) return NULL;
+    const char *sk[] = {"axis", "keepdims", "exclude"};
+    int64_t ax = ox_rank(m) - 2;
+    GPAttrValue sv[] = {gp_attr_ints(1, &ax), gp_attr_bool(false), gp_attr_bool(false)};
+    return ox_call(im, "sum", 1, &m, 3, sk, sv);
+  }
   const int64_t *as = ox_type(a)->tensor.shape, *bs = ox_type(b)->tensor.shape;
   int64_t K = as[ra - 1], N = bs[1];
   if (bs[0] != K) return (void)ox_invalid("MatMul shapes %s and %s do not agree", gp_ops_shape(ox_type(a)).s, gp_ops_shape(ox_type(b)).s), NULL;
