@@ -588,10 +588,48 @@ static GPExpr *q_quantize(OxImporter *im, GPExpr *x, GPExpr *scale, GPExpr *zp, 
   return v ? ox_cast(im, v, qt) : NULL;
 }
 
+/* Blocked quantization (block_size > 0): x [.., D, ..] viewed as [.., D / bs, bs, ..] and the
+ * scale / zero point [.., D / bs, ..] as [.., D / bs, 1, ..], which broadcast.  *xs gets x's
+ * shape for the final reshape. */
+static int q_blocked(OxImporter *im, int64_t bs, int64_t axis, GPExpr **x, GPExpr **scale, GPExpr **zp,
+                     int64_t *xs, int32_t *xr) {
+  if (ox_static(*x, "x") != 0 || ox_static(*scale, "scale") != 0) return -1;
+  int32_t r = ox_rank(*x);
+  if (r < 1 || r >= MAXR) return ox_unsupported("blocked quantization of rank %d", (int)r);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return ox_invalid("axis out of range for rank %d", (int)r);
+  const int64_t *sh = ox_type(*x)->tensor.shape;
+  int64_t D = sh[axis];
+  if (bs < 1 || D % bs != 0)
+    return ox_unsupported("block_size %lld that does not divide the axis extent %lld", (long long)bs, (long long)D);
+  const GPType *st = ox_type(*scale);
+  bool ok = st->n == r;
+  for (int32_t i = 0; ok && i < r; i++) ok = st->tensor.shape[i] == (i == axis ? D / bs : sh[i]);
+  if (!ok) return ox_invalid("scale of shape %s does not match x %s with block_size %lld", gp_ops_shape(st).s,
+                             gp_ops_shape(ox_type(*x)).s, (long long)bs);
+  int64_t ns[MAXR];
+  for (int32_t i = 0, j = 0; i < r; i++) {
+    if (i == axis) {
+      ns[j++] = D / bs;
+      ns[j++] = bs;
+    } else {
+      ns[j++] = sh[i];
+    }
+  }
+  memcpy(xs, sh, (size_t)r * sizeof(int64_t));
+  *xr = r;
+  const char *ek[] = {"axis", "num_newaxis"};
+  GPAttrValue ev[] = {gp_attr_int(axis + 1), gp_attr_int(1)};
+  if (!(*x = mk_reshape(im, *x, r + 1, ns))) return -1;
+  if (!(*scale = ox_call(im, "expand_dims", 1, scale, 2, ek, ev))) return -1;
+  if (*zp && !(*zp = ox_call(im, "expand_dims", 1, zp, 2, ek, ev))) return -1;
+  return 0;
+}
+
 static int cv_quantize(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *scale = ox_req(n, 1), *zp = ox_in(n, 2);
   if (!x || !scale) return -1;
-  if (ox_attr_int(n, "block_size", 0) != 0) return ox_unsupported("block_size (blocked quantization)");
+  int64_t bs = ox_attr_int(n, "block_size", 0);
   int64_t axis = ox_attr_int(n, "axis", 1);
   int64_t odt = ox_attr_int(n, "output_dtype", 0);
   if (gp_error_kind() != GP_OK) return -1;
@@ -602,29 +640,47 @@ static int cv_quantize(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (ox_dtype_from_onnx((int32_t)odt, &qt) != 0) return -1;
   }
   if (!ox_is_float(ox_dtype(x))) return ox_unsupported("QuantizeLinear of %s input", gp_ops_dtype(ox_dtype(x)).s);
-  int32_t r = ox_rank(x);
-  GPExpr *s = q_param(im, scale, r, axis, "y_scale");
-  GPExpr *z = zp && s ? q_param(im, zp, r, axis, "y_zero_point") : NULL;
-  if (!s || (zp && !z)) return -1;
-  out[0] = q_quantize(im, x, s, z, qt);
+  int64_t xs[MAXR];
+  int32_t xr = 0;
+  GPExpr *s, *z = NULL;
+  if (bs != 0) {
+    if (q_blocked(im, bs, axis, &x, &scale, &zp, xs, &xr) != 0) return -1;
+    s = scale, z = zp;
+  } else {
+    int32_t r = ox_rank(x);
+    s = q_param(im, scale, r, axis, "y_scale");
+    z = zp && s ? q_param(im, zp, r, axis, "y_zero_point") : NULL;
+    if (!s || (zp && !z)) return -1;
+  }
+  GPExpr *y = q_quantize(im, x, s, z, qt);
+  if (y && bs != 0) y = mk_reshape(im, y, xr, xs);
+  out[0] = y;
   return out[0] ? 0 : -1;
 }
 
 static int cv_dequantize(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *scale = ox_req(n, 1), *zp = ox_in(n, 2);
   if (!x || !scale) return -1;
-  if (ox_attr_int(n, "block_size", 0) != 0) return ox_unsupported("block_size (blocked quantization)");
+  int64_t bs = ox_attr_int(n, "block_size", 0);
   int64_t axis = ox_attr_int(n, "axis", 1);
   if (gp_error_kind() != GP_OK) return -1;
   double lo, hi;
   if (q_range(ox_dtype(x), &lo, &hi) != 0) return -1;
   DLDataType st = ox_dtype(scale);
   if (!ox_is_float(st)) return ox_unsupported("x_scale of %s", gp_ops_dtype(st).s);
-  int32_t r = ox_rank(x);
   DLDataType ct = st.bits == 64 ? st : k_f32;
-  GPExpr *s = q_param(im, scale, r, axis, "x_scale");
-  GPExpr *z = zp && s ? q_param(im, zp, r, axis, "x_zero_point") : NULL;
-  if (!s || (zp && !z)) return -1;
+  int64_t xs[MAXR];
+  int32_t xr = 0;
+  GPExpr *s, *z = NULL;
+  if (bs != 0) {
+    if (q_blocked(im, bs, axis, &x, &scale, &zp, xs, &xr) != 0) return -1;
+    s = scale, z = zp;
+  } else {
+    int32_t r = ox_rank(x);
+    s = q_param(im, scale, r, axis, "x_scale");
+    z = zp && s ? q_param(im, zp, r, axis, "x_zero_point") : NULL;
+    if (!s || (zp && !z)) return -1;
+  }
   GPExpr *v = ox_cast(im, x, ct);
   if (v && z) {
     GPExpr *zf = ox_cast(im, z, ct);
@@ -632,7 +688,9 @@ static int cv_dequantize(OxImporter *im, const OxNode *n, GPExpr **out) {
   }
   GPExpr *sf = v ? ox_cast(im, s, ct) : NULL;
   v = sf ? ox_op2(im, "multiply", v, sf) : NULL;
-  out[0] = v ? ox_cast(im, v, st) : NULL;
+  v = v ? ox_cast(im, v, st) : NULL;
+  if (v && bs != 0) v = mk_reshape(im, v, xr, xs);
+  out[0] = v;
   return out[0] ? 0 : -1;
 }
 
