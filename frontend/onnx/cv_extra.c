@@ -20,6 +20,10 @@
 #include "eval/kernel.h"
 
 #include <math.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 #include <stdio.h>
 #include <string.h>
 
@@ -1160,6 +1164,251 @@ static int cv_sce_loss(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Signal ops: HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix (constants from their
+ * compile-time inputs), DFT and STFT (static shapes: the transform along the axis is a matrix
+ * product with cos / sin matrices, nn.dense on the axis moved last). */
+
+static int window_dtype(const OxNode *n, DLDataType *dt) {
+  int64_t odt = ox_attr_int(n, "output_datatype", 1);
+  if (gp_error_kind() != GP_OK) return -1;
+  return ox_dtype_from_onnx((int32_t)odt, dt);
+}
+
+static int cv_window(OxImporter *im, const OxNode *n, GPExpr **out, int kind) {
+  GPExpr *se = ox_req(n, 0);
+  double sz;
+  DLDataType dt;
+  if (!se || ox_const_scalar(im, se, "size", &sz) != 0 || window_dtype(n, &dt) != 0) return -1;
+  bool periodic = ox_attr_int(n, "periodic", 1) != 0;
+  if (gp_error_kind() != GP_OK) return -1;
+  if (!(sz >= 0 && sz <= (double)(1 << 26))) return ox_unsupported("window size %g", sz);
+  int64_t N = (int64_t)sz;
+  double den = periodic ? (double)N : (double)N - 1;
+  double *v = ox_alloc(im, (size_t)(N ? N : 1) * sizeof(double));
+  for (int64_t i = 0; i < N; i++) {
+    double a = den > 0 ? 2 * M_PI * (double)i / den : 0;
+    if (kind == 0) v[i] = 0.5 - 0.5 * cos(a);                              /* Hann */
+    else if (kind == 1) v[i] = 25.0 / 46.0 - 21.0 / 46.0 * cos(a);         /* Hamming */
+    else v[i] = 0.42 - 0.5 * cos(a) + 0.08 * cos(2 * a);                   /* Blackman */
+  }
+  out[0] = mk_const(im, dt, 1, &N, v);
+  return out[0] ? 0 : -1;
+}
+static int cv_hann(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_window(im, n, out, 0); }
+static int cv_hamming(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_window(im, n, out, 1); }
+static int cv_blackman(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_window(im, n, out, 2); }
+
+static int cv_mel(OxImporter *im, const OxNode *n, GPExpr **out) {
+  double nm, dl, sr, lo, hi;
+  DLDataType dt;
+  for (int i = 0; i < 5; i++)
+    if (!ox_req(n, i)) return -1;
+  if (ox_const_scalar(im, n->in[0], "num_mel_bins", &nm) != 0 || ox_const_scalar(im, n->in[1], "dft_length", &dl) != 0 ||
+      ox_const_scalar(im, n->in[2], "sample_rate", &sr) != 0 ||
+      ox_const_scalar(im, n->in[3], "lower_edge_hertz", &lo) != 0 ||
+      ox_const_scalar(im, n->in[4], "upper_edge_hertz", &hi) != 0 || window_dtype(n, &dt) != 0)
+    return -1;
+  if (!(nm >= 1 && nm <= 4096 && dl >= 1 && dl <= (1 << 20) && sr >= 1))
+    return ox_unsupported("MelWeightMatrix with num_mel_bins %g, dft_length %g, sample_rate %g", nm, dl, sr);
+  int64_t M = (int64_t)nm, L = (int64_t)dl, S = (int64_t)sr, bins = L / 2 + 1;
+  int64_t *fb = ox_alloc(im, (size_t)(M + 2) * sizeof(int64_t));
+  double lm = 2595 * log10(1 + lo / 700), hm = 2595 * log10(1 + hi / 700), step = (hm - lm) / (double)(M + 2);
+  for (int64_t i = 0; i < M + 2; i++) {
+    double f = 700 * (pow(10, ((double)i * step + lm) / 2595) - 1);
+    double b = floor((double)(L + 1) * f / (double)S);
+    fb[i] = b < 0 ? 0 : b > (double)bins ? bins : (int64_t)b;
+  }
+  double *w = ox_alloc(im, (size_t)(bins * M) * sizeof(double));
+  memset(w, 0, (size_t)(bins * M) * sizeof(double));
+  for (int64_t i = 0; i < M; i++) {
+    int64_t l = fb[i], c = fb[i + 1], h = fb[i + 2];
+    if (c == l) {
+      if (c < bins) w[c * M + i] = 1;
+    } else {
+      for (int64_t j = l; j <= c && j < bins; j++) w[j * M + i] = (double)(j - l) / (double)(c - l);
+    }
+    if (h > c)
+      for (int64_t j = c; j < h && j < bins; j++) w[j * M + i] = (double)(h - j) / (double)(h - c);
+  }
+  out[0] = mk_const(im, dt, 2, (int64_t[]){bins, M}, w);
+  return out[0] ? 0 : -1;
+}
+
+/* Last-axis slice [k, k + 1) of x (rank r), reshaped without that axis. */
+static GPExpr *take_last(OxImporter *im, GPExpr *x, int64_t k) {
+  int32_t r = ox_rank(x);
+  int64_t b = k, e = k + 1, ax = r - 1;
+  const char *keys[] = {"begin", "end", "axes"};
+  GPAttrValue vals[] = {gp_attr_ints(1, &b), gp_attr_ints(1, &e), gp_attr_ints(1, &ax)};
+  GPExpr *s = ox_call(im, "strided_slice", 1, &x, 3, keys, vals);
+  return s ? mk_reshape(im, s, r - 1, ox_type(x)->tensor.shape) : NULL;
+}
+
+/* re / im [M, L] (im may be NULL) times the DFT matrices [K, L] with angle 2 pi k n / Ld;
+ * result [M, K, 2]. */
+static GPExpr *dft_rows(OxImporter *im, GPExpr *re, GPExpr *imag, int64_t K, int64_t L, int64_t Ld, bool inverse,
+                        const double *win) {
+  DLDataType dt = ox_dtype(re);
+  double *c = ox_alloc(im, (size_t)(K * L) * sizeof(double)), *sn = ox_alloc(im, (size_t)(K * L) * sizeof(double));
+  double sc = inverse ? 1.0 / (double)Ld : 1.0;
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t i = 0; i < L; i++) {
+      double wv = (win ? win[i] : 1.0) * sc;
+      double a = 2 * M_PI * (double)((k * i) % Ld) / (double)Ld;
+      bool in = i < Ld;
+      c[k * L + i] = in ? cos(a) * wv : 0;
+      sn[k * L + i] = in ? sin(a) * wv * (inverse ? -1 : 1) : 0; /* forward e^{-ia}: -sin goes to im */
+    }
+  GPExpr *Wc = mk_const(im, dt, 2, (int64_t[]){K, L}, c), *Ws = Wc ? mk_const(im, dt, 2, (int64_t[]){K, L}, sn) : NULL;
+  if (!Ws) return NULL;
+  /* forward: re' = re C + im S, im' = im C - re S (S = sin); inverse: S = -sin */
+  GPExpr *rc = mk_dense(im, re, Wc, dt), *rs = rc ? mk_dense(im, re, Ws, dt) : NULL;
+  GPExpr *ro = rc, *io = rs ? ox_op1(im, "negative", rs) : NULL;
+  if (io && imag) {
+    GPExpr *ic = mk_dense(im, imag, Wc, dt), *is = ic ? mk_dense(im, imag, Ws, dt) : NULL;
+    ro = is ? ox_op2(im, "add", ro, is) : NULL;
+    io = ro ? ox_op2(im, "add", io, ic) : NULL;
+  }
+  if (!io) return NULL;
+  const char *ek[] = {"axis", "num_newaxis"};
+  GPAttrValue ev[] = {gp_attr_int(2), gp_attr_int(1)};
+  GPExpr *f[2] = {ox_call(im, "expand_dims", 1, &ro, 2, ek, ev), ox_call(im, "expand_dims", 1, &io, 2, ek, ev)};
+  if (!f[0] || !f[1]) return NULL;
+  GPExpr *t = ox_tuple(im, 2, f);
+  const char *ck[] = {"axis"};
+  GPAttrValue cv[] = {gp_attr_int(2)};
+  return t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL;
+}
+
+static int cv_dft(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "input") != 0) return -1;
+  int32_t r = ox_rank(x);
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("DFT of %s", gp_ops_dtype(dt).s);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (r < 2 || r > MAXR || (xs[r - 1] != 1 && xs[r - 1] != 2)) return ox_invalid("input must end in a dimension of 1 or 2, got %s", gp_ops_shape(ox_type(x)).s);
+  int64_t axis;
+  if (n->opset >= 20) {
+    axis = -2;
+    if (ox_in(n, 2)) {
+      double a;
+      if (ox_const_scalar(im, n->in[2], "axis", &a) != 0) return -1;
+      axis = (int64_t)a;
+    }
+  } else {
+    axis = ox_attr_int(n, "axis", 1);
+  }
+  bool inverse = ox_attr_int(n, "inverse", 0) != 0, onesided = ox_attr_int(n, "onesided", 0) != 0;
+  if (gp_error_kind() != GP_OK) return -1;
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r - 1) return ox_invalid("axis out of range for input %s", gp_ops_shape(ox_type(x)).s);
+  if (inverse && onesided) return ox_unsupported("inverse with onesided");
+  int64_t L = xs[axis], Ld = L;
+  if (ox_in(n, 1)) {
+    double d;
+    if (ox_const_scalar(im, n->in[1], "dft_length", &d) != 0) return -1;
+    if (!(d >= 1 && d <= (1 << 20))) return ox_unsupported("dft_length %g", d);
+    Ld = (int64_t)d;
+  }
+  int64_t K = onesided ? Ld / 2 + 1 : Ld;
+  if (K * L > (1 << 24)) return ox_unsupported("DFT of %lld x %lld", (long long)K, (long long)L);
+  GPExpr *x64 = ox_cast(im, x, (DLDataType){kDLFloat, 64, 1}); /* numpy's fft computes in double */
+  GPExpr *re = x64 ? take_last(im, x64, 0) : NULL, *imag = NULL;
+  if (!re || (xs[r - 1] == 2 && !(imag = take_last(im, x64, 1)))) return -1;
+  /* move axis last and flatten */
+  int32_t rr = r - 1;
+  int64_t perm[MAXR], inv[MAXR], ps[MAXR], M = 1;
+  for (int32_t i = 0, k = 0; i < rr; i++)
+    if (i != axis) perm[k++] = i;
+  perm[rr - 1] = axis;
+  for (int32_t i = 0; i < rr; i++) inv[perm[i]] = i, ps[i] = xs[perm[i]];
+  for (int32_t i = 0; i < rr - 1; i++) M *= ps[i];
+  bool last = axis == rr - 1;
+  GPExpr *parts[2] = {re, imag};
+  for (int i = 0; i < 2; i++) {
+    if (!parts[i]) continue;
+    if (!last && !(parts[i] = mk_transpose(im, parts[i], rr, perm))) return -1;
+    if (!(parts[i] = mk_reshape(im, parts[i], 2, (int64_t[]){M, L}))) return -1;
+  }
+  GPExpr *y = dft_rows(im, parts[0], parts[1], K, L, Ld, inverse, NULL);
+  if (!y) return -1;
+  ps[rr - 1] = K;
+  ps[rr] = 2;
+  if (!(y = mk_reshape(im, y, rr + 1, ps))) return -1;
+  if (!last) {
+    inv[rr] = rr;
+    if (!(y = mk_transpose(im, y, rr + 1, inv))) return -1;
+  }
+  out[0] = ox_cast(im, y, dt);
+  return out[0] ? 0 : -1;
+}
+
+static int cv_stft(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *step_e = ox_req(n, 1);
+  if (!x || !step_e || ox_static(x, "signal") != 0) return -1;
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("STFT of %s", gp_ops_dtype(dt).s);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (ox_rank(x) != 3 || (xs[2] != 1 && xs[2] != 2)) return ox_invalid("signal must be [batch, length, 1 or 2]");
+  double stepd, fld = -1;
+  if (ox_const_scalar(im, step_e, "frame_step", &stepd) != 0) return -1;
+  const double *win = NULL;
+  int64_t nwin = 0;
+  if (const_f64s(im, ox_in(n, 2), "window", &win, &nwin) != 0) return -1;
+  if (ox_in(n, 3) && ox_const_scalar(im, n->in[3], "frame_length", &fld) != 0) return -1;
+  bool onesided = ox_attr_int(n, "onesided", 1) != 0;
+  if (gp_error_kind() != GP_OK) return -1;
+  int64_t B = xs[0], len = xs[1];
+  int64_t fl = fld > 0 ? (int64_t)fld : nwin > 0 ? nwin : 0;
+  if (fl < 1 || fl > len || !(stepd >= 1)) return ox_invalid("bad frame_length / frame_step for a signal of %lld", (long long)len);
+  if (nwin > 0 && nwin != fl) return ox_invalid("window has %lld values, frame_length is %lld", (long long)nwin, (long long)fl);
+  int64_t step = (int64_t)stepd, frames = (len - fl) / step + 1, K = onesided ? fl / 2 + 1 : fl;
+  if (frames * K * len > (1 << 24)) return ox_unsupported("STFT of %lld frames", (long long)frames);
+  /* one matrix over the whole signal: row (f, k) holds the windowed DFT row at offset f * step */
+  double *base = ox_alloc(im, (size_t)fl * sizeof(double));
+  for (int64_t i = 0; i < fl; i++) base[i] = win ? win[i] : 1.0;
+  const DLDataType f64 = {kDLFloat, 64, 1};
+  GPExpr *x64 = ox_cast(im, x, f64);
+  GPExpr *re = x64 ? take_last(im, x64, 0) : NULL, *imag = NULL;
+  if (!re || (xs[2] == 2 && !(imag = take_last(im, x64, 1)))) return -1;
+  double *c = ox_alloc(im, (size_t)(frames * K * len) * sizeof(double));
+  double *sn = ox_alloc(im, (size_t)(frames * K * len) * sizeof(double));
+  memset(c, 0, (size_t)(frames * K * len) * sizeof(double));
+  memset(sn, 0, (size_t)(frames * K * len) * sizeof(double));
+  for (int64_t f = 0; f < frames; f++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t i = 0; i < fl; i++) {
+        double a = 2 * M_PI * (double)((k * i) % fl) / (double)fl;
+        int64_t row = f * K + k, col = f * step + i;
+        c[row * len + col] = cos(a) * base[i];
+        sn[row * len + col] = sin(a) * base[i];
+      }
+  GPExpr *Wc = mk_const(im, f64, 2, (int64_t[]){frames * K, len}, c);
+  GPExpr *Ws = Wc ? mk_const(im, f64, 2, (int64_t[]){frames * K, len}, sn) : NULL;
+  if (!Ws) return -1;
+  GPExpr *rc = mk_dense(im, re, Wc, f64), *rs = rc ? mk_dense(im, re, Ws, f64) : NULL;
+  GPExpr *ro = rc, *io = rs ? ox_op1(im, "negative", rs) : NULL;
+  if (io && imag) {
+    GPExpr *ic = mk_dense(im, imag, Wc, f64), *is = ic ? mk_dense(im, imag, Ws, f64) : NULL;
+    ro = is ? ox_op2(im, "add", ro, is) : NULL;
+    io = ro ? ox_op2(im, "add", io, ic) : NULL;
+  }
+  if (!io) return -1;
+  const char *ek[] = {"axis", "num_newaxis"};
+  GPAttrValue ev[] = {gp_attr_int(2), gp_attr_int(1)};
+  GPExpr *f2[2] = {ox_call(im, "expand_dims", 1, &ro, 2, ek, ev), ox_call(im, "expand_dims", 1, &io, 2, ek, ev)};
+  if (!f2[0] || !f2[1]) return -1;
+  GPExpr *t = ox_tuple(im, 2, f2);
+  const char *ck[] = {"axis"};
+  GPAttrValue cv[] = {gp_attr_int(2)};
+  GPExpr *y = t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL; /* [B, frames * K, 2] */
+  y = y ? mk_reshape(im, y, 4, (int64_t[]){B, frames, K, 2}) : NULL;
+  out[0] = y ? ox_cast(im, y, dt) : NULL;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -1175,5 +1424,11 @@ const OxConverter ox_cv_extra[] = {
     {"Einsum", NULL, 12, cv_einsum},
     {"NegativeLogLikelihoodLoss", NULL, 12, cv_nllloss},
     {"SoftmaxCrossEntropyLoss", NULL, 12, cv_sce_loss},
+    {"HannWindow", NULL, 17, cv_hann},
+    {"HammingWindow", NULL, 17, cv_hamming},
+    {"BlackmanWindow", NULL, 17, cv_blackman},
+    {"MelWeightMatrix", NULL, 17, cv_mel},
+    {"DFT", NULL, 17, cv_dft},
+    {"STFT", NULL, 17, cv_stft},
     {NULL, NULL, 0, NULL},
 };
