@@ -1304,15 +1304,15 @@ static int cv_dft(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (gp_error_kind() != GP_OK) return -1;
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r - 1) return ox_invalid("axis out of range for input %s", gp_ops_shape(ox_type(x)).s);
-  if (inverse && onesided) return ox_unsupported("inverse with onesided");
-  int64_t L = xs[axis], Ld = L;
+  int64_t L = xs[axis], Ld = inverse && onesided ? 2 * (L - 1) : L;
   if (ox_in(n, 1)) {
     double d;
     if (ox_const_scalar(im, n->in[1], "dft_length", &d) != 0) return -1;
     if (!(d >= 1 && d <= (1 << 20))) return ox_unsupported("dft_length %g", d);
     Ld = (int64_t)d;
   }
-  int64_t K = onesided ? Ld / 2 + 1 : Ld;
+  int64_t K = inverse ? Ld : onesided ? Ld / 2 + 1 : Ld;
+  if (Ld < 1) return ox_invalid("DFT of length %lld", (long long)Ld);
   if (K * L > (1 << 24)) return ox_unsupported("DFT of %lld x %lld", (long long)K, (long long)L);
   GPExpr *x64 = ox_cast(im, x, (DLDataType){kDLFloat, 64, 1}); /* numpy's fft computes in double */
   GPExpr *re = x64 ? take_last(im, x64, 0) : NULL, *imag = NULL;
@@ -1332,10 +1332,33 @@ static int cv_dft(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (!last && !(parts[i] = mk_transpose(im, parts[i], rr, perm))) return -1;
     if (!(parts[i] = mk_reshape(im, parts[i], 2, (int64_t[]){M, L}))) return -1;
   }
-  GPExpr *y = dft_rows(im, parts[0], parts[1], K, L, Ld, inverse, NULL);
+  GPExpr *y;
+  int64_t cdim = 2;
+  if (inverse && onesided) {
+    /* irfft: the spectrum's upper half is the conjugate mirror of the lower: x[n] = sum_k
+     * c_k (re_k cos - im_k sin) / Ld with c_k = 2 except for k = 0 and k = Ld / 2 */
+    double *cm = ox_alloc(im, (size_t)(K * L) * sizeof(double)), *sm = ox_alloc(im, (size_t)(K * L) * sizeof(double));
+    for (int64_t i = 0; i < K; i++)
+      for (int64_t k = 0; k < L; k++) {
+        bool used = k <= Ld / 2;
+        double ck = k == 0 || 2 * k == Ld ? 1.0 : 2.0, a = 2 * M_PI * (double)((k * i) % Ld) / (double)Ld;
+        cm[i * L + k] = used ? ck * cos(a) / (double)Ld : 0;
+        sm[i * L + k] = used ? -ck * sin(a) / (double)Ld : 0;
+      }
+    const DLDataType f64 = {kDLFloat, 64, 1};
+    GPExpr *Wc = mk_const(im, f64, 2, (int64_t[]){K, L}, cm), *Ws = Wc ? mk_const(im, f64, 2, (int64_t[]){K, L}, sm) : NULL;
+    y = Ws ? mk_dense(im, parts[0], Wc, f64) : NULL;
+    if (y && parts[1]) {
+      GPExpr *t2 = mk_dense(im, parts[1], Ws, f64);
+      y = t2 ? ox_op2(im, "add", y, t2) : NULL;
+    }
+    cdim = 1;
+  } else {
+    y = dft_rows(im, parts[0], parts[1], K, L, Ld, inverse, NULL);
+  }
   if (!y) return -1;
   ps[rr - 1] = K;
-  ps[rr] = 2;
+  ps[rr] = cdim;
   if (!(y = mk_reshape(im, y, rr + 1, ps))) return -1;
   if (!last) {
     inv[rr] = rr;
