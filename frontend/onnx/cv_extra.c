@@ -1432,6 +1432,104 @@ static int cv_stft(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* NonMaxSuppression: its result's shape depends on the values, so it is computed here when
+ * every input is known at import (constants or given input values), as ONNX's reference does
+ * (float32 box arithmetic, ties in score to the lower box index); else unsupported. */
+
+static bool nms_suppress(const float *b1, const float *b2, int64_t cpb, float thr) {
+  float x1a, x1b, x2a, x2b, y1a, y1b, y2a, y2b;
+  if (cpb == 0) {
+    x1a = fminf(b1[1], b1[3]), x1b = fmaxf(b1[1], b1[3]), x2a = fminf(b2[1], b2[3]), x2b = fmaxf(b2[1], b2[3]);
+    y1a = fminf(b1[0], b1[2]), y1b = fmaxf(b1[0], b1[2]), y2a = fminf(b2[0], b2[2]), y2b = fmaxf(b2[0], b2[2]);
+  } else {
+    float w1 = b1[2] / 2, h1 = b1[3] / 2, w2 = b2[2] / 2, h2 = b2[3] / 2;
+    x1a = b1[0] - w1, x1b = b1[0] + w1, x2a = b2[0] - w2, x2b = b2[0] + w2;
+    y1a = b1[1] - h1, y1b = b1[1] + h1, y2a = b2[1] - h2, y2b = b2[1] + h2;
+  }
+  float ixa = fmaxf(x1a, x2a), ixb = fminf(x1b, x2b);
+  if (ixb <= ixa) return false;
+  float iya = fmaxf(y1a, y2a), iyb = fminf(y1b, y2b);
+  if (iyb <= iya) return false;
+  float inter = (ixb - ixa) * (iyb - iya);
+  if (inter <= 0) return false;
+  float a1 = (x1b - x1a) * (y1b - y1a), a2 = (x2b - x2a) * (y2b - y2a), uni = a1 + a2 - inter;
+  if (a1 <= 0 || a2 <= 0 || uni <= 0) return false;
+  return inter / uni > thr;
+}
+
+static int cv_nms(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *be = ox_req(n, 0), *se = ox_req(n, 1);
+  if (!be || !se) return -1;
+  GPTensor *bt = ox_const(im, be, "boxes"), *st = bt ? ox_const(im, se, "scores") : NULL;
+  if (!st) return -1;
+  int64_t maxo = 0;
+  double iou = 0, sthr = 0;
+  bool has_sthr = false;
+  const double *v;
+  int64_t nv;
+  if (const_f64s(im, ox_in(n, 2), "max_output_boxes_per_class", &v, &nv) != 0) return -1;
+  if (nv > 0) maxo = v[0] > 0 ? (v[0] > 1e15 ? (int64_t)1e15 : (int64_t)v[0]) : 0;
+  if (const_f64s(im, ox_in(n, 3), "iou_threshold", &v, &nv) != 0) return -1;
+  if (nv > 0) iou = v[0];
+  if (const_f64s(im, ox_in(n, 4), "score_threshold", &v, &nv) != 0) return -1;
+  if (nv > 0) sthr = v[0], has_sthr = true;
+  int64_t cpb = ox_attr_int(n, "center_point_box", 0);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (bt->dl.ndim != 3 || bt->dl.shape[2] != 4 || st->dl.ndim != 3 || st->dl.shape[0] != bt->dl.shape[0] ||
+      st->dl.shape[2] != bt->dl.shape[1])
+    return ox_invalid("boxes [B, N, 4] and scores [B, C, N] do not agree");
+  int64_t B = bt->dl.shape[0], Nb = bt->dl.shape[1], C = st->dl.shape[1];
+  if (B * Nb > (1 << 22) || B * C * Nb > (1 << 24)) return ox_unsupported("NonMaxSuppression of %lld boxes", (long long)(B * Nb));
+  float *boxes = ox_alloc(im, (size_t)(B * Nb * 4 + 1) * sizeof(float));
+  for (int64_t i = 0; i < B * Nb * 4; i++) boxes[i] = (float)gp_tensor_get_f64(bt, i);
+  int64_t *cand = ox_alloc(im, (size_t)(Nb + 1) * sizeof(int64_t));
+  float *sc = ox_alloc(im, (size_t)(Nb + 1) * sizeof(float));
+  int64_t *sel = ox_alloc(im, (size_t)(Nb + 1) * sizeof(int64_t));
+  GPBuf res = {0};
+  int64_t count = 0;
+  float thr = (float)iou, sth = (float)sthr;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t c = 0; c < C; c++) {
+      int64_t nc = 0;
+      for (int64_t i = 0; i < Nb; i++) {
+        sc[i] = (float)gp_tensor_get_f64(st, (b * C + c) * Nb + i);
+        if (!has_sthr || sc[i] > sth) cand[nc++] = i;
+      }
+      /* insertion sort: score descending, index ascending (stable on the index order) */
+      for (int64_t i = 1; i < nc; i++) {
+        int64_t x = cand[i], j = i;
+        while (j > 0 && sc[cand[j - 1]] < sc[x]) {
+          cand[j] = cand[j - 1];
+          j--;
+        }
+        cand[j] = x;
+      }
+      int64_t ns = 0;
+      for (int64_t i = 0; i < nc && ns < maxo; i++) {
+        bool keep = true;
+        for (int64_t k = 0; k < ns && keep; k++)
+          keep = !nms_suppress(boxes + (b * Nb + cand[i]) * 4, boxes + (b * Nb + sel[k]) * 4, cpb, thr);
+        if (!keep) continue;
+        sel[ns++] = cand[i];
+        int64_t row[3] = {b, c, cand[i]};
+        gp_buf_put(&res, (const char *)row, sizeof row);
+        count++;
+      }
+    }
+  const DLDataType i64 = {kDLInt, 64, 1};
+  int64_t shape[2] = {count, 3};
+  GPTensor *t = gp_tensor_alloc(i64, 2, shape, true);
+  if (!t) {
+    gp_buf_free(&res);
+    return -1;
+  }
+  if (count) memcpy(t->dl.data, res.data, (size_t)count * 3 * sizeof(int64_t));
+  gp_buf_free(&res);
+  out[0] = ox_constant(im, t);
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -1453,5 +1551,6 @@ const OxConverter ox_cv_extra[] = {
     {"MelWeightMatrix", NULL, 17, cv_mel},
     {"DFT", NULL, 17, cv_dft},
     {"STFT", NULL, 17, cv_stft},
+    {"NonMaxSuppression", NULL, 10, cv_nms},
     {NULL, NULL, 0, NULL},
 };
