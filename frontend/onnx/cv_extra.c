@@ -1530,6 +1530,118 @@ static int cv_nms(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* RotaryEmbedding (opset 23), following the spec's reference: x as [B, S, H, D], the first
+ * rotary_embedding_dim of D rotated by cos / sin (gathered by position_ids at import when those
+ * are known, else through Relay's take). */
+
+static GPExpr *slice_last(OxImporter *im, GPExpr *x, int64_t b, int64_t e, int64_t step) {
+  int64_t ax = ox_rank(x) - 1;
+  const char *keys[] = {"begin", "end", "strides", "axes"};
+  GPAttrValue vals[] = {gp_attr_ints(1, &b), gp_attr_ints(1, &e), gp_attr_ints(1, &step), gp_attr_ints(1, &ax)};
+  return ox_call(im, "strided_slice", 1, &x, 4, keys, vals);
+}
+
+static GPExpr *concat2(OxImporter *im, GPExpr *a, GPExpr *b, int64_t axis) {
+  GPExpr *f[2] = {a, b};
+  GPExpr *t = ox_tuple(im, 2, f);
+  const char *ck[] = {"axis"};
+  GPAttrValue cv[] = {gp_attr_int(axis)};
+  return t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL;
+}
+
+/* cache[position_ids] ([B, S, half]) cut to `half` on the last axis. */
+static GPExpr *rot_cache(OxImporter *im, GPExpr *cache, GPExpr *pos, int64_t half) {
+  if (ox_static(cache, "cache") != 0) return NULL;
+  if (pos) {
+    if (ox_rank(cache) != 2) return (void)ox_invalid("cos_cache / sin_cache must be 2-d with position_ids"), NULL;
+    GPTensor *pt = ox_const(im, pos, "position_ids");
+    if (pt) {
+      GPTensor *ct = ox_const(im, cache, "cos_cache / sin_cache");
+      if (!ct) return NULL;
+      int64_t P = ct->dl.shape[0], W = ct->dl.shape[1];
+      if (pt->dl.ndim != 2 || half > W) return (void)ox_invalid("position_ids must be [batch, sequence]"), NULL;
+      int64_t B = pt->dl.shape[0], S = pt->dl.shape[1];
+      double *v = ox_alloc(im, (size_t)(B * S * half + 1) * sizeof(double));
+      for (int64_t i = 0; i < B * S; i++) {
+        int64_t p = gp_tensor_get_i64(pt, i);
+        if (p < 0 || p >= P) return (void)ox_invalid("position id %lld out of [0, %lld)", (long long)p, (long long)P), NULL;
+        for (int64_t j = 0; j < half; j++) v[i * half + j] = gp_tensor_get_f64(ct, p * W + j);
+      }
+      return mk_const(im, ox_dtype(cache), 3, (int64_t[]){B, S, half}, v);
+    }
+    if (gp_error_kind() != GP_ERR_UNSUPPORTED || !have_op("take")) return NULL;
+    gp_error_clear();
+    const char *keys[] = {"axis"};
+    GPAttrValue vals[] = {gp_attr_int(0)};
+    GPExpr *args[] = {cache, pos};
+    cache = ox_call(im, "take", 2, args, 1, keys, vals);
+    if (!cache) return NULL;
+  }
+  if (ox_rank(cache) != 3) return (void)ox_invalid("cos_cache / sin_cache must be 3-d without position_ids"), NULL;
+  return ox_type(cache)->tensor.shape[2] == half ? cache : slice_last(im, cache, 0, half, 1);
+}
+
+static int cv_rotary(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *cc = ox_req(n, 1), *sc = ox_req(n, 2), *pos = ox_in(n, 3);
+  if (!x || !cc || !sc || ox_static(x, "X") != 0) return -1;
+  bool inter = ox_attr_int(n, "interleaved", 0) != 0;
+  int64_t rd = ox_attr_int(n, "rotary_embedding_dim", 0), nh = ox_attr_int(n, "num_heads", 0);
+  if (gp_error_kind() != GP_OK) return -1;
+  int32_t r = ox_rank(x);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (!ox_is_float(ox_dtype(x))) return ox_unsupported("RotaryEmbedding of %s", gp_ops_dtype(ox_dtype(x)).s);
+  GPExpr *v;
+  int64_t B, S, H, D;
+  static const int64_t p0213[] = {0, 2, 1, 3};
+  if (r == 4) {
+    B = xs[0], H = xs[1], S = xs[2], D = xs[3];
+    if (!(v = mk_transpose(im, x, 4, p0213))) return -1;
+  } else if (r == 3) {
+    if (nh < 1 || xs[2] % nh != 0) return ox_invalid("num_heads %lld does not divide the hidden size %lld", (long long)nh, (long long)xs[2]);
+    B = xs[0], S = xs[1], H = nh, D = xs[2] / nh;
+    if (!(v = mk_reshape(im, x, 4, (int64_t[]){B, S, H, D}))) return -1;
+  } else {
+    return ox_invalid("X must be 3-d or 4-d, got %s", gp_ops_shape(ox_type(x)).s);
+  }
+  if (rd == 0) rd = D;
+  if (rd < 2 || rd > D || rd % 2) return ox_invalid("rotary_embedding_dim %lld for head size %lld", (long long)rd, (long long)D);
+  int64_t half = rd / 2;
+  GPExpr *cs = rot_cache(im, cc, pos, half), *sn = cs ? rot_cache(im, sc, pos, half) : NULL;
+  if (!sn) return -1;
+  const char *ek[] = {"axis", "num_newaxis"};
+  GPAttrValue ev2[] = {gp_attr_int(2), gp_attr_int(1)};
+  cs = ox_call(im, "expand_dims", 1, &cs, 2, ek, ev2);
+  sn = cs ? ox_call(im, "expand_dims", 1, &sn, 2, ek, ev2) : NULL;
+  if (!sn) return -1;
+  GPExpr *xr = rd == D ? v : slice_last(im, v, 0, rd, 1);
+  GPExpr *x1 = xr ? (inter ? slice_last(im, xr, 0, rd, 2) : slice_last(im, xr, 0, half, 1)) : NULL;
+  GPExpr *x2 = x1 ? (inter ? slice_last(im, xr, 1, rd, 2) : slice_last(im, xr, half, rd, 1)) : NULL;
+  if (!x2) return -1;
+  GPExpr *a = ox_op2(im, "multiply", cs, x1), *b = a ? ox_op2(im, "multiply", sn, x2) : NULL;
+  GPExpr *re = b ? ox_op2(im, "subtract", a, b) : NULL;
+  GPExpr *c = re ? ox_op2(im, "multiply", sn, x1) : NULL, *d = c ? ox_op2(im, "multiply", cs, x2) : NULL;
+  GPExpr *imv = d ? ox_op2(im, "add", c, d) : NULL;
+  if (!imv) return -1;
+  GPExpr *rot;
+  if (inter) {
+    GPAttrValue ev4[] = {gp_attr_int(4), gp_attr_int(1)};
+    GPExpr *re5 = ox_call(im, "expand_dims", 1, &re, 2, ek, ev4);
+    GPExpr *im5 = re5 ? ox_call(im, "expand_dims", 1, &imv, 2, ek, ev4) : NULL;
+    GPExpr *cat = im5 ? concat2(im, re5, im5, 4) : NULL;
+    rot = cat ? mk_reshape(im, cat, 4, (int64_t[]){B, S, H, rd}) : NULL;
+  } else {
+    rot = concat2(im, re, imv, 3);
+  }
+  if (rot && rd < D) {
+    GPExpr *rest = slice_last(im, v, rd, D, 1);
+    rot = rest ? concat2(im, rot, rest, 3) : NULL;
+  }
+  if (!rot) return -1;
+  out[0] = r == 4 ? mk_transpose(im, rot, 4, p0213) : mk_reshape(im, rot, 3, xs);
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -1552,5 +1664,6 @@ const OxConverter ox_cv_extra[] = {
     {"DFT", NULL, 17, cv_dft},
     {"STFT", NULL, 17, cv_stft},
     {"NonMaxSuppression", NULL, 10, cv_nms},
+    {"RotaryEmbedding", NULL, 23, cv_rotary},
     {NULL, NULL, 0, NULL},
 };
