@@ -1642,6 +1642,66 @@ static int cv_rotary(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Col2Im: each input column (channel c, block offset b, block position l) adds into one image
+ * pixel, so the op is a fixed 0/1 matrix: [N * C, B * L] x [P, B * L]^T with nn.dense. */
+
+static int cv_col2im(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *ie = ox_req(n, 1), *be = ox_req(n, 2);
+  if (!x || !ie || !be || ox_static(x, "input") != 0) return -1;
+  const int64_t *img, *blk;
+  int32_t ni, nb;
+  if (ox_const_ints(im, ie, "image_shape", &img, &ni) != 0 || ox_const_ints(im, be, "block_shape", &blk, &nb) != 0) return -1;
+  if (ni != nb || ni < 1 || ni > 4) return ox_invalid("image_shape and block_shape must have the same length (1 to 4)");
+  int32_t k = ni, c;
+  int64_t dil[4], st[4], pb[4], pe[4];
+  const int64_t *v = ox_attr_ints(n, "dilations", &c);
+  for (int32_t i = 0; i < k; i++) dil[i] = c == k ? v[i] : 1;
+  v = ox_attr_ints(n, "strides", &c);
+  for (int32_t i = 0; i < k; i++) st[i] = c == k ? v[i] : 1;
+  v = ox_attr_ints(n, "pads", &c);
+  for (int32_t i = 0; i < k; i++) pb[i] = c == 2 * k ? v[i] : 0, pe[i] = c == 2 * k ? v[k + i] : 0;
+  if (gp_error_kind() != GP_OK) return -1;
+  DLDataType dt = ox_dtype(x);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (ox_rank(x) != 3) return ox_invalid("input must be [N, C * prod(block_shape), L]");
+  int64_t B = 1, P = 1, L = 1, nblk[4];
+  for (int32_t i = 0; i < k; i++) {
+    if (img[i] < 1 || blk[i] < 1 || dil[i] < 1 || st[i] < 1) return ox_invalid("bad image_shape / block_shape / attributes");
+    int64_t span = dil[i] * (blk[i] - 1) + 1, padded = img[i] + pb[i] + pe[i];
+    nblk[i] = padded >= span ? (padded - span) / st[i] + 1 : 0;
+    B *= blk[i], P *= img[i], L *= nblk[i];
+  }
+  if (xs[1] % B != 0 || xs[2] != L) return ox_invalid("input %s does not match %lld block elements and %lld blocks", gp_ops_shape(ox_type(x)).s, (long long)B, (long long)L);
+  int64_t C = xs[1] / B, N = xs[0];
+  if (P * B * L > (1 << 24)) return ox_unsupported("Col2Im of %lld x %lld", (long long)P, (long long)(B * L));
+  double *w = ox_alloc(im, (size_t)(P * B * L) * sizeof(double));
+  memset(w, 0, (size_t)(P * B * L) * sizeof(double));
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t l = 0; l < L; l++) {
+      int64_t rb = b, rl = l, pix = 0;
+      bool inside = true;
+      int64_t bo[4], lo[4];
+      for (int32_t i = k - 1; i >= 0; i--) {
+        bo[i] = rb % blk[i], rb /= blk[i];
+        lo[i] = rl % nblk[i], rl /= nblk[i];
+      }
+      for (int32_t i = 0; i < k; i++) {
+        int64_t p = lo[i] * st[i] - pb[i] + bo[i] * dil[i];
+        inside &= p >= 0 && p < img[i];
+        pix = pix * img[i] + p;
+      }
+      if (inside) w[pix * (B * L) + b * L + l] += 1.0;
+    }
+  GPExpr *W = mk_const(im, dt, 2, (int64_t[]){P, B * L}, w);
+  GPExpr *x2 = W ? mk_reshape(im, x, 2, (int64_t[]){N * C, B * L}) : NULL;
+  GPExpr *y = x2 ? mk_dense(im, x2, W, dt) : NULL;
+  int64_t os[6] = {N, C};
+  for (int32_t i = 0; i < k; i++) os[2 + i] = img[i];
+  out[0] = y ? mk_reshape(im, y, 2 + k, os) : NULL;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -1665,5 +1725,6 @@ const OxConverter ox_cv_extra[] = {
     {"STFT", NULL, 17, cv_stft},
     {"NonMaxSuppression", NULL, 10, cv_nms},
     {"RotaryEmbedding", NULL, 23, cv_rotary},
+    {"Col2Im", NULL, 18, cv_col2im},
     {NULL, NULL, 0, NULL},
 };
