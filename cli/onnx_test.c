@@ -258,8 +258,17 @@ static void run_test_dir(Run *r, const char *dir) {
     GPBuf tname = {0};
     gp_buf_puts(&tname, name);
     if (sets) gp_buf_printf(&tname, "/%s", entries.items[i]);
-    if (read_tensors(set, "input", &ins, &nin) != 0 || read_tensors(set, "output", &outs, &nout) != 0)
+    if (read_tensors(set, "input", &ins, &nin) != 0 || read_tensors(set, "output", &outs, &nout) != 0) {
+      /* Test data that is not a tensor (sequences, optionals) fails to read; when the model
+       * itself is something we do not support, that is the reason to give. */
+      char *why = gp_strdup(gp_error_message());
+      int32_t kind = gp_error_kind();
+      GPModule *probe = gp_onnx_import_file(model, NULL);
+      if (probe || gp_error_kind() != GP_ERR_UNSUPPORTED) gp_error_set(kind, "%s", why);
+      gp_release(probe);
+      gp_free(why);
       result_error(r, tname.data);
+    }
     else
       run_one(r, tname.data, model, ins, nin, outs, nout, false);
     sets++;

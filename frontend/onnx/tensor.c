@@ -244,38 +244,30 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
     return wrap(dt, ndim, dims, data, data, heap_deleter);
   }
 
-  GPTensor *t = gp_tensor_alloc(dt, ndim, dims, true);
-  void *dst = t->dl.data;
-  size_t have = 0;
-  const char *field = NULL;
+  /* Typed fields: int32_data holds INT32, INT16, INT8, UINT8, BOOL and FLOAT16 (its bits). */
+  const char *field;
+  size_t have;
   switch (tp->data_type) {
-  case 1:
-    field = "float_data";
-    have = tp->n_float_data;
-    if (have == numel && numel) memcpy(dst, tp->float_data, nbytes);
-    break;
-  case 11:
-    field = "double_data";
-    have = tp->n_double_data;
-    if (have == numel && numel) memcpy(dst, tp->double_data, nbytes);
-    break;
-  case 7:
-    field = "int64_data";
-    have = tp->n_int64_data;
-    if (have == numel && numel) memcpy(dst, tp->int64_data, nbytes);
-    break;
-  default: /* int32_data holds INT32, INT16, INT8, UINT8, BOOL and FLOAT16 (its bits) */
-    field = "int32_data";
-    have = tp->n_int32_data;
-    if (have == numel)
-      for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, tp->int32_data[i]);
-    break;
+  case 1: field = "float_data", have = tp->n_float_data; break;
+  case 11: field = "double_data", have = tp->n_double_data; break;
+  case 7: field = "int64_data", have = tp->n_int64_data; break;
+  default: field = "int32_data", have = tp->n_int32_data; break;
   }
-  if (have != numel) {
+  if (have != numel) { /* checked before allocating: the counts are bounded by the file */
     gp_error_set(GP_ERR_VALUE, "tensor '%s': %s has %zu values, dims need %llu", tname, field, have,
                  (unsigned long long)numel);
-    gp_release(t);
     return NULL;
+  }
+  GPTensor *t = gp_tensor_alloc(dt, ndim, dims, true);
+  if (!t) return NULL;
+  void *dst = t->dl.data;
+  switch (tp->data_type) {
+  case 1: if (numel) memcpy(dst, tp->float_data, nbytes); break;
+  case 11: if (numel) memcpy(dst, tp->double_data, nbytes); break;
+  case 7: if (numel) memcpy(dst, tp->int64_data, nbytes); break;
+  default:
+    for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, tp->int32_data[i]);
+    break;
   }
   return t;
 }

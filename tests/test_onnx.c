@@ -1,0 +1,588 @@
+/* test_onnx.c -- the ONNX importer: models built here with protobuf-c, serialized, imported and
+ * compared with Relay text; opset differences, attributes, external data, bad files, and the
+ * onnx-test runner on a test directory written here. */
+#include "test_helpers.h"
+#include "../frontend/onnx/onnx.h"
+#include "frontend/onnx/onnx.pb-c.h"
+#include "../eval/eval.h"
+
+#include <stdarg.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* Building models: every allocation goes to one arena freed by arena_free.                    */
+
+static GPVec arena;
+
+static void *A(size_t n) {
+  void *p = gp_calloc(1, n);
+  gp_vec_push(&arena, p);
+  return p;
+}
+
+static char *S(const char *s) {
+  char *p = A(strlen(s) + 1);
+  strcpy(p, s);
+  return p;
+}
+
+static void arena_free(void) {
+  for (size_t i = 0; i < arena.len; i++) gp_free(arena.items[i]);
+  gp_vec_free(&arena);
+}
+
+static void *dup_init(const void *init, size_t n) {
+  void *p = A(n);
+  memcpy(p, init, n);
+  return p;
+}
+#define NEW(T, INIT) ((T *)dup_init(&(T)INIT, sizeof(T)))
+
+static Gponnx__ValueInfoProto *vi(const char *name, int elem, int ndim, const int64_t *dims, const char *param) {
+  Gponnx__TensorShapeProto *sh = NEW(Gponnx__TensorShapeProto, GPONNX__TENSOR_SHAPE_PROTO__INIT);
+  sh->n_dim = (size_t)ndim;
+  sh->dim = A(sizeof(void *) * (size_t)(ndim ? ndim : 1));
+  for (int i = 0; i < ndim; i++) {
+    Gponnx__TensorShapeProto__Dimension *d = NEW(Gponnx__TensorShapeProto__Dimension, GPONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT);
+    if (dims[i] < 0 && param) {
+      d->value_case = GPONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      d->dim_param = S(param);
+    } else {
+      d->value_case = GPONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = dims[i];
+    }
+    sh->dim[i] = d;
+  }
+  Gponnx__TypeProto__Tensor *tt = NEW(Gponnx__TypeProto__Tensor, GPONNX__TYPE_PROTO__TENSOR__INIT);
+  tt->has_elem_type = 1;
+  tt->elem_type = elem;
+  tt->shape = sh;
+  Gponnx__TypeProto *tp = NEW(Gponnx__TypeProto, GPONNX__TYPE_PROTO__INIT);
+  tp->value_case = GPONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  tp->tensor_type = tt;
+  Gponnx__ValueInfoProto *v = NEW(Gponnx__ValueInfoProto, GPONNX__VALUE_INFO_PROTO__INIT);
+  v->name = S(name);
+  v->type = tp;
+  return v;
+}
+
+static Gponnx__TensorProto *tensor_f32(const char *name, int ndim, const int64_t *dims, const float *data) {
+  Gponnx__TensorProto *t = NEW(Gponnx__TensorProto, GPONNX__TENSOR_PROTO__INIT);
+  t->name = S(name);
+  t->has_data_type = 1;
+  t->data_type = 1;
+  t->n_dims = (size_t)ndim;
+  t->dims = A(sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (t->dims[i] = dims[i]);
+  t->has_raw_data = 1;
+  t->raw_data.len = (size_t)n * 4;
+  t->raw_data.data = A((size_t)n * 4 + 1);
+  memcpy(t->raw_data.data, data, (size_t)n * 4);
+  return t;
+}
+
+static Gponnx__TensorProto *tensor_i64(const char *name, int n, const int64_t *v) {
+  Gponnx__TensorProto *t = NEW(Gponnx__TensorProto, GPONNX__TENSOR_PROTO__INIT);
+  t->name = S(name);
+  t->has_data_type = 1;
+  t->data_type = 7;
+  t->n_dims = 1;
+  t->dims = A(sizeof(int64_t));
+  t->dims[0] = n;
+  t->n_int64_data = (size_t)n;
+  t->int64_data = A(sizeof(int64_t) * (size_t)(n ? n : 1));
+  memcpy(t->int64_data, v, sizeof(int64_t) * (size_t)n);
+  return t;
+}
+
+static Gponnx__AttributeProto *attr_i(const char *name, int64_t v) {
+  Gponnx__AttributeProto *a = NEW(Gponnx__AttributeProto, GPONNX__ATTRIBUTE_PROTO__INIT);
+  a->name = S(name);
+  a->has_type = 1;
+  a->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+  a->has_i = 1;
+  a->i = v;
+  return a;
+}
+
+static Gponnx__AttributeProto *attr_f(const char *name, float v) {
+  Gponnx__AttributeProto *a = NEW(Gponnx__AttributeProto, GPONNX__ATTRIBUTE_PROTO__INIT);
+  a->name = S(name);
+  a->has_type = 1;
+  a->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+  a->has_f = 1;
+  a->f = v;
+  return a;
+}
+
+static Gponnx__AttributeProto *attr_s(const char *name, const char *v) {
+  Gponnx__AttributeProto *a = NEW(Gponnx__AttributeProto, GPONNX__ATTRIBUTE_PROTO__INIT);
+  a->name = S(name);
+  a->has_type = 1;
+  a->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  a->has_s = 1;
+  a->s.data = (uint8_t *)S(v);
+  a->s.len = strlen(v);
+  return a;
+}
+
+static Gponnx__AttributeProto *attr_ints(const char *name, int n, const int64_t *v) {
+  Gponnx__AttributeProto *a = NEW(Gponnx__AttributeProto, GPONNX__ATTRIBUTE_PROTO__INIT);
+  a->name = S(name);
+  a->has_type = 1;
+  a->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  a->n_ints = (size_t)n;
+  a->ints = A(sizeof(int64_t) * (size_t)n);
+  memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
+  return a;
+}
+
+/* node(op, "in1,in2", "out", attrs...) -- NULL-terminated attribute list. */
+static Gponnx__NodeProto *node(const char *op, const char *ins, const char *outs, ...) {
+  Gponnx__NodeProto *n = NEW(Gponnx__NodeProto, GPONNX__NODE_PROTO__INIT);
+  n->op_type = S(op);
+  n->name = S(outs);
+  const char *lists[2] = {ins, outs};
+  for (int l = 0; l < 2; l++) {
+    char **items = A(sizeof(char *) * 16);
+    size_t k = 0;
+    const char *p = lists[l];
+    while (*p) {
+      const char *c = strchr(p, ',');
+      size_t len = c ? (size_t)(c - p) : strlen(p);
+      items[k] = A(len + 1);
+      memcpy(items[k++], p, len);
+      p += len + (c ? 1 : 0);
+      if (c && !*p) items[k++] = S(""); /* trailing empty input */
+    }
+    if (l == 0) n->input = items, n->n_input = k;
+    else n->output = items, n->n_output = k;
+  }
+  va_list ap;
+  va_start(ap, outs);
+  Gponnx__AttributeProto *a;
+  n->attribute = A(sizeof(void *) * 16);
+  while ((a = va_arg(ap, Gponnx__AttributeProto *))) n->attribute[n->n_attribute++] = a;
+  va_end(ap);
+  return n;
+}
+
+typedef struct {
+  Gponnx__NodeProto *nodes[16];
+  Gponnx__ValueInfoProto *inputs[8], *outputs[8];
+  Gponnx__TensorProto *inits[8];
+  int nn, ni, no, ninit;
+  int64_t opset;
+} Model;
+
+/* The serialized model (gp_malloc'd). */
+static uint8_t *pack(const Model *md, size_t *len) {
+  Gponnx__GraphProto g = GPONNX__GRAPH_PROTO__INIT;
+  g.name = "g";
+  g.n_node = (size_t)md->nn;
+  g.node = (Gponnx__NodeProto **)md->nodes;
+  g.n_input = (size_t)md->ni;
+  g.input = (Gponnx__ValueInfoProto **)md->inputs;
+  g.n_output = (size_t)md->no;
+  g.output = (Gponnx__ValueInfoProto **)md->outputs;
+  g.n_initializer = (size_t)md->ninit;
+  g.initializer = (Gponnx__TensorProto **)md->inits;
+  Gponnx__OperatorSetIdProto os = GPONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
+  os.domain = "";
+  os.has_version = 1;
+  os.version = md->opset ? md->opset : 13;
+  Gponnx__ModelProto m = GPONNX__MODEL_PROTO__INIT;
+  m.has_ir_version = 1;
+  m.ir_version = 8;
+  m.graph = &g;
+  m.n_opset_import = 1;
+  m.opset_import = &osp;
+  *len = gponnx__model_proto__get_packed_size(&m);
+  uint8_t *buf = gp_malloc(*len ? *len : 1);
+  gponnx__model_proto__pack(&m, buf);
+  return buf;
+}
+
+static GPModule *import(const Model *md, const GPOnnxOptions *o) {
+  size_t len;
+  uint8_t *buf = pack(md, &len);
+  GPModule *m = gp_onnx_import(buf, len, "test.onnx", o);
+  gp_free(buf);
+  return m;
+}
+
+static void expect(const Model *md, const GPOnnxOptions *o, const char *text) {
+  GPModule *got = import(md, o);
+  cr_assert(got, "import: %s", gp_error_message());
+  GPModule *want = gp_parse(text, strlen(text), "want");
+  cr_assert(want, "parse: %s", gp_error_message());
+  GPModule *wt = gp_infer_types(want);
+  cr_assert(wt, "infer: %s", gp_error_message());
+  th_assert_module_eq(got, wt);
+  cr_assert_eq(gp_verify(got), 0, "%s", gp_error_message());
+  gp_release(got);
+  gp_release(want);
+  gp_release(wt);
+}
+
+/* The import fails with `kind` and a message containing each of the NULL-terminated strings. */
+static void expect_error(const Model *md, const GPOnnxOptions *o, int32_t kind, ...) {
+  GPModule *got = import(md, o);
+  cr_assert_null(got, "import succeeded");
+  cr_assert_eq(gp_error_kind(), kind, "kind %d: %s", (int)gp_error_kind(), gp_error_message());
+  va_list ap;
+  va_start(ap, kind);
+  const char *s;
+  while ((s = va_arg(ap, const char *))) cr_assert(strstr(gp_error_message(), s), "'%s' not in: %s", s, gp_error_message());
+  va_end(ap);
+  gp_error_clear();
+}
+
+static void setup(void) { gp_ops_init(); }
+static void teardown(void) { arena_free(); }
+
+TestSuite(onnx, .init = setup, .fini = teardown);
+
+static const int64_t d13[] = {1, 3}, d1344[] = {1, 3, 4, 4}, d2344[] = {2, 3, 3, 3}, d234[] = {2, 3, 4};
+
+/* ------------------------------------------------------------------------------------------ */
+
+Test(onnx, relu_and_names) {
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("in:0", 1, 2, d13, NULL);
+  md.nodes[md.nn++] = node("Relu", "in:0", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+  expect(&md, NULL, "def @main(%in_0: Tensor[(1, 3), float32]) { nn.relu(%in_0) }");
+}
+
+Test(onnx, conv_bias_pads_strides) {
+  Model md = {.opset = 11};
+  float w[2 * 3 * 3 * 3] = {0}, b[2] = {1, 2};
+  md.inputs[md.ni++] = vi("x", 1, 4, d1344, NULL);
+  md.inits[md.ninit++] = tensor_f32("w", 4, d2344, w);
+  md.inits[md.ninit++] = tensor_f32("b", 1, (int64_t[]){2}, b);
+  md.nodes[md.nn++] = node("Conv", "x,w,b", "y", attr_ints("pads", 4, (int64_t[]){1, 1, 1, 1}),
+                           attr_ints("strides", 2, (int64_t[]){2, 2}), attr_i("group", 1), NULL);
+  md.outputs[md.no++] = vi("y", 1, 4, (int64_t[]){1, 2, 2, 2}, NULL);
+  GPModule *m = import(&md, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  char *text = gp_print(m, 0);
+  cr_assert(strstr(text, "nn.conv2d(%x, meta[relay.Constant][0], strides=[2, 2], padding=[1, 1, 1, 1], channels=2, kernel_size=[3, 3])"), "%s", text);
+  cr_assert(strstr(text, "nn.bias_add("), "%s", text);
+  gp_free(text);
+  gp_release(m);
+}
+
+Test(onnx, same_upper_padding) {
+  Model md = {.opset = 11};
+  md.inputs[md.ni++] = vi("x", 1, 4, (int64_t[]){1, 1, 5, 5}, NULL);
+  md.nodes[md.nn++] = node("MaxPool", "x", "y", attr_ints("kernel_shape", 2, (int64_t[]){2, 2}),
+                           attr_ints("strides", 2, (int64_t[]){2, 2}), NULL);
+  md.nodes[md.nn - 1]->attribute[md.nodes[md.nn - 1]->n_attribute++] = attr_s("auto_pad", "SAME_UPPER");
+  md.outputs[md.no++] = vi("y", 1, 4, (int64_t[]){1, 1, 3, 3}, NULL);
+  /* out 3 = ceil(5 / 2); total pad (3 - 1) * 2 + 2 - 5 = 1, the extra one at the end */
+  expect(&md, NULL, "def @main(%x: Tensor[(1, 1, 5, 5), float32]) {"
+                    " nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2], padding=[0, 0, 1, 1]) }");
+}
+
+Test(onnx, softmax_opset_difference) {
+  for (int v = 0; v < 2; v++) {
+    Model md = {.opset = v ? 13 : 11};
+    md.inputs[md.ni++] = vi("x", 1, 3, d234, NULL);
+    md.nodes[md.nn++] = node("Softmax", "x", "y", NULL);
+    md.outputs[md.no++] = vi("y", 1, 3, d234, NULL);
+    if (v)
+      expect(&md, NULL, "def @main(%x: Tensor[(2, 3, 4), float32]) { nn.softmax(%x) }");
+    else /* opset < 13: axis 1 by default, the input coerced to 2-d */
+      expect(&md, NULL, "def @main(%x: Tensor[(2, 3, 4), float32]) {"
+                        " %0 = reshape(%x, newshape=[2, 12]); %1 = nn.softmax(%0);"
+                        " reshape(%1, newshape=[2, 3, 4]) }");
+  }
+}
+
+Test(onnx, reshape_from_initializer_and_input_values) {
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 3, d234, NULL);
+  md.inits[md.ninit++] = tensor_i64("s", 2, (int64_t[]){0, -1});
+  md.nodes[md.nn++] = node("Reshape", "x,s", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, (int64_t[]){2, 12}, NULL);
+  expect(&md, NULL, "def @main(%x: Tensor[(2, 3, 4), float32]) { reshape(%x, newshape=[2, 12]) }");
+
+  /* The shape as a graph input: unsupported unless its value is given. */
+  Model m2 = {.opset = 13};
+  m2.inputs[m2.ni++] = vi("x", 1, 3, d234, NULL);
+  m2.inputs[m2.ni++] = vi("s", 7, 1, (int64_t[]){3}, NULL);
+  m2.nodes[m2.nn++] = node("Reshape", "x,s", "y", NULL);
+  m2.outputs[m2.no++] = vi("y", 1, 3, (int64_t[]){4, 3, 2}, NULL);
+  expect_error(&m2, NULL, GP_ERR_UNSUPPORTED, "node 'y' (Reshape, opset 13)", "the shape input must be known", NULL);
+  GPTensor *vals[2] = {gp_tensor_alloc(GP_DT_F32, 3, d234, true), gp_tensor_alloc(GP_DT_I64, 1, (int64_t[]){3}, true)};
+  int64_t *sv = vals[1]->dl.data;
+  sv[0] = 4, sv[1] = 3, sv[2] = 2;
+  GPOnnxOptions o = {.nvalues = 2, .values = vals};
+  expect(&m2, &o, "def @main(%x: Tensor[(2, 3, 4), float32], %s: Tensor[(3), int64]) { reshape(%x, newshape=[4, 3, 2]) }");
+  gp_release(vals[0]);
+  gp_release(vals[1]);
+}
+
+Test(onnx, shape_option_and_unknown_dims) {
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 2, (int64_t[]){-1, 3}, "N");
+  md.nodes[md.nn++] = node("Relu", "x", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, (int64_t[]){-1, 3}, "N");
+  expect(&md, NULL, "def @main(%x: Tensor[(?, 3), float32]) { nn.relu(%x) }");
+  GPOnnxShape s = {.name = "x", .ndim = 2, .dims = (int64_t[]){8, 3}};
+  GPOnnxOptions o = {.nshapes = 1, .shapes = &s};
+  expect(&md, &o, "def @main(%x: Tensor[(8, 3), float32]) { nn.relu(%x) }");
+}
+
+Test(onnx, initializer_inputs_are_constants_and_multiple_outputs) {
+  Model md = {.opset = 13};
+  float c[3] = {1, 2, 3};
+  md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
+  md.inputs[md.ni++] = vi("c", 1, 2, d13, NULL); /* also an initializer: a constant */
+  md.inits[md.ninit++] = tensor_f32("c", 2, d13, c);
+  md.nodes[md.nn++] = node("Sum", "x,c", "y", NULL);
+  md.nodes[md.nn++] = node("Identity", "x", "z", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+  md.outputs[md.no++] = vi("z", 1, 2, d13, NULL);
+  GPModule *m = import(&md, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  GPFunctionExpr *fn = gp_module_lookup(m, "main");
+  cr_assert_eq(fn->nparams, 1);
+  cr_assert_eq(gp_kind(fn->body), GP_TI_TUPLE);
+  GPTensor *x = gp_tensor_alloc(GP_DT_F32, 2, d13, true), **outs;
+  float *xv = x->dl.data;
+  xv[0] = -1, xv[1] = 0, xv[2] = 1;
+  int32_t nout;
+  cr_assert_eq(gp_eval_function(m, "main", 1, &x, &outs, &nout, NULL), 0, "%s", gp_error_message());
+  cr_assert_eq(nout, 2);
+  const float *y = outs[0]->dl.data;
+  cr_assert(y[0] == 0 && y[1] == 2 && y[2] == 4);
+  for (int i = 0; i < nout; i++) gp_release(outs[i]);
+  gp_free(outs);
+  gp_release(x);
+  gp_release(m);
+}
+
+Test(onnx, errors_name_the_node_and_what) {
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
+  md.nodes[md.nn++] = node("FooBar", "x", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+  expect_error(&md, NULL, GP_ERR_UNSUPPORTED, "test.onnx", "node 'y' (FooBar, opset 13)",
+               "unsupported op FooBar (domain 'ai.onnx', opset 13)", NULL);
+
+  Model m2 = {.opset = 13};
+  m2.inputs[m2.ni++] = vi("x", 1, 2, d13, NULL);
+  m2.nodes[m2.nn++] = node("Relu", "nope", "y", NULL);
+  m2.outputs[m2.no++] = vi("y", 1, 2, d13, NULL);
+  expect_error(&m2, NULL, GP_ERR_VALUE, "node 'y' (Relu, opset 13)", "input 'nope' is not produced", NULL);
+
+  Model m3 = {.opset = 13};
+  m3.inputs[m3.ni++] = vi("x", 1, 2, d13, NULL);
+  m3.nodes[m3.nn++] = node("Concat", "x,x", "y", attr_f("axis", 1.0f), NULL);
+  m3.outputs[m3.no++] = vi("y", 1, 2, (int64_t[]){1, 6}, NULL);
+  expect_error(&m3, NULL, GP_ERR_VALUE, "node 'y' (Concat, opset 13)", "attribute 'axis' is FLOAT, expected INT", NULL);
+
+  Model m4 = {.opset = 13};
+  m4.inputs[m4.ni++] = vi("x", 1, 2, d13, NULL);
+  m4.inits[m4.ninit++] = tensor_f32("w", 2, d13, (float[]){1, 2, 3});
+  m4.inits[0]->raw_data.len = 7; /* does not match the dims */
+  m4.nodes[m4.nn++] = node("Sum", "x,w", "y", NULL);
+  m4.outputs[m4.no++] = vi("y", 1, 2, d13, NULL);
+  expect_error(&m4, NULL, GP_ERR_VALUE, "initializer 'w'", "raw_data has 7 bytes, dims and dtype need 12", NULL);
+
+  Model m5 = {.opset = 13};
+  m5.inputs[m5.ni++] = vi("x", 1, 2, d13, NULL);
+  m5.nodes[m5.nn++] = node("Relu", "x", "y", NULL);
+  m5.outputs[m5.no++] = vi("z", 1, 2, d13, NULL);
+  expect_error(&m5, NULL, GP_ERR_VALUE, "graph output 'z' is not produced", NULL);
+
+  Model m6 = {.opset = 13};
+  m6.inputs[m6.ni++] = vi("x", 8, 2, d13, NULL); /* STRING */
+  m6.nodes[m6.nn++] = node("Identity", "x", "y", NULL);
+  m6.outputs[m6.no++] = vi("y", 8, 2, d13, NULL);
+  expect_error(&m6, NULL, GP_ERR_UNSUPPORTED, "graph input 'x'", "dtype STRING is not supported", NULL);
+}
+
+Test(onnx, malformed_and_truncated_files) {
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
+  md.nodes[md.nn++] = node("Relu", "x", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+  size_t len;
+  uint8_t *buf = pack(&md, &len);
+  for (size_t cut = 1; cut < len; cut += 3) { /* every truncation is an error or a smaller valid model */
+    GPModule *m = gp_onnx_import(buf, cut, "cut.onnx", NULL);
+    if (!m) {
+      int32_t k = gp_error_kind();
+      cr_assert(k == GP_ERR_PARSE || k == GP_ERR_VALUE || k == GP_ERR_UNSUPPORTED, "cut %zu: %d %s", cut, (int)k,
+                gp_error_message());
+      cr_assert(strstr(gp_error_message(), "cut.onnx"), "%s", gp_error_message());
+      gp_error_clear();
+    }
+    gp_release(m);
+  }
+  gp_free(buf);
+  const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99};
+  cr_assert_null(gp_onnx_import(junk, sizeof junk, "junk.onnx", NULL));
+  cr_assert_eq(gp_error_kind(), GP_ERR_PARSE);
+  cr_assert(strstr(gp_error_message(), "junk.onnx: not an ONNX model"), "%s", gp_error_message());
+  gp_error_clear();
+  cr_assert_null(gp_onnx_import("", 0, "empty.onnx", NULL));
+  cr_assert(strstr(gp_error_message(), "empty.onnx: the model has no graph"), "%s", gp_error_message());
+  gp_error_clear();
+  cr_assert_null(gp_onnx_import_file("/nonexistent/m.onnx", NULL));
+  cr_assert_eq(gp_error_kind(), GP_ERR_IO);
+  gp_error_clear();
+}
+
+Test(onnx, external_data_and_tensor_files) {
+  char dir[] = "/tmp/gp_onnx_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  GPBuf p = {0};
+  gp_buf_printf(&p, "%s/weights.bin", dir);
+  FILE *f = fopen(p.data, "wb");
+  float pad = 0, w[3] = {4, 5, 6};
+  fwrite(&pad, 4, 1, f); /* the tensor starts at offset 4 */
+  fwrite(w, 4, 3, f);
+  fclose(f);
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
+  Gponnx__TensorProto *t = tensor_f32("w", 2, d13, w);
+  t->has_raw_data = 0;
+  t->has_data_location = 1;
+  t->data_location = GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  t->n_external_data = 2;
+  t->external_data = A(2 * sizeof(void *));
+  const char *kv[2][2] = {{"location", "weights.bin"}, {"offset", "4"}};
+  for (int i = 0; i < 2; i++) {
+    Gponnx__StringStringEntryProto *e = NEW(Gponnx__StringStringEntryProto, GPONNX__STRING_STRING_ENTRY_PROTO__INIT);
+    e->key = S(kv[i][0]);
+    e->value = S(kv[i][1]);
+    t->external_data[i] = e;
+  }
+  md.inits[md.ninit++] = t;
+  md.nodes[md.nn++] = node("Sum", "x,w", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+  size_t len;
+  uint8_t *buf = pack(&md, &len);
+  GPBuf mp = {0};
+  gp_buf_printf(&mp, "%s/model.onnx", dir);
+  GPModule *m = gp_onnx_import(buf, len, mp.data, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  char *text = gp_print(m, GP_PRINT_METADATA);
+  cr_assert(strstr(text, "add(%x, meta[relay.Constant][0])"), "%s", text);
+  gp_free(text);
+  GPCall *c = (GPCall *)gp_module_lookup(m, "main")->body;
+  const float *wv = ((GPConstant *)c->args[1])->data->dl.data;
+  cr_assert(wv[0] == 4 && wv[1] == 5 && wv[2] == 6);
+  gp_release(m);
+  /* A location outside the model's directory is refused. */
+  t->external_data[0]->value = S("../weights.bin");
+  gp_free(buf);
+  buf = pack(&md, &len);
+  cr_assert_null(gp_onnx_import(buf, len, mp.data, NULL));
+  cr_assert(strstr(gp_error_message(), "must be a relative path inside the model's directory"), "%s", gp_error_message());
+  gp_error_clear();
+  gp_free(buf);
+
+  /* A TensorProto file. */
+  Gponnx__TensorProto *tp = tensor_i64("idx", 2, (int64_t[]){7, -8});
+  size_t tl = gponnx__tensor_proto__get_packed_size(tp);
+  uint8_t *tb = gp_malloc(tl);
+  gponnx__tensor_proto__pack(tp, tb);
+  GPBuf tpath = {0};
+  gp_buf_printf(&tpath, "%s/input_0.pb", dir);
+  f = fopen(tpath.data, "wb");
+  fwrite(tb, 1, tl, f);
+  fclose(f);
+  char *name;
+  GPTensor *rt = gp_onnx_read_tensor_file(tpath.data, &name);
+  cr_assert(rt, "%s", gp_error_message());
+  cr_assert_str_eq(name, "idx");
+  cr_assert(((int64_t *)rt->dl.data)[1] == -8);
+  gp_release(rt);
+  gp_free(name);
+  /* truncated */
+  f = fopen(tpath.data, "wb");
+  fwrite(tb, 1, tl - 3, f);
+  fclose(f);
+  cr_assert_null(gp_onnx_read_tensor_file(tpath.data, NULL));
+  cr_assert(strstr(gp_error_message(), "input_0.pb"), "%s", gp_error_message());
+  gp_error_clear();
+  gp_free(tb);
+  GPBuf rm = {0};
+  gp_buf_printf(&rm, "rm -rf '%s'", dir);
+  cr_assert_eq(system(rm.data), 0);
+  gp_buf_free(&rm);
+  gp_buf_free(&p);
+  gp_buf_free(&mp);
+  gp_buf_free(&tpath);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* graphpass onnx-test on a test directory written here                                        */
+
+static void write_pb(const char *path, Gponnx__TensorProto *t) {
+  size_t n = gponnx__tensor_proto__get_packed_size(t);
+  uint8_t *b = gp_malloc(n);
+  gponnx__tensor_proto__pack(t, b);
+  FILE *f = fopen(path, "wb");
+  cr_assert(f);
+  fwrite(b, 1, n, f);
+  fclose(f);
+  gp_free(b);
+}
+
+Test(onnx, runner_pass_fail_skip_and_totals) {
+  char dir[] = "/tmp/gp_onnxt_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  const char *names[] = {"test_relu_ok", "test_relu_wrong", "test_unsupported"};
+  for (int k = 0; k < 3; k++) {
+    Model md = {.opset = 13};
+    md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
+    md.nodes[md.nn++] = node(k == 2 ? "FooBar" : "Relu", "x", "y", NULL);
+    md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+    size_t len;
+    uint8_t *buf = pack(&md, &len);
+    char cmd[512], path[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/test_data_set_0", dir, names[k]);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/%s/model.onnx", dir, names[k]);
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    gp_free(buf);
+    snprintf(path, sizeof path, "%s/%s/test_data_set_0/input_0.pb", dir, names[k]);
+    write_pb(path, tensor_f32("x", 2, d13, (float[]){-1, 0, 2}));
+    snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_0.pb", dir, names[k]);
+    write_pb(path, tensor_f32("y", 2, d13, k == 1 ? (float[]){0, 0, 3} : (float[]){0, 0, 2}));
+  }
+  char *out = NULL;
+  GPBuf cmd = {0};
+  gp_buf_printf(&cmd, "%s/bin/graphpass onnx-test %s --opt-level 3", th_build_dir(), dir);
+  int rc = th_run(cmd.data, &out);
+  cr_assert_eq(rc, 1, "%s", out);
+  cr_assert(strstr(out, "PASS test_relu_ok\n"), "%s", out);
+  cr_assert(strstr(out, "FAIL test_relu_wrong: output 0: max abs error 1, max rel error 0.333 (element 2: got 2, expected 3)"), "%s", out);
+  cr_assert(strstr(out, "SKIP test_unsupported: "), "%s", out);
+  cr_assert(strstr(out, "unsupported op FooBar (domain 'ai.onnx', opset 13)"), "%s", out);
+  cr_assert(strstr(out, "1 passed, 1 failed, 1 skipped\n"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  /* A single passing test exits 0; a bad path is a usage error. */
+  gp_buf_printf(&cmd, "%s/bin/graphpass onnx-test %s/test_relu_ok", th_build_dir(), dir);
+  cr_assert_eq(th_run(cmd.data, &out), 0, "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "%s/bin/graphpass onnx-test %s/nothing-here", th_build_dir(), dir);
+  cr_assert_eq(th_run(cmd.data, &out), 2, "%s", out);
+  cr_assert(strstr(out, "not a test directory"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd.data), 0);
+  gp_buf_free(&cmd);
+}
