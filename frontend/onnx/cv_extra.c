@@ -1702,6 +1702,80 @@ static int cv_col2im(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* RoiAlign (avg): with the rois and batch indices known at import, each output is a fixed
+ * weighted sum of input pixels (ONNX's reference sampling), so the op is one nn.dense:
+ * X as [C, N * H * W] times a [R * OH * OW, N * H * W] matrix.  mode "max" is not linear. */
+
+static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *re = ox_req(n, 1), *be = ox_req(n, 2);
+  if (!x || !re || !be || ox_static(x, "X") != 0) return -1;
+  const char *mode = ox_attr_str(im, n, "mode", "avg");
+  const char *ctm = n->opset >= 16 ? ox_attr_str(im, n, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+  int64_t OH = ox_attr_int(n, "output_height", 1), OW = ox_attr_int(n, "output_width", 1);
+  int64_t sr = ox_attr_int(n, "sampling_ratio", 0);
+  double ss = ox_attr_float(n, "spatial_scale", 1.0);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (strcmp(mode, "avg") != 0) return ox_unsupported("RoiAlign mode \"%s\"", mode);
+  bool half = strcmp(ctm, "half_pixel") == 0;
+  if (!half && strcmp(ctm, "output_half_pixel") != 0) return ox_unsupported("coordinate_transformation_mode \"%s\"", ctm);
+  GPTensor *rt = ox_const(im, re, "rois"), *bt = rt ? ox_const(im, be, "batch_indices") : NULL;
+  if (!bt) return -1;
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (ox_rank(x) != 4 || rt->dl.ndim != 2 || rt->dl.shape[1] != 4 || bt->dl.ndim != 1 || bt->dl.shape[0] != rt->dl.shape[0])
+    return ox_invalid("X [N, C, H, W], rois [R, 4] and batch_indices [R] do not agree");
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = rt->dl.shape[0], P = OH * OW, HW = H * W;
+  if (OH < 1 || OW < 1 || H < 1 || W < 1) return ox_invalid("empty RoiAlign");
+  if (R * P * N * HW > (1 << 24)) return ox_unsupported("RoiAlign of %lld rois over %lld pixels", (long long)R, (long long)(N * HW));
+  double *w = ox_alloc(im, (size_t)(R * P * N * HW) * sizeof(double));
+  memset(w, 0, (size_t)(R * P * N * HW) * sizeof(double));
+  double off = half ? 0.5 : 0.0;
+  for (int64_t r = 0; r < R; r++) {
+    int64_t b = gp_tensor_get_i64(bt, r);
+    if (b < 0 || b >= N) return ox_invalid("batch index %lld out of [0, %lld)", (long long)b, (long long)N);
+    double sw = gp_tensor_get_f64(rt, r * 4) * ss - off, sh = gp_tensor_get_f64(rt, r * 4 + 1) * ss - off;
+    double ew = gp_tensor_get_f64(rt, r * 4 + 2) * ss - off, eh = gp_tensor_get_f64(rt, r * 4 + 3) * ss - off;
+    double rw = ew - sw, rh = eh - sh;
+    if (!half) rw = fmax(rw, 1.0), rh = fmax(rh, 1.0);
+    double bh = rh / (double)OH, bw = rw / (double)OW;
+    double gh = sr > 0 ? (double)sr : ceil(rh / (double)OH), gw = sr > 0 ? (double)sr : ceil(rw / (double)OW);
+    if (!(gh >= 0 && gh < 4096 && gw >= 0 && gw < 4096)) return ox_unsupported("RoiAlign sampling grid %g x %g", gh, gw);
+    int64_t gH = (int64_t)gh, gW = (int64_t)gw, cnt = gH * gW > 1 ? gH * gW : 1;
+    for (int64_t ph = 0; ph < OH; ph++)
+      for (int64_t pw = 0; pw < OW; pw++) {
+        double *row = w + ((r * P) + ph * OW + pw) * (N * HW) + b * HW;
+        for (int64_t iy = 0; iy < gH; iy++)
+          for (int64_t ix = 0; ix < gW; ix++) {
+            double y = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gH;
+            double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gW;
+            if (y < -1.0 || y > (double)H || xx < -1.0 || xx > (double)W) continue;
+            y = fmax(y, 0), xx = fmax(xx, 0);
+            int64_t yl = (int64_t)y, xl = (int64_t)xx, yh, xh;
+            if (yl >= H - 1) yh = yl = H - 1, y = (double)yl;
+            else yh = yl + 1;
+            if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl;
+            else xh = xl + 1;
+            double ly = y - (double)yl, lx = xx - (double)xl, hy = 1 - ly, hx = 1 - lx, k = 1.0 / (double)cnt;
+            row[yl * W + xl] += hy * hx * k;
+            row[yl * W + xh] += hy * lx * k;
+            row[yh * W + xl] += ly * hx * k;
+            row[yh * W + xh] += ly * lx * k;
+          }
+      }
+  }
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("RoiAlign of %s", gp_ops_dtype(dt).s);
+  static const int64_t p102[] = {1, 0, 2}, p1023[] = {1, 0, 2, 3};
+  GPExpr *Wm = mk_const(im, dt, 2, (int64_t[]){R * P, N * HW}, w);
+  GPExpr *x3 = Wm ? mk_reshape(im, x, 3, (int64_t[]){N, C, HW}) : NULL;
+  GPExpr *xt = x3 ? mk_transpose(im, x3, 3, p102) : NULL;
+  GPExpr *x2 = xt ? mk_reshape(im, xt, 2, (int64_t[]){C, N * HW}) : NULL;
+  GPExpr *y = x2 ? mk_dense(im, x2, Wm, dt) : NULL;
+  GPExpr *y4 = y ? mk_reshape(im, y, 4, (int64_t[]){C, R, OH, OW}) : NULL;
+  out[0] = y4 ? mk_transpose(im, y4, 4, p1023) : NULL;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -1726,5 +1800,6 @@ const OxConverter ox_cv_extra[] = {
     {"NonMaxSuppression", NULL, 10, cv_nms},
     {"RotaryEmbedding", NULL, 23, cv_rotary},
     {"Col2Im", NULL, 18, cv_col2im},
+    {"RoiAlign", NULL, 10, cv_roi_align},
     {NULL, NULL, 0, NULL},
 };
