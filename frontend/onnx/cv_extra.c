@@ -1703,9 +1703,10 @@ static int cv_col2im(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* RoiAlign (avg): with the rois and batch indices known at import, each output is a fixed
+/* RoiAlign: with the rois and batch indices known at import, each output (avg) is a fixed
  * weighted sum of input pixels (ONNX's reference sampling), so the op is one nn.dense:
- * X as [C, N * H * W] times a [R * OH * OW, N * H * W] matrix.  mode "max" is not linear. */
+ * X as [C, N * H * W] times a [R * OH * OW, N * H * W] matrix; max takes the weighted corner
+ * samples the same way and reduces them with max. */
 
 static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *re = ox_req(n, 1), *be = ox_req(n, 2);
@@ -1716,7 +1717,9 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
   int64_t sr = ox_attr_int(n, "sampling_ratio", 0);
   double ss = ox_attr_float(n, "spatial_scale", 1.0);
   if (gp_error_kind() != GP_OK) return -1;
-  if (strcmp(mode, "avg") != 0) return ox_unsupported("RoiAlign mode \"%s\"", mode);
+  bool is_max = strcmp(mode, "max") == 0;
+  if (!is_max && strcmp(mode, "avg") != 0) return ox_unsupported("RoiAlign mode \"%s\"", mode);
+  if (is_max && !have_op("max")) return ox_unsupported("RoiAlign mode \"max\" needs the max reduction");
   bool half = strcmp(ctm, "half_pixel") == 0;
   if (!half && strcmp(ctm, "output_half_pixel") != 0) return ox_unsupported("coordinate_transformation_mode \"%s\"", ctm);
   GPTensor *rt = ox_const(im, re, "rois"), *bt = rt ? ox_const(im, be, "batch_indices") : NULL;
@@ -1726,10 +1729,25 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
     return ox_invalid("X [N, C, H, W], rois [R, 4] and batch_indices [R] do not agree");
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = rt->dl.shape[0], P = OH * OW, HW = H * W;
   if (OH < 1 || OW < 1 || H < 1 || W < 1) return ox_invalid("empty RoiAlign");
-  if (R * P * N * HW > (1 << 24)) return ox_unsupported("RoiAlign of %lld rois over %lld pixels", (long long)R, (long long)(N * HW));
-  double *w = ox_alloc(im, (size_t)(R * P * N * HW) * sizeof(double));
-  memset(w, 0, (size_t)(R * P * N * HW) * sizeof(double));
   double off = half ? 0.5 : 0.0;
+  /* max mode: one row per (roi, bin, sample, corner) -- the reference's value is the max over
+   * samples of the max over corners of weight * pixel (0 for a sample outside the map) -- then a
+   * max over the last axis; every roi must have the same sampling grid */
+  int64_t G = 1;
+  for (int64_t r = 0; is_max && r < R; r++) {
+    double rw = (gp_tensor_get_f64(rt, r * 4 + 2) - gp_tensor_get_f64(rt, r * 4)) * ss;
+    double rh = (gp_tensor_get_f64(rt, r * 4 + 3) - gp_tensor_get_f64(rt, r * 4 + 1)) * ss;
+    if (!half) rw = fmax(rw, 1.0), rh = fmax(rh, 1.0);
+    double gh = sr > 0 ? (double)sr : ceil(rh / (double)OH), gw = sr > 0 ? (double)sr : ceil(rw / (double)OW);
+    if (!(gh >= 0 && gh < 4096 && gw >= 0 && gw < 4096)) return ox_unsupported("RoiAlign sampling grid %g x %g", gh, gw);
+    if (r > 0 && (int64_t)(gh * gw) != G) return ox_unsupported("RoiAlign mode \"max\" with sampling grids of different sizes");
+    G = (int64_t)(gh * gw);
+  }
+  if (G < 1) G = 1;
+  int64_t rows = is_max ? R * P * G * 4 : R * P;
+  if (rows * N * HW > (1 << 24)) return ox_unsupported("RoiAlign of %lld rois over %lld pixels", (long long)R, (long long)(N * HW));
+  double *w = ox_alloc(im, (size_t)(rows * N * HW) * sizeof(double));
+  memset(w, 0, (size_t)(rows * N * HW) * sizeof(double));
   for (int64_t r = 0; r < R; r++) {
     int64_t b = gp_tensor_get_i64(bt, r);
     if (b < 0 || b >= N) return ox_invalid("batch index %lld out of [0, %lld)", (long long)b, (long long)N);
@@ -1743,9 +1761,10 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
     int64_t gH = (int64_t)gh, gW = (int64_t)gw, cnt = gH * gW > 1 ? gH * gW : 1;
     for (int64_t ph = 0; ph < OH; ph++)
       for (int64_t pw = 0; pw < OW; pw++) {
-        double *row = w + ((r * P) + ph * OW + pw) * (N * HW) + b * HW;
+        double *row = w + ((r * P) + ph * OW + pw) * (is_max ? 4 * G : 1) * (N * HW) + b * HW;
         for (int64_t iy = 0; iy < gH; iy++)
           for (int64_t ix = 0; ix < gW; ix++) {
+            double *mrow = row + (iy * gW + ix) * 4 * (N * HW);
             double y = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gH;
             double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gW;
             if (y < -1.0 || y > (double)H || xx < -1.0 || xx > (double)W) continue;
@@ -1756,6 +1775,13 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
             if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl;
             else xh = xl + 1;
             double ly = y - (double)yl, lx = xx - (double)xl, hy = 1 - ly, hx = 1 - lx, k = 1.0 / (double)cnt;
+            if (is_max) {
+              mrow[yl * W + xl] = hy * hx;
+              mrow[N * HW + yl * W + xh] = hy * lx;
+              mrow[2 * N * HW + yh * W + xl] = ly * hx;
+              mrow[3 * N * HW + yh * W + xh] = ly * lx;
+              continue;
+            }
             row[yl * W + xl] += hy * hx * k;
             row[yl * W + xh] += hy * lx * k;
             row[yh * W + xl] += ly * hx * k;
@@ -1766,11 +1792,18 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
   DLDataType dt = ox_dtype(x);
   if (!ox_is_float(dt)) return ox_unsupported("RoiAlign of %s", gp_ops_dtype(dt).s);
   static const int64_t p102[] = {1, 0, 2}, p1023[] = {1, 0, 2, 3};
-  GPExpr *Wm = mk_const(im, dt, 2, (int64_t[]){R * P, N * HW}, w);
+  GPExpr *Wm = mk_const(im, dt, 2, (int64_t[]){rows, N * HW}, w);
   GPExpr *x3 = Wm ? mk_reshape(im, x, 3, (int64_t[]){N, C, HW}) : NULL;
   GPExpr *xt = x3 ? mk_transpose(im, x3, 3, p102) : NULL;
   GPExpr *x2 = xt ? mk_reshape(im, xt, 2, (int64_t[]){C, N * HW}) : NULL;
   GPExpr *y = x2 ? mk_dense(im, x2, Wm, dt) : NULL;
+  if (y && is_max) {
+    y = mk_reshape(im, y, 3, (int64_t[]){C, R * P, 4 * G});
+    const char *keys[] = {"axis", "keepdims", "exclude"};
+    int64_t a2 = 2;
+    GPAttrValue vals[] = {gp_attr_ints(1, &a2), gp_attr_bool(false), gp_attr_bool(false)};
+    y = y ? ox_call(im, "max", 1, &y, 3, keys, vals) : NULL;
+  }
   GPExpr *y4 = y ? mk_reshape(im, y, 4, (int64_t[]){C, R, OH, OW}) : NULL;
   out[0] = y4 ? mk_transpose(im, y4, 4, p1023) : NULL;
   return out[0] ? 0 : -1;
