@@ -1809,6 +1809,290 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* RNN, GRU, LSTM: unrolled over the (static) sequence.  X @ W^T for all steps is one nn.dense;
+ * each step adds H @ R^T (nn.dense) and applies the gates with Relay's elementwise ops.
+ * sequence_lens (known at import) masks the steps past each batch entry's length: the state
+ * stays, Y is 0 there. */
+
+typedef struct RnnAct {
+  const char *name;
+  double alpha, beta;
+} RnnAct;
+
+static GPExpr *rnn_act(OxImporter *im, GPExpr *e, const RnnAct *a) {
+  const char *nm = a->name;
+  if (strcmp(nm, "Sigmoid") == 0) return ox_op1(im, "sigmoid", e);
+  if (strcmp(nm, "Tanh") == 0) return ox_op1(im, "tanh", e);
+  if (strcmp(nm, "Relu") == 0) return ox_op1(im, "nn.relu", e);
+  DLDataType dt = ox_dtype(e);
+  if (strcmp(nm, "LeakyRelu") == 0) {
+    const char *k[] = {"alpha"};
+    GPAttrValue v[] = {gp_attr_float(a->alpha)};
+    return ox_call(im, "nn.leaky_relu", 1, &e, 1, k, v);
+  }
+  if (strcmp(nm, "HardSigmoid") == 0) { /* max(0, min(1, alpha * x + beta)) */
+    GPExpr *m = ox_op2(im, "multiply", e, ox_scalar(im, dt, a->alpha));
+    GPExpr *s = m ? ox_op2(im, "add", m, ox_scalar(im, dt, a->beta)) : NULL;
+    return s ? mk_clip(im, s, 0, 1) : NULL;
+  }
+  if (strcmp(nm, "Affine") == 0) {
+    GPExpr *m = ox_op2(im, "multiply", e, ox_scalar(im, dt, a->alpha));
+    return m ? ox_op2(im, "add", m, ox_scalar(im, dt, a->beta)) : NULL;
+  }
+  if (strcmp(nm, "ScaledTanh") == 0) {
+    GPExpr *m = ox_op2(im, "multiply", e, ox_scalar(im, dt, a->beta));
+    GPExpr *t = m ? ox_op1(im, "tanh", m) : NULL;
+    return t ? ox_op2(im, "multiply", t, ox_scalar(im, dt, a->alpha)) : NULL;
+  }
+  return (void)ox_unsupported("activation %s", nm), NULL;
+}
+
+/* x[.., k * H : (k + 1) * H] along the last axis. */
+static GPExpr *gate(OxImporter *im, GPExpr *x, int64_t k, int64_t H) { return slice_last(im, x, k * H, (k + 1) * H, 1); }
+
+/* Row d of a [D, ...] tensor, without the leading axis. */
+static GPExpr *dir_row(OxImporter *im, GPExpr *e, int64_t d) {
+  int64_t b = d, en = d + 1, ax = 0;
+  const char *keys[] = {"begin", "end", "axes"};
+  GPAttrValue vals[] = {gp_attr_ints(1, &b), gp_attr_ints(1, &en), gp_attr_ints(1, &ax)};
+  GPExpr *sl = ox_call(im, "strided_slice", 1, &e, 3, keys, vals);
+  const GPType *t = ox_type(e);
+  return sl ? mk_reshape(im, sl, t->n - 1, t->tensor.shape + 1) : NULL;
+}
+
+static GPExpr *stack0(OxImporter *im, GPExpr **items, int64_t n, int64_t axis) {
+  const char *ek[] = {"axis", "num_newaxis"};
+  GPAttrValue ev[] = {gp_attr_int(axis), gp_attr_int(1)};
+  GPExpr **f = ox_alloc(im, (size_t)n * sizeof(GPExpr *));
+  for (int64_t i = 0; i < n; i++)
+    if (!(f[i] = ox_call(im, "expand_dims", 1, &items[i], 2, ek, ev))) return NULL;
+  if (n == 1) return f[0];
+  GPExpr *t = ox_tuple(im, (int32_t)n, f);
+  const char *ck[] = {"axis"};
+  GPAttrValue cv[] = {gp_attr_int(axis)};
+  return t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL;
+}
+
+enum { K_RNN, K_GRU, K_LSTM };
+
+static int cv_recurrent(OxImporter *im, const OxNode *n, GPExpr **out, int kind) {
+  GPExpr *x = ox_req(n, 0), *W = ox_req(n, 1), *R = ox_req(n, 2);
+  if (!x || !W || !R || ox_static(x, "X") != 0 || ox_static(W, "W") != 0 || ox_static(R, "R") != 0) return -1;
+  GPExpr *Bi = ox_in(n, 3), *sl = ox_in(n, 4), *h0 = ox_in(n, 5), *c0 = kind == K_LSTM ? ox_in(n, 6) : NULL;
+  GPExpr *P = kind == K_LSTM ? ox_in(n, 7) : NULL;
+  int64_t H = ox_attr_int(n, "hidden_size", 0), layout = ox_attr_int(n, "layout", 0);
+  int64_t lbr = ox_attr_int(n, "linear_before_reset", 0), ifg = ox_attr_int(n, "input_forget", 0);
+  const char *dir = ox_attr_str(im, n, "direction", "forward");
+  bool has_clip = ox_has_attr(n, "clip");
+  double clip = ox_attr_float(n, "clip", 0);
+  int32_t na, nal, nbe;
+  const float *al = ox_attr_floats(n, "activation_alpha", &nal), *be = ox_attr_floats(n, "activation_beta", &nbe);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (ifg) return ox_unsupported("input_forget");
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("recurrent op on %s", gp_ops_dtype(dt).s);
+  int64_t D = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+  if (D == 1 && strcmp(dir, "forward") != 0 && strcmp(dir, "reverse") != 0) return ox_invalid("direction \"%s\"", dir);
+  int nact = kind == K_RNN ? 1 : kind == K_GRU ? 2 : 3, G = kind == K_RNN ? 1 : kind == K_GRU ? 3 : 4;
+  RnnAct acts[6];
+  static const char *const defs[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+  /* activations: strings attribute (read through the proto) */
+  na = 0;
+  const Gponnx__NodeProto *np = n->proto;
+  for (size_t i = 0; i < np->n_attribute; i++) {
+    const Gponnx__AttributeProto *a = np->attribute[i];
+    if (!a->name || strcmp(a->name, "activations") != 0) continue;
+    if ((int64_t)a->n_strings != nact * D) return ox_invalid("activations must have %d values", (int)(nact * D));
+    for (size_t j = 0; j < a->n_strings && j < 6; j++) {
+      char *sbuf = ox_alloc(im, a->strings[j].len + 1);
+      memcpy(sbuf, a->strings[j].data, a->strings[j].len);
+      sbuf[a->strings[j].len] = 0;
+      acts[j].name = sbuf;
+    }
+    na = (int32_t)a->n_strings;
+  }
+  for (int64_t j = 0; j < nact * D; j++) {
+    if (na == 0) acts[j].name = defs[kind][j % nact];
+    acts[j].alpha = nal > j ? al[j] : strcmp(acts[j].name, "LeakyRelu") == 0 ? 0.01 : strcmp(acts[j].name, "HardSigmoid") == 0 ? 0.2 : 1.0;
+    acts[j].beta = nbe > j ? be[j] : strcmp(acts[j].name, "HardSigmoid") == 0 ? 0.5 : 0.0;
+  }
+  /* X as [S, B, I] */
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (ox_rank(x) != 3) return ox_invalid("X must be 3-d");
+  static const int64_t p102[] = {1, 0, 2};
+  if (layout) {
+    if (!(x = mk_transpose(im, x, 3, p102))) return -1;
+    xs = ox_type(x)->tensor.shape;
+  }
+  int64_t S = xs[0], Bn = xs[1], I = xs[2];
+  if (H < 1) H = ox_type(R)->tensor.shape[2];
+  if (S < 1 || S > 4096) return ox_unsupported("sequence length %lld", (long long)S);
+  /* sequence lengths (known at import) -> per-step masks [B, 1] */
+  int64_t *lens = NULL;
+  if (sl) {
+    const int64_t *lv;
+    int32_t nl;
+    if (ox_const_ints(im, sl, "sequence_lens", &lv, &nl) != 0) return -1;
+    if (nl != Bn) return ox_invalid("sequence_lens must have %lld values", (long long)Bn);
+    bool full = true;
+    for (int32_t i = 0; i < nl; i++) full &= lv[i] == S;
+    if (!full) {
+      if (D == 2 || strcmp(dir, "reverse") == 0) return ox_unsupported("sequence_lens with direction %s", dir);
+      lens = (int64_t *)lv;
+    }
+  }
+  if (h0 && layout && !(h0 = mk_transpose(im, h0, 3, p102))) return -1;
+  if (c0 && layout && !(c0 = mk_transpose(im, c0, 3, p102))) return -1;
+  GPExpr *x2 = mk_reshape(im, x, 2, (int64_t[]){S * Bn, I});
+  if (!x2) return -1;
+  GPExpr *ys[2], *hs[2], *cs[2];
+  for (int64_t d = 0; d < D; d++) {
+    bool rev = strcmp(dir, "reverse") == 0 || d == 1;
+    GPExpr *Wd = dir_row(im, W, d), *Rd = Wd ? dir_row(im, R, d) : NULL;
+    if (!Rd) return -1;
+    GPExpr *xw = mk_dense(im, x2, Wd, dt); /* [S * B, G * H] */
+    GPExpr *wb = NULL, *rb = NULL;
+    if (xw && Bi) {
+      GPExpr *bd = dir_row(im, Bi, d);
+      wb = bd ? slice_last(im, bd, 0, G * H, 1) : NULL;
+      rb = wb ? slice_last(im, bd, G * H, 2 * G * H, 1) : NULL;
+      if (!rb) return -1;
+      if (kind != K_GRU || !lbr) {
+        GPExpr *sb = ox_op2(im, "add", wb, rb);
+        xw = sb ? ox_op2(im, "add", xw, sb) : NULL;
+        rb = NULL;
+      } else {
+        xw = ox_op2(im, "add", xw, wb);
+      }
+    }
+    GPExpr *xw3 = xw ? mk_reshape(im, xw, 3, (int64_t[]){S, Bn, G * H}) : NULL;
+    if (!xw3) return -1;
+    double *zeros = ox_alloc(im, (size_t)(Bn * H + 1) * sizeof(double));
+    memset(zeros, 0, (size_t)(Bn * H + 1) * sizeof(double));
+    GPExpr *h = h0 ? dir_row(im, h0, d) : mk_const(im, dt, 2, (int64_t[]){Bn, H}, zeros);
+    if (!h) return -1;
+    GPExpr *c = NULL, *pi = NULL, *po = NULL, *pf = NULL;
+    if (kind == K_LSTM) {
+      c = c0 ? dir_row(im, c0, d) : mk_const(im, dt, 2, (int64_t[]){Bn, H}, zeros);
+      if (!c) return -1;
+      if (P) {
+        GPExpr *pd = dir_row(im, P, d);
+        pi = pd ? gate(im, pd, 0, H) : NULL, po = pi ? gate(im, pd, 1, H) : NULL, pf = po ? gate(im, pd, 2, H) : NULL;
+        if (!pf) return -1;
+      }
+    }
+    const RnnAct *fa = &acts[d * nact], *ga = nact > 1 ? &acts[d * nact + 1] : NULL, *ha = nact > 2 ? &acts[d * nact + 2] : NULL;
+    GPExpr **steps = ox_alloc(im, (size_t)S * sizeof(GPExpr *));
+    for (int64_t k = 0; k < S; k++) {
+      int64_t t = rev ? S - 1 - k : k;
+      GPExpr *xt = dir_row(im, xw3, t); /* [B, G * H] */
+      GPExpr *hr = xt ? mk_dense(im, h, Rd, dt) : NULL;
+      if (!hr) return -1;
+      GPExpr *hn = NULL, *cn = NULL;
+#define CLIPG(e) (has_clip && (e) ? mk_clip(im, (e), -clip, clip) : (e))
+      if (kind == K_RNN) {
+        GPExpr *g = ox_op2(im, "add", xt, hr);
+        g = CLIPG(g);
+        hn = g ? rnn_act(im, g, fa) : NULL;
+      } else if (kind == K_GRU) {
+        GPExpr *xz = gate(im, xt, 0, H), *xr = gate(im, xt, 1, H), *xh = gate(im, xt, 2, H);
+        GPExpr *rz = gate(im, hr, 0, H), *rr = gate(im, hr, 1, H);
+        if (!xz || !xr || !xh || !rz || !rr) return -1;
+        GPExpr *z = ox_op2(im, "add", xz, rz), *r = z ? ox_op2(im, "add", xr, rr) : NULL;
+        z = CLIPG(z), r = CLIPG(r);
+        z = z ? rnn_act(im, z, fa) : NULL, r = r ? rnn_act(im, r, fa) : NULL;
+        if (!z || !r) return -1;
+        GPExpr *hh;
+        if (lbr) {
+          GPExpr *rh = gate(im, hr, 2, H);
+          if (rh && rb) rh = ox_op2(im, "add", rh, gate(im, rb, 2, H));
+          GPExpr *m = rh ? ox_op2(im, "multiply", r, rh) : NULL;
+          hh = m ? ox_op2(im, "add", xh, m) : NULL;
+        } else {
+          /* (r * h) @ Rh^T with Rh the third block of rows of Rd */
+          GPExpr *rhm = ox_op2(im, "multiply", r, h);
+          int64_t b0 = 2 * H, e0 = 3 * H, a0 = 0;
+          const char *keys[] = {"begin", "end", "axes"};
+          GPAttrValue vals[] = {gp_attr_ints(1, &b0), gp_attr_ints(1, &e0), gp_attr_ints(1, &a0)};
+          GPExpr *Rhb = rhm ? ox_call(im, "strided_slice", 1, &Rd, 3, keys, vals) : NULL;
+          GPExpr *rr2 = Rhb ? mk_dense(im, rhm, Rhb, dt) : NULL;
+          hh = rr2 ? ox_op2(im, "add", xh, rr2) : NULL;
+        }
+        hh = CLIPG(hh);
+        hh = hh ? rnn_act(im, hh, ga) : NULL;
+        if (!hh) return -1;
+        /* (1 - z) * hh + z * h = hh + z * (h - hh) */
+        GPExpr *dlt = ox_op2(im, "subtract", h, hh), *zd = dlt ? ox_op2(im, "multiply", z, dlt) : NULL;
+        hn = zd ? ox_op2(im, "add", hh, zd) : NULL;
+      } else {
+        GPExpr *g = ox_op2(im, "add", xt, hr);
+        GPExpr *gi = g ? gate(im, g, 0, H) : NULL, *go = gi ? gate(im, g, 1, H) : NULL;
+        GPExpr *gf = go ? gate(im, g, 2, H) : NULL, *gc = gf ? gate(im, g, 3, H) : NULL;
+        if (!gc) return -1;
+        if (pi) {
+          GPExpr *a1 = ox_op2(im, "multiply", pi, c), *a2 = a1 ? ox_op2(im, "multiply", pf, c) : NULL;
+          gi = a2 ? ox_op2(im, "add", gi, a1) : NULL;
+          gf = gi ? ox_op2(im, "add", gf, a2) : NULL;
+          if (!gf) return -1;
+        }
+        gi = CLIPG(gi), gf = CLIPG(gf), gc = CLIPG(gc);
+        GPExpr *it = gi ? rnn_act(im, gi, fa) : NULL, *ft = it && gf ? rnn_act(im, gf, fa) : NULL;
+        GPExpr *ct = ft && gc ? rnn_act(im, gc, ga) : NULL;
+        GPExpr *m1 = ct ? ox_op2(im, "multiply", ft, c) : NULL, *m2 = m1 ? ox_op2(im, "multiply", it, ct) : NULL;
+        cn = m2 ? ox_op2(im, "add", m1, m2) : NULL;
+        if (!cn) return -1;
+        if (po) {
+          GPExpr *a3 = ox_op2(im, "multiply", po, cn);
+          go = a3 ? ox_op2(im, "add", go, a3) : NULL;
+        }
+        go = CLIPG(go);
+        GPExpr *ot = go ? rnn_act(im, go, fa) : NULL, *hc = ot ? rnn_act(im, cn, ha) : NULL;
+        hn = hc ? ox_op2(im, "multiply", ot, hc) : NULL;
+      }
+#undef CLIPG
+      if (!hn) return -1;
+      GPExpr *yv = hn;
+      if (lens) {
+        double *mv = ox_alloc(im, (size_t)Bn * sizeof(double));
+        for (int64_t b = 0; b < Bn; b++) mv[b] = t < lens[b] ? 1.0 : 0.0;
+        GPExpr *mk = mk_const(im, dt, 2, (int64_t[]){Bn, 1}, mv);
+        GPExpr *dh = mk ? ox_op2(im, "subtract", hn, h) : NULL, *mdh = dh ? ox_op2(im, "multiply", mk, dh) : NULL;
+        yv = mdh ? ox_op2(im, "multiply", mk, hn) : NULL;
+        hn = yv ? ox_op2(im, "add", h, mdh) : NULL;
+        if (hn && cn) {
+          GPExpr *dc = ox_op2(im, "subtract", cn, c), *mdc = dc ? ox_op2(im, "multiply", mk, dc) : NULL;
+          cn = mdc ? ox_op2(im, "add", c, mdc) : NULL;
+        }
+        if (!hn || (kind == K_LSTM && !cn)) return -1;
+      }
+      steps[t] = yv;
+      h = hn;
+      if (cn) c = cn;
+    }
+    if (!(ys[d] = stack0(im, steps, S, 0))) return -1; /* [S, B, H] */
+    hs[d] = h;
+    cs[d] = c;
+  }
+  GPExpr *Y = stack0(im, ys, D, 1); /* [S, D, B, H] */
+  GPExpr *Yh = Y ? stack0(im, hs, D, 0) : NULL; /* [D, B, H] */
+  GPExpr *Yc = Yh && kind == K_LSTM ? stack0(im, cs, D, 0) : NULL;
+  if (!Yh || (kind == K_LSTM && !Yc)) return -1;
+  if (layout) {
+    static const int64_t p2013[] = {2, 0, 1, 3};
+    if (!(Y = mk_transpose(im, Y, 4, p2013)) || !(Yh = mk_transpose(im, Yh, 3, p102))) return -1;
+    if (Yc && !(Yc = mk_transpose(im, Yc, 3, p102))) return -1;
+  }
+  out[0] = Y;
+  if (n->nout > 1) out[1] = Yh;
+  if (n->nout > 2 && kind == K_LSTM) out[2] = Yc;
+  return 0;
+}
+
+static int cv_rnn(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_recurrent(im, n, out, K_RNN); }
+static int cv_gru(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_recurrent(im, n, out, K_GRU); }
+static int cv_lstm(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_recurrent(im, n, out, K_LSTM); }
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -1834,5 +2118,8 @@ const OxConverter ox_cv_extra[] = {
     {"RotaryEmbedding", NULL, 23, cv_rotary},
     {"Col2Im", NULL, 18, cv_col2im},
     {"RoiAlign", NULL, 10, cv_roi_align},
+    {"RNN", NULL, 7, cv_rnn},
+    {"GRU", NULL, 7, cv_gru},
+    {"LSTM", NULL, 7, cv_lstm},
     {NULL, NULL, 0, NULL},
 };
