@@ -2093,6 +2093,24 @@ static int cv_rnn(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_rec
 static int cv_gru(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_recurrent(im, n, out, K_GRU); }
 static int cv_lstm(OxImporter *im, const OxNode *n, GPExpr **out) { return cv_recurrent(im, n, out, K_LSTM); }
 
+/* SwiGLU(a, b) = a * sigmoid(alpha * a) * b (its function body: Swish then Mul). */
+static int cv_swiglu(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *a = ox_req(n, 0), *b = ox_req(n, 1);
+  if (!a || !b) return -1;
+  double alpha = ox_attr_float(n, "alpha", 1.0);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (!ox_is_float(ox_dtype(a))) return ox_unsupported("SwiGLU of %s", gp_ops_dtype(ox_dtype(a)).s);
+  GPExpr *s = a;
+  if (alpha != 1.0) {
+    GPExpr *k = ox_scalar(im, ox_dtype(a), alpha);
+    s = k ? ox_op2(im, "multiply", a, k) : NULL;
+  }
+  s = s ? ox_op1(im, "sigmoid", s) : NULL;
+  s = s ? ox_op2(im, "multiply", a, s) : NULL;
+  out[0] = s ? ox_op2(im, "multiply", s, b) : NULL;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2121,5 +2139,6 @@ const OxConverter ox_cv_extra[] = {
     {"RNN", NULL, 7, cv_rnn},
     {"GRU", NULL, 7, cv_gru},
     {"LSTM", NULL, 7, cv_lstm},
+    {"SwiGLU", NULL, 1, cv_swiglu},
     {NULL, NULL, 0, NULL},
 };
