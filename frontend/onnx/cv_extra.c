@@ -2111,6 +2111,61 @@ static int cv_swiglu(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* CausalConvWithState: depthwise causal 1-d conv over concat(past_state or zeros, input) along
+ * the time axis (its function body), as nn.conv2d with H = 1; present_state is the last K - 1
+ * steps of that concatenation; activation silu / swish computed in float32. */
+static int cv_causal_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *w = ox_req(n, 1), *b = ox_in(n, 2), *past = ox_in(n, 3);
+  if (!x || !w || ox_static(x, "input") != 0 || ox_static(w, "weight") != 0) return -1;
+  const char *act = ox_attr_str(im, n, "activation", "none");
+  if (gp_error_kind() != GP_OK) return -1;
+  bool silu = strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0;
+  if (!silu && strcmp(act, "none") != 0) return ox_unsupported("activation \"%s\"", act);
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("CausalConvWithState of %s", gp_ops_dtype(dt).s);
+  const int64_t *xs = ox_type(x)->tensor.shape, *ws = ox_type(w)->tensor.shape;
+  if (ox_rank(x) != 3 || ox_rank(w) != 3 || ws[0] != xs[1] || ws[1] != 1)
+    return ox_invalid("input [B, C, L] and weight [C, 1, K] do not agree: %s, %s", gp_ops_shape(ox_type(x)).s, gp_ops_shape(ox_type(w)).s);
+  int64_t B = xs[0], C = xs[1], L = xs[2], K = ws[2];
+  if (K < 1) return ox_invalid("kernel size %lld", (long long)K);
+  GPExpr *pad = x;
+  if (K > 1) {
+    if (!past) {
+      double *z = ox_alloc(im, (size_t)(B * C * (K - 1) + 1) * sizeof(double));
+      memset(z, 0, (size_t)(B * C * (K - 1) + 1) * sizeof(double));
+      past = mk_const(im, dt, 3, (int64_t[]){B, C, K - 1}, z);
+    }
+    pad = past ? concat2(im, past, x, 2) : NULL;
+    if (!pad) return -1;
+  }
+  int64_t T = L + K - 1;
+  GPExpr *p4 = mk_reshape(im, pad, 4, (int64_t[]){B, C, 1, T});
+  GPExpr *w4 = p4 ? mk_reshape(im, w, 4, (int64_t[]){C, 1, 1, K}) : NULL;
+  if (!w4) return -1;
+  GPExpr *args[] = {p4, w4};
+  int64_t ks[2] = {1, K};
+  const char *keys[] = {"groups", "channels", "kernel_size"};
+  GPAttrValue vals[] = {gp_attr_int(C), gp_attr_int(C), gp_attr_ints(2, ks)};
+  GPExpr *y = ox_call(im, "nn.conv2d", 2, args, 3, keys, vals);
+  y = y ? mk_reshape(im, y, 3, (int64_t[]){B, C, L}) : NULL;
+  if (y && b) {
+    GPExpr *br = mk_reshape(im, b, 2, (int64_t[]){C, 1});
+    y = br ? ox_op2(im, "add", y, br) : NULL;
+  }
+  if (y && silu) {
+    GPExpr *yf = ox_cast(im, y, k_f32), *sg = yf ? ox_op1(im, "sigmoid", yf) : NULL;
+    GPExpr *m = sg ? ox_op2(im, "multiply", yf, sg) : NULL;
+    y = m ? ox_cast(im, m, dt) : NULL;
+  }
+  if (!y) return -1;
+  out[0] = y;
+  if (n->nout > 1) {
+    out[1] = slice_last(im, pad, T - (K - 1), T, 1);
+    if (!out[1]) return -1;
+  }
+  return 0;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2140,5 +2195,6 @@ const OxConverter ox_cv_extra[] = {
     {"GRU", NULL, 7, cv_gru},
     {"LSTM", NULL, 7, cv_lstm},
     {"SwiGLU", NULL, 1, cv_swiglu},
+    {"CausalConvWithState", NULL, 1, cv_causal_conv},
     {NULL, NULL, 0, NULL},
 };
