@@ -2166,6 +2166,113 @@ static int cv_causal_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
   return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* LinearAttention (opset 27), unrolled over the (static) sequence as its function body's Scan
+ * does, in float32: S [B, H_kv, d_k, d_v]; gated rules scale S by exp(decay) per row (or per
+ * head); delta rules write beta * k (x) (v - S^T k); the readout q^T S uses kv head h / G for
+ * query head h (G = q_num_heads / kv_num_heads) and is scaled (default 1 / sqrt(d_k)). */
+
+static GPExpr *expand_at(OxImporter *im, GPExpr *e, int64_t axis) {
+  const char *ek[] = {"axis", "num_newaxis"};
+  GPAttrValue ev[] = {gp_attr_int(axis), gp_attr_int(1)};
+  return ox_call(im, "expand_dims", 1, &e, 2, ek, ev);
+}
+
+/* Step t of a [B, T, H, D] tensor as [B, H, D]. */
+static GPExpr *time_step(OxImporter *im, GPExpr *e, int64_t t) {
+  int64_t b = t, en = t + 1, ax = 1;
+  const char *keys[] = {"begin", "end", "axes"};
+  GPAttrValue vals[] = {gp_attr_ints(1, &b), gp_attr_ints(1, &en), gp_attr_ints(1, &ax)};
+  GPExpr *sl = ox_call(im, "strided_slice", 1, &e, 3, keys, vals);
+  const int64_t *sh = ox_type(e)->tensor.shape;
+  return sl ? mk_reshape(im, sl, 3, (int64_t[]){sh[0], sh[2], sh[3]}) : NULL;
+}
+
+static int cv_linear_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *q = ox_req(n, 0), *k = ox_req(n, 1), *v = ox_req(n, 2), *past = ox_in(n, 3), *dec = ox_in(n, 4), *beta = ox_in(n, 5);
+  if (!q || !k || !v) return -1;
+  if (ox_static(q, "query") != 0 || ox_static(k, "key") != 0 || ox_static(v, "value") != 0) return -1;
+  int64_t Hq = ox_attr_int(n, "q_num_heads", 0), Hkv = ox_attr_int(n, "kv_num_heads", 0);
+  const char *rule = ox_attr_str(im, n, "update_rule", "gated_delta");
+  bool has_scale = ox_has_attr(n, "scale");
+  double scale = ox_attr_float(n, "scale", 0.0);
+  if (gp_error_kind() != GP_OK) return -1;
+  bool gated = strcmp(rule, "gated") == 0 || strcmp(rule, "gated_delta") == 0;
+  bool delta = strcmp(rule, "delta") == 0 || strcmp(rule, "gated_delta") == 0;
+  if (!gated && !delta && strcmp(rule, "linear") != 0) return ox_unsupported("update_rule \"%s\"", rule);
+  DLDataType dt = ox_dtype(q);
+  if (!ox_is_float(dt)) return ox_unsupported("LinearAttention of %s", gp_ops_dtype(dt).s);
+  const int64_t *qs = ox_type(q)->tensor.shape, *ks = ox_type(k)->tensor.shape, *vs = ox_type(v)->tensor.shape;
+  if (ox_rank(q) != 3 || ox_rank(k) != 3 || ox_rank(v) != 3 || Hq < 1 || Hkv < 1 || Hq % Hkv || qs[2] % Hq || vs[2] % Hkv ||
+      ks[2] % Hkv)
+    return ox_invalid("query/key/value [B, T, H * D] do not agree with q_num_heads %lld, kv_num_heads %lld", (long long)Hq, (long long)Hkv);
+  int64_t B = qs[0], T = qs[1], Dk = qs[2] / Hq, Dv = vs[2] / Hkv, G = Hq / Hkv;
+  if (ks[2] / Hkv != Dk) return ox_unsupported("key heads other than kv_num_heads");
+  if (T < 1 || T > 4096) return ox_unsupported("sequence length %lld", (long long)T);
+  if ((gated && !dec) || (delta && !beta)) return ox_invalid("update_rule \"%s\" needs %s", rule, gated && !dec ? "decay" : "beta");
+  if (!has_scale || scale == 0.0) scale = 1.0 / sqrt((double)Dk);
+  GPExpr *q4 = mk_reshape(im, ox_cast(im, q, k_f32), 4, (int64_t[]){B, T, Hq, Dk});
+  GPExpr *k4 = q4 ? mk_reshape(im, ox_cast(im, k, k_f32), 4, (int64_t[]){B, T, Hkv, Dk}) : NULL;
+  GPExpr *v4 = k4 ? mk_reshape(im, ox_cast(im, v, k_f32), 4, (int64_t[]){B, T, Hkv, Dv}) : NULL;
+  if (!v4) return -1;
+  GPExpr *d4 = NULL, *b4 = NULL;
+  if (gated) {
+    if (ox_static(dec, "decay") != 0) return -1;
+    int64_t dl = ox_type(dec)->tensor.shape[ox_rank(dec) - 1];
+    if (ox_rank(dec) != 3 || dl % Hkv) return ox_invalid("decay must be [B, T, H_kv * d_k] or [B, T, H_kv]");
+    if (!(d4 = mk_reshape(im, ox_cast(im, dec, k_f32), 4, (int64_t[]){B, T, Hkv, dl / Hkv}))) return -1;
+  }
+  if (delta) {
+    if (ox_static(beta, "beta") != 0) return -1;
+    int64_t bl = ox_type(beta)->tensor.shape[ox_rank(beta) - 1];
+    if (ox_rank(beta) != 3) return ox_invalid("beta must be 3-d");
+    if (!(b4 = mk_reshape(im, ox_cast(im, beta, k_f32), 4, (int64_t[]){B, T, bl, 1}))) return -1;
+  }
+  GPExpr *S;
+  if (past) {
+    S = ox_cast(im, past, k_f32);
+  } else {
+    double *z = ox_alloc(im, (size_t)(B * Hkv * Dk * Dv + 1) * sizeof(double));
+    memset(z, 0, (size_t)(B * Hkv * Dk * Dv + 1) * sizeof(double));
+    S = mk_const(im, k_f32, 4, (int64_t[]){B, Hkv, Dk, Dv}, z);
+  }
+  GPExpr *sc = S ? ox_scalar(im, k_f32, scale) : NULL;
+  if (!sc) return -1;
+  GPExpr **outs = ox_alloc(im, (size_t)T * sizeof(GPExpr *));
+  static const int64_t ax2[] = {2}, ax3[] = {3};
+  for (int64_t t = 0; t < T; t++) {
+    GPExpr *qt = time_step(im, q4, t), *kt = qt ? time_step(im, k4, t) : NULL, *vt = kt ? time_step(im, v4, t) : NULL;
+    if (!vt) return -1;
+    GPExpr *kc = expand_at(im, kt, 3); /* [B, Hkv, Dk, 1] */
+    if (!kc) return -1;
+    if (gated) {
+      GPExpr *dt_ = time_step(im, d4, t), *e = dt_ ? ox_op1(im, "exp", dt_) : NULL;
+      GPExpr *e4 = e ? expand_at(im, e, 3) : NULL;
+      if (!(S = e4 ? ox_op2(im, "multiply", S, e4) : NULL)) return -1;
+    }
+    GPExpr *w = vt;
+    if (delta) {
+      GPExpr *pr = ox_op2(im, "multiply", S, kc), *ret = pr ? red_sum(im, pr, 1, ax2) : NULL; /* [B, Hkv, Dv] */
+      GPExpr *diff = ret ? ox_op2(im, "subtract", vt, ret) : NULL;
+      GPExpr *bt = diff ? time_step(im, b4, t) : NULL;
+      if (!(w = bt ? ox_op2(im, "multiply", bt, diff) : NULL)) return -1;
+    }
+    GPExpr *wr = expand_at(im, w, 2), *outer = wr ? ox_op2(im, "multiply", kc, wr) : NULL;
+    if (!(S = outer ? ox_op2(im, "add", S, outer) : NULL)) return -1;
+    /* readout: q [B, Hkv, G, Dk, 1] * S [B, Hkv, 1, Dk, Dv] summed over Dk */
+    GPExpr *q5 = mk_reshape(im, qt, 5, (int64_t[]){B, Hkv, G, Dk, 1});
+    GPExpr *s5 = q5 ? expand_at(im, S, 2) : NULL, *pr = s5 ? ox_op2(im, "multiply", q5, s5) : NULL;
+    GPExpr *rd = pr ? red_sum(im, pr, 1, ax3) : NULL; /* [B, Hkv, G, Dv] */
+    GPExpr *o = rd ? mk_reshape(im, rd, 2, (int64_t[]){B, Hq * Dv}) : NULL;
+    if (!(outs[t] = o ? ox_op2(im, "multiply", o, sc) : NULL)) return -1;
+  }
+  GPExpr *Y = stack0(im, outs, T, 1);
+  out[0] = Y ? ox_cast(im, Y, dt) : NULL;
+  if (!out[0]) return -1;
+  if (n->nout > 1 && !(out[1] = ox_cast(im, S, dt))) return -1;
+  return 0;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2196,5 +2303,6 @@ const OxConverter ox_cv_extra[] = {
     {"LSTM", NULL, 7, cv_lstm},
     {"SwiGLU", NULL, 1, cv_swiglu},
     {"CausalConvWithState", NULL, 1, cv_causal_conv},
+    {"LinearAttention", NULL, 1, cv_linear_attention},
     {NULL, NULL, 0, NULL},
 };
