@@ -1,5 +1,5 @@
 /* k_image.c -- kernels of the image ops: image.resize1d/2d/3d, image.grid_sample and
- * image.affine_grid.
+ * image.affine_grid; and reinterpret.
  *
  * Resize follows TVM's topi (python/tvm/topi/image/resize.py): each spatial axis maps an output
  * index x to an input coordinate by coordinate_transformation_mode (with scale = in / out), then
@@ -492,10 +492,37 @@ static int k_affine_grid(const GPKernelArgs *a, void *user) {
   return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* reinterpret: a byte copy of the (possibly strided) input into the compact output. */
+
+static int k_reinterpret(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (check_io(a, 1, 1) != 0) return -1;
+  const DLTensor *xt = a->inputs[0];
+  DLTensor *yt = a->outputs[0];
+  int kx, ky;
+  if (gp_k_dtype_check(xt->dtype, "data", &kx) != 0 || gp_k_dtype_check(yt->dtype, "dtype", &ky) != 0) return -1;
+  if (gp_k_elem_size(kx) != gp_k_elem_size(ky) || gp_k_numel(xt) != gp_k_numel(yt)) {
+    gp_error_set(GP_ERR_VALUE, "data and output sizes differ");
+    return -1;
+  }
+  void *scratch = NULL;
+  const void *src = gp_k_compact(xt, &scratch);
+  size_t nb = (size_t)gp_k_numel(xt) * gp_k_elem_size(kx);
+  if (nb) memcpy((char *)yt->data + yt->byte_offset, src, nb);
+  gp_free(scratch);
+  if (ky == GP_K_BOOL) { /* bool holds 0 or 1 */
+    uint8_t *p = (uint8_t *)yt->data + yt->byte_offset;
+    for (size_t i = 0; i < nb; i++) p[i] = p[i] != 0;
+  }
+  return 0;
+}
+
 void gp_kernels_register_image(void) {
   gp_kernel_set("image.resize1d", k_resize1d);
   gp_kernel_set("image.resize2d", k_resize2d);
   gp_kernel_set("image.resize3d", k_resize3d);
   gp_kernel_set("image.grid_sample", k_grid_sample);
   gp_kernel_set("image.affine_grid", k_affine_grid);
+  gp_kernel_set("reinterpret", k_reinterpret);
 }

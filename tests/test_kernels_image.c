@@ -451,3 +451,33 @@ Test(kernels_image, affine_grid_identity) {
   EXPECT_VALS(y, 1e-6, -1, 0, 1, -1, 0, 1, -1, -1, -1, 1, 1, 1);
   release_all((GPTensor *[]){t, y}, 2);
 }
+
+/* ---- reinterpret */
+
+Test(kernels_image, reinterpret_bits) {
+  GPTensor *x = T32(DIMS(2), VALS(1.0, -2.0));
+  GPTensor *y = run1("reinterpret", KVS(KV("dtype", gp_attr_dtype(GP_DT_I32))), INS(x));
+  cr_assert(gp_dtype_eq(y->dl.dtype, GP_DT_I32));
+  EXPECT_VALS(y, 0, 0x3f800000, (double)(int32_t)0xc0000000u);
+  gp_release(y);
+  /* strided: every other element of a float64 buffer, as int64 */
+  double buf[4] = {1.0, 9.0, 0.5, 9.0};
+  GPTensor *v = make_view(GP_DT_F64, 1, DIMS(2), DIMS(2), 0, buf, sizeof buf);
+  y = run1("reinterpret", KVS(KV("dtype", gp_attr_dtype(GP_DT_I64))), INS(v));
+  int64_t got[2], want[2];
+  memcpy(got, y->dl.data, sizeof got);
+  memcpy(&want[0], &buf[0], 8);
+  memcpy(&want[1], &buf[2], 8);
+  cr_assert(got[0] == want[0] && got[1] == want[1]);
+  gp_release(y);
+  /* uint8 -> bool keeps 0 / 1 */
+  GPTensor *u = tensor(GP_DT_U8, 1, DIMS(3), VALS(0, 1, 7));
+  y = run1("reinterpret", KVS(KV("dtype", gp_attr_dtype(GP_DT_BOOL))), INS(u));
+  EXPECT_VALS(y, 0, 0, 1, 1);
+  gp_release(y);
+  GPTensor *outs[4];
+  int32_t nout;
+  cr_assert_eq(run_op("reinterpret", KVS(KV("dtype", gp_attr_dtype(GP_DT_I64))), INS(x), 1, outs, &nout), -1);
+  expect_error(GP_ERR_TYPE, "another width");
+  release_all((GPTensor *[]){x, v, u}, 3);
+}

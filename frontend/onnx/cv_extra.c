@@ -2273,6 +2273,72 @@ static int cv_linear_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
   return 0;
 }
 
+/* MaxUnpool: zeros of the output shape with X written at the flat indices I (scatter_elements
+ * on the flattened tensors). */
+static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *ind = ox_req(n, 1), *ose = ox_in(n, 2);
+  if (!x || !ind || ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x), nk, ns, np;
+  const int64_t *ks = ox_attr_ints(n, "kernel_shape", &nk), *st = ox_attr_ints(n, "strides", &ns);
+  const int64_t *pd = ox_attr_ints(n, "pads", &np);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (r < 3 || r > MAXR || nk != r - 2) return ox_invalid("kernel_shape must have %d values", (int)(r - 2));
+  if (!have_op("scatter_elements")) return ox_unsupported("MaxUnpool needs scatter_elements");
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  int64_t os[MAXR], total = 1;
+  if (ose) {
+    const int64_t *v;
+    int32_t c;
+    if (ox_const_ints(im, ose, "output_shape", &v, &c) != 0) return -1;
+    if (c != r) return ox_invalid("output_shape must have %d values", (int)r);
+    memcpy(os, v, (size_t)r * sizeof(int64_t));
+  } else {
+    os[0] = xs[0], os[1] = xs[1];
+    for (int32_t i = 0; i < r - 2; i++) {
+      int64_t s_ = ns == r - 2 ? st[i] : 1, pb = np == 2 * (r - 2) ? pd[i] : 0, pe = np == 2 * (r - 2) ? pd[r - 2 + i] : 0;
+      os[2 + i] = (xs[2 + i] - 1) * s_ + ks[i] - pb - pe;
+    }
+  }
+  for (int32_t i = 0; i < r; i++) {
+    if (os[i] < 0) return ox_invalid("negative output dimension");
+    total *= os[i];
+  }
+  if (total > (1 << 26)) return ox_unsupported("MaxUnpool output of %lld elements", (long long)total);
+  double *z = ox_alloc(im, (size_t)(total + 1) * sizeof(double));
+  memset(z, 0, (size_t)(total + 1) * sizeof(double));
+  int64_t cnt = gp_k_numel(&(DLTensor){.ndim = r, .shape = (int64_t *)xs});
+  GPExpr *zero = mk_const(im, ox_dtype(x), 1, &total, z);
+  GPExpr *i1 = zero ? mk_reshape(im, ind, 1, &cnt) : NULL, *x1 = i1 ? mk_reshape(im, x, 1, &cnt) : NULL;
+  if (!x1) return -1;
+  GPExpr *args[] = {zero, i1, x1};
+  const char *keys[] = {"axis"};
+  GPAttrValue vals[] = {gp_attr_int(0)};
+  GPExpr *sc = ox_call(im, "scatter_elements", 3, args, 1, keys, vals);
+  out[0] = sc ? mk_reshape(im, sc, r, os) : NULL;
+  return out[0] ? 0 : -1;
+}
+
+/* BitCast: reinterpret (same width only). */
+static int cv_bitcast(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  int64_t to = ox_attr_int(n, "to", 0);
+  if (gp_error_kind() != GP_OK) return -1;
+  DLDataType dt;
+  if (ox_dtype_from_onnx((int32_t)to, &dt) != 0) return -1;
+  DLDataType st = ox_dtype(x);
+  if ((dt.bits == 1 ? 8 : dt.bits) != (st.bits == 1 ? 8 : st.bits))
+    return ox_unsupported("BitCast between widths %d and %d", (int)st.bits, (int)dt.bits);
+  if (gp_dtype_eq(dt, st)) {
+    out[0] = x;
+    return 0;
+  }
+  const char *keys[] = {"dtype"};
+  GPAttrValue vals[] = {gp_attr_dtype(dt)};
+  out[0] = ox_call(im, "reinterpret", 1, &x, 1, keys, vals);
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2304,5 +2370,7 @@ const OxConverter ox_cv_extra[] = {
     {"SwiGLU", NULL, 1, cv_swiglu},
     {"CausalConvWithState", NULL, 1, cv_causal_conv},
     {"LinearAttention", NULL, 1, cv_linear_attention},
+    {"MaxUnpool", NULL, 9, cv_max_unpool},
+    {"BitCast", NULL, 1, cv_bitcast},
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,7 @@
 /* ops_image.c -- built-in image ops: image.resize1d, image.resize2d, image.resize3d (TVM v0.12's
  * Resize{1,2,3}DAttrs: size, roi, layout, method, coordinate_transformation_mode,
  * rounding_method, cubic_alpha, cubic_exclude, extrapolation_value, out_dtype), image.grid_sample
- * and image.affine_grid. */
+ * and image.affine_grid; and reinterpret (for ONNX's BitCast). */
 #include "ir/ops/ops.h"
 
 #include <stdio.h>
@@ -233,6 +233,34 @@ static int affine_grid_rel(const GPOp *op, const GPAttrs *attrs, const GPType *c
   return gp_ops_ret(data->tensor.dtype, 4, oshape, out);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* reinterpret(data; dtype): the same bytes read as another dtype of the same width (TVM's
+ * relay.reinterpret, CastAttrs).  Kept here with the converters' other helpers' ops; bool and
+ * uint8 share their one-byte storage. */
+
+static const GPAttrField k_reinterpret_attrs[] = {GP_F_REQ("dtype", GP_ATTR_DTYPE)};
+
+static int storage_bits(DLDataType t) { return t.bits == 1 ? 8 : t.bits; }
+
+static int reinterpret_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                           int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data");
+  if (!d) return -1;
+  DLDataType dt = gp_ops_attr_dtype(op, attrs, "dtype");
+  if (dt.bits == 0) {
+    gp_error_set(GP_ERR_TYPE, "attribute dtype is required (the target data type)");
+    return -1;
+  }
+  if (storage_bits(dt) * dt.lanes != storage_bits(d->tensor.dtype) * d->tensor.dtype.lanes) {
+    gp_error_set(GP_ERR_TYPE, "dtype %s has another width than data's %s",
+                 gp_ops_dtype(dt).s, gp_ops_dtype(d->tensor.dtype).s);
+    return -1;
+  }
+  return gp_ops_ret(dt, d->n, d->tensor.shape, out);
+}
+
 void gp_ops_register_image(void) {
   gp_ops_def("image.resize1d", 1, GP_PATTERN_INJECTIVE, 0, k_resize1d_attrs,
              N_ATTRS(k_resize1d_attrs), resize1d_rel, "1-d resize (the W axis of layout).");
@@ -246,4 +274,7 @@ void gp_ops_register_image(void) {
   gp_ops_def("image.affine_grid", 1, GP_PATTERN_INJECTIVE, 0, k_affine_grid_attrs,
              N_ATTRS(k_affine_grid_attrs), affine_grid_rel,
              "A sampling grid from batched 2x3 affine matrices.");
+  gp_ops_def("reinterpret", 1, GP_PATTERN_ELEMWISE, 0, k_reinterpret_attrs,
+             N_ATTRS(k_reinterpret_attrs), reinterpret_rel,
+             "The same bytes read as another dtype of the same width.");
 }
