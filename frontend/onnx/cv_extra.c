@@ -878,7 +878,8 @@ static int cv_qlinear_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *w = x ? q_center(im, in[3], in[5], ox_rank(in[3]), 0, "w_zero_point") : NULL;
   GPExpr *acc = w ? q_conv(im, n, x, w) : NULL;
   if (acc && in[8]) {
-    GPExpr *bias = q_param(im, ox_cast(im, in[8], k_i32), 4, 1, "B");
+    GPExpr *bi = ox_cast(im, in[8], k_i32);
+    GPExpr *bias = bi ? q_param(im, bi, 4, 1, "B") : NULL;
     acc = bias ? ox_op2(im, "add", acc, bias) : NULL;
   }
   if (!acc) return -1;
@@ -2339,6 +2340,121 @@ static int cv_bitcast(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* ai.onnx.preview.training: Adagrad, Momentum, Adam (the spec's update formulas, elementwise;
+ * the step count T is read at import where the formula branches on it). */
+
+static GPExpr *sc_of(OxImporter *im, GPExpr *like, double v) { return ox_scalar(im, ox_dtype(like), v); }
+static GPExpr *mul_s(OxImporter *im, GPExpr *e, double v) {
+  if (!e) return NULL;
+  GPExpr *c = sc_of(im, e, v);
+  return c ? ox_op2(im, "multiply", e, c) : NULL;
+}
+static GPExpr *add2(OxImporter *im, GPExpr *a, GPExpr *b) { return a && b ? ox_op2(im, "add", a, b) : NULL; }
+/* mul_s and add2 take NULL (an earlier failure) and pass it on */
+
+/* norm_coefficient * x + g */
+static GPExpr *g_reg(OxImporter *im, GPExpr *x, GPExpr *g, double nc) {
+  if (nc == 0.0) return g;
+  return add2(im, mul_s(im, x, nc), g);
+}
+
+static int train_common(OxImporter *im, const OxNode *n, int groups, int64_t *cnt, GPExpr **R, double *T) {
+  if (n->nin < 2 + groups || (n->nin - 2) % groups) return ox_invalid("expected R, T and %d groups of tensors", groups);
+  *cnt = (n->nin - 2) / groups;
+  GPExpr *r = ox_req(n, 0), *t = ox_req(n, 1);
+  if (!r || !t) return -1;
+  if (ox_const_scalar(im, t, "T", T) != 0) return -1;
+  *R = r;
+  return 0;
+}
+
+static int cv_adagrad(OxImporter *im, const OxNode *n, GPExpr **out) {
+  int64_t cnt;
+  GPExpr *R;
+  double T;
+  if (train_common(im, n, 3, &cnt, &R, &T) != 0) return -1;
+  double decay = ox_attr_float(n, "decay_factor", 0.0), eps = ox_attr_float(n, "epsilon", 0.0), nc = ox_attr_float(n, "norm_coefficient", 0.0);
+  if (gp_error_kind() != GP_OK) return -1;
+  for (int64_t i = 0; i < cnt; i++) {
+    GPExpr *x = ox_req(n, (int32_t)(2 + i)), *g = ox_req(n, (int32_t)(2 + cnt + i)), *h = ox_req(n, (int32_t)(2 + 2 * cnt + i));
+    if (!x || !g || !h) return -1;
+    GPExpr *r = ox_cast(im, R, ox_dtype(x));
+    r = r ? mul_s(im, r, 1.0 / (1.0 + T * decay)) : NULL;
+    GPExpr *gr = g_reg(im, x, g, nc), *g2 = gr ? ox_op2(im, "multiply", gr, gr) : NULL;
+    GPExpr *hn = add2(im, h, g2);
+    GPExpr *ha = hn ? ox_op1(im, "sqrt", hn) : NULL;
+    ha = ha ? add2(im, ha, sc_of(im, ha, eps)) : NULL;
+    GPExpr *rg = ha && r ? ox_op2(im, "multiply", r, gr) : NULL;
+    GPExpr *upd = rg ? ox_op2(im, "divide", rg, ha) : NULL;
+    GPExpr *xn = upd ? ox_op2(im, "subtract", x, upd) : NULL;
+    if (!xn) return -1;
+    if (i < n->nout) out[i] = xn;
+    if (cnt + i < n->nout) out[cnt + i] = hn;
+  }
+  return 0;
+}
+
+static int cv_momentum(OxImporter *im, const OxNode *n, GPExpr **out) {
+  int64_t cnt;
+  GPExpr *R;
+  double T;
+  if (train_common(im, n, 3, &cnt, &R, &T) != 0) return -1;
+  double alpha = ox_attr_float(n, "alpha", 0.0), beta = ox_attr_float(n, "beta", 0.0), nc = ox_attr_float(n, "norm_coefficient", 0.0);
+  const char *mode = ox_attr_str(im, n, "mode", "standard");
+  if (gp_error_kind() != GP_OK) return -1;
+  bool nesterov = strcmp(mode, "nesterov") == 0;
+  if (!nesterov && strcmp(mode, "standard") != 0) return ox_invalid("mode \"%s\"", mode);
+  double ba = T > 0 ? beta : 1.0;
+  for (int64_t i = 0; i < cnt; i++) {
+    GPExpr *x = ox_req(n, (int32_t)(2 + i)), *g = ox_req(n, (int32_t)(2 + cnt + i)), *v = ox_req(n, (int32_t)(2 + 2 * cnt + i));
+    if (!x || !g || !v) return -1;
+    GPExpr *r = ox_cast(im, R, ox_dtype(x));
+    GPExpr *gr = g_reg(im, x, g, nc);
+    GPExpr *vn = gr ? add2(im, mul_s(im, v, alpha), mul_s(im, gr, ba)) : NULL;
+    GPExpr *step = nesterov && vn ? add2(im, gr, mul_s(im, vn, alpha)) : vn;
+    GPExpr *rs = step && r ? ox_op2(im, "multiply", r, step) : NULL;
+    GPExpr *xn = rs ? ox_op2(im, "subtract", x, rs) : NULL;
+    if (!xn) return -1;
+    if (i < n->nout) out[i] = xn;
+    if (cnt + i < n->nout) out[cnt + i] = vn;
+  }
+  return 0;
+}
+
+static int cv_adam(OxImporter *im, const OxNode *n, GPExpr **out) {
+  int64_t cnt;
+  GPExpr *R;
+  double T;
+  if (train_common(im, n, 4, &cnt, &R, &T) != 0) return -1;
+  double alpha = ox_attr_float(n, "alpha", 0.9f), beta = ox_attr_float(n, "beta", 0.999f), eps = ox_attr_float(n, "epsilon", 1e-6f);
+  double nc = ox_attr_float(n, "norm_coefficient", 0.0), ncp = ox_attr_float(n, "norm_coefficient_post", 0.0);
+  if (gp_error_kind() != GP_OK) return -1;
+  double radj = T > 0 ? sqrt(1 - pow(beta, T)) / (1 - pow(alpha, T)) : 1.0;
+  for (int64_t i = 0; i < cnt; i++) {
+    GPExpr *x = ox_req(n, (int32_t)(2 + i)), *g = ox_req(n, (int32_t)(2 + cnt + i));
+    GPExpr *v = ox_req(n, (int32_t)(2 + 2 * cnt + i)), *h = ox_req(n, (int32_t)(2 + 3 * cnt + i));
+    if (!x || !g || !v || !h) return -1;
+    GPExpr *r = ox_cast(im, R, ox_dtype(x));
+    r = r ? mul_s(im, r, radj) : NULL;
+    GPExpr *gr = g_reg(im, x, g, nc);
+    GPExpr *vn = gr ? add2(im, mul_s(im, v, alpha), mul_s(im, gr, 1 - alpha)) : NULL;
+    GPExpr *g2 = vn ? ox_op2(im, "multiply", gr, gr) : NULL;
+    GPExpr *hn = g2 ? add2(im, mul_s(im, h, beta), mul_s(im, g2, 1 - beta)) : NULL;
+    GPExpr *hs = hn ? ox_op1(im, "sqrt", hn) : NULL;
+    hs = hs ? add2(im, hs, sc_of(im, hs, eps)) : NULL;
+    GPExpr *q = hs ? ox_op2(im, "divide", vn, hs) : NULL;
+    GPExpr *rq = q && r ? ox_op2(im, "multiply", r, q) : NULL;
+    GPExpr *xn = rq ? ox_op2(im, "subtract", x, rq) : NULL;
+    if (xn && ncp != 0.0) xn = mul_s(im, xn, 1 - ncp);
+    if (!xn) return -1;
+    if (i < n->nout) out[i] = xn;
+    if (cnt + i < n->nout) out[cnt + i] = vn;
+    if (2 * cnt + i < n->nout) out[2 * cnt + i] = hn;
+  }
+  return 0;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2372,5 +2488,8 @@ const OxConverter ox_cv_extra[] = {
     {"LinearAttention", NULL, 1, cv_linear_attention},
     {"MaxUnpool", NULL, 9, cv_max_unpool},
     {"BitCast", NULL, 1, cv_bitcast},
+    {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
+    {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
+    {"Adam", "ai.onnx.preview.training", 1, cv_adam},
     {NULL, NULL, 0, NULL},
 };
