@@ -1010,7 +1010,7 @@ static int cv_einsum(OxImporter *im, const OxNode *n, GPExpr **out) {
     strcpy(t, terms[k]);
     int32_t r = (int32_t)strlen(t);
     int64_t sh[EIN_MAX];
-    memcpy(sh, ox_type(e)->tensor.shape, (size_t)r * sizeof(int64_t));
+    if (r) memcpy(sh, ox_type(e)->tensor.shape, (size_t)r * sizeof(int64_t));
     /* repeated letters: diagonal through an identity mask, then sum the second copy */
     for (int32_t i = 0; i < r; i++)
       for (int32_t j = i + 1; j < r; j++) {
