@@ -2455,6 +2455,109 @@ static int cv_adam(OxImporter *im, const OxNode *n, GPExpr **out) {
   return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* DeformConv (2-d): for every kernel tap, the input sampled bilinearly (zeros outside) at the
+ * tap's position plus its offset -- image.grid_sample on a grid built from the offsets --
+ * times the mask, then a 1x1 nn.conv2d with that tap's weights; the taps summed, plus bias. */
+
+static GPExpr *chan_slice(OxImporter *im, GPExpr *e, int64_t b, int64_t en) {
+  int64_t ax = 1;
+  const char *keys[] = {"begin", "end", "axes"};
+  GPAttrValue vals[] = {gp_attr_ints(1, &b), gp_attr_ints(1, &en), gp_attr_ints(1, &ax)};
+  return ox_call(im, "strided_slice", 1, &e, 3, keys, vals);
+}
+
+static int cv_deform_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0), *w = ox_req(n, 1), *off = ox_req(n, 2), *b = ox_in(n, 3), *mask = ox_in(n, 4);
+  if (!x || !w || !off || ox_static(x, "X") != 0 || ox_static(w, "W") != 0 || ox_static(off, "offset") != 0) return -1;
+  if (ox_rank(x) != 4 || ox_rank(w) != 4 || ox_rank(off) != 4) return ox_unsupported("DeformConv of rank %d (2-d only)", (int)ox_rank(x));
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("DeformConv of %s", gp_ops_dtype(dt).s);
+  int32_t c;
+  int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+  const int64_t *v = ox_attr_ints(n, "strides", &c);
+  if (c == 2) st[0] = v[0], st[1] = v[1];
+  v = ox_attr_ints(n, "dilations", &c);
+  if (c == 2) dl[0] = v[0], dl[1] = v[1];
+  v = ox_attr_ints(n, "pads", &c);
+  if (c == 4) pad[0] = v[0], pad[1] = v[1], pad[2] = v[2], pad[3] = v[3];
+  int64_t group = ox_attr_int(n, "group", 1), og = ox_attr_int(n, "offset_group", 1);
+  if (gp_error_kind() != GP_OK) return -1;
+  const int64_t *xs = ox_type(x)->tensor.shape, *ws = ox_type(w)->tensor.shape, *os = ox_type(off)->tensor.shape;
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3], K = KH * KW;
+  if (group < 1 || og < 1 || C % og || C % group || ws[1] * group != C || O % group)
+    return ox_invalid("channels %lld, groups %lld, offset_group %lld and W %s do not agree", (long long)C, (long long)group,
+                      (long long)og, gp_ops_shape(ox_type(w)).s);
+  int64_t OH = (H + pad[0] + pad[2] - (dl[0] * (KH - 1) + 1)) / st[0] + 1;
+  int64_t OW = (W + pad[1] + pad[3] - (dl[1] * (KW - 1) + 1)) / st[1] + 1;
+  if (OH < 1 || OW < 1 || os[0] != N || os[1] != og * K * 2 || os[2] != OH || os[3] != OW)
+    return ox_invalid("offset %s does not match output (%lld, %lld, %lld, %lld)", gp_ops_shape(ox_type(off)).s,
+                      (long long)N, (long long)(og * K * 2), (long long)OH, (long long)OW);
+  if (K * og > 1024) return ox_unsupported("DeformConv with %lld taps", (long long)(K * og));
+  int64_t Cg = C / og;
+  double *by = ox_alloc(im, (size_t)(OH * OW) * sizeof(double)), *bx = ox_alloc(im, (size_t)(OH * OW) * sizeof(double));
+  GPExpr *acc = NULL;
+  for (int64_t i = 0; i < KH; i++)
+    for (int64_t j = 0; j < KW; j++) {
+      int64_t k = i * KW + j;
+      /* normalized (align_corners = False) base coordinates: (2 p + 1) / size - 1 */
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          double y = (double)(oh * st[0] - pad[0] + i * dl[0]), xx = (double)(ow * st[1] - pad[1] + j * dl[1]);
+          by[oh * OW + ow] = (2 * y + 1) / (double)H - 1;
+          bx[oh * OW + ow] = (2 * xx + 1) / (double)W - 1;
+        }
+      GPExpr *BY = mk_const(im, dt, 4, (int64_t[]){1, 1, OH, OW}, by), *BX = BY ? mk_const(im, dt, 4, (int64_t[]){1, 1, OH, OW}, bx) : NULL;
+      if (!BX) return -1;
+      GPExpr **parts = ox_alloc(im, (size_t)og * sizeof(GPExpr *));
+      for (int64_t g = 0; g < og; g++) {
+        int64_t oc = (g * K + k) * 2;
+        GPExpr *dy = chan_slice(im, off, oc, oc + 1), *dx = dy ? chan_slice(im, off, oc + 1, oc + 2) : NULL;
+        GPExpr *ny = dx ? add2(im, BY, mul_s(im, dy, 2.0 / (double)H)) : NULL;
+        GPExpr *nx = ny ? add2(im, BX, mul_s(im, dx, 2.0 / (double)W)) : NULL;
+        GPExpr *grid = nx ? concat2(im, nx, ny, 1) : NULL;
+        GPExpr *xg = grid ? (og == 1 ? x : chan_slice(im, x, g * Cg, (g + 1) * Cg)) : NULL;
+        if (!xg) return -1;
+        GPExpr *args[] = {xg, grid};
+        const char *keys[] = {"method", "layout", "padding_mode", "align_corners"};
+        GPAttrValue vals[] = {gp_attr_str("bilinear"), gp_attr_str("NCHW"), gp_attr_str("zeros"), gp_attr_bool(false)};
+        GPExpr *smp = ox_call(im, "image.grid_sample", 2, args, 4, keys, vals);
+        if (smp && mask) {
+          GPExpr *m = chan_slice(im, mask, g * K + k, g * K + k + 1);
+          smp = m ? ox_op2(im, "multiply", smp, m) : NULL;
+        }
+        if (!(parts[g] = smp)) return -1;
+      }
+      GPExpr *S = parts[0];
+      if (og > 1) {
+        GPExpr *t = ox_tuple(im, (int32_t)og, parts);
+        const char *ck[] = {"axis"};
+        GPAttrValue cv[] = {gp_attr_int(1)};
+        S = t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL;
+      }
+      /* W[:, :, i, j] as [O, C / group, 1, 1] */
+      int64_t bgn[2] = {i, j}, end[2] = {i + 1, j + 1}, axs[2] = {2, 3};
+      const char *keys[] = {"begin", "end", "axes"};
+      GPAttrValue vals[] = {gp_attr_ints(2, bgn), gp_attr_ints(2, end), gp_attr_ints(2, axs)};
+      GPExpr *wk = S ? ox_call(im, "strided_slice", 1, &w, 3, keys, vals) : NULL;
+      if (!wk) return -1;
+      GPExpr *cargs[] = {S, wk};
+      int64_t one2[2] = {1, 1};
+      const char *ckeys[] = {"groups", "channels", "kernel_size"};
+      GPAttrValue cvals[] = {gp_attr_int(group), gp_attr_int(O), gp_attr_ints(2, one2)};
+      GPExpr *y = ox_call(im, "nn.conv2d", 2, cargs, 3, ckeys, cvals);
+      if (!y) return -1;
+      acc = acc ? ox_op2(im, "add", acc, y) : y;
+      if (!acc) return -1;
+    }
+  if (b) {
+    GPExpr *br = mk_reshape(im, b, 3, (int64_t[]){O, 1, 1});
+    acc = br ? ox_op2(im, "add", acc, br) : NULL;
+  }
+  out[0] = acc;
+  return acc ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2488,6 +2591,7 @@ const OxConverter ox_cv_extra[] = {
     {"LinearAttention", NULL, 1, cv_linear_attention},
     {"MaxUnpool", NULL, 9, cv_max_unpool},
     {"BitCast", NULL, 1, cv_bitcast},
+    {"DeformConv", NULL, 19, cv_deform_conv},
     {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
     {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
     {"Adam", "ai.onnx.preview.training", 1, cv_adam},
