@@ -2558,6 +2558,21 @@ static int cv_deform_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
   return acc ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* ai.onnx.ml: Binarizer (x > threshold as x's dtype). */
+
+static int cv_binarizer(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x) return -1;
+  double t = ox_attr_float(n, "threshold", 0.0);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (!have_op("greater")) return ox_unsupported("Binarizer needs greater");
+  GPExpr *th = ox_scalar(im, ox_dtype(x), t);
+  GPExpr *g = th ? ox_op2(im, "greater", x, th) : NULL;
+  out[0] = g ? ox_cast(im, g, ox_dtype(x)) : NULL;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2592,6 +2607,7 @@ const OxConverter ox_cv_extra[] = {
     {"MaxUnpool", NULL, 9, cv_max_unpool},
     {"BitCast", NULL, 1, cv_bitcast},
     {"DeformConv", NULL, 19, cv_deform_conv},
+    {"Binarizer", "ai.onnx.ml", 1, cv_binarizer},
     {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
     {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
     {"Adam", "ai.onnx.preview.training", 1, cv_adam},
