@@ -1066,103 +1066,13 @@ static int cv_einsum(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.  x [N, C, d..], target [N, d..]:
- * onehot[n, c, d..] = 1 - min(|target - c|, 1) (exact for integer classes), the class weights
- * (all ones without a weight input) zeroed at ignore_index, w = onehot * weights,
- * loss[n, d..] = -sum_c x * w, and mean = sum(loss) / sum_c,n,d(w) as ONNX's reference. */
+/* A sum reduction (axes NULL with n < 0: all axes). */
 
 static GPExpr *red_sum(OxImporter *im, GPExpr *e, int32_t n, const int64_t *axes) {
   const char *keys[] = {"axis", "keepdims", "exclude"};
   GPAttrValue vals[] = {n < 0 ? (GPAttrValue){.kind = GP_ATTR_NONE} : gp_attr_ints(n, axes), gp_attr_bool(false),
                         gp_attr_bool(false)};
   return ox_call(im, "sum", 1, &e, 3, keys, vals);
-}
-
-static GPExpr *nll(OxImporter *im, const OxNode *n, GPExpr *x, GPExpr *t, GPExpr *w, const char *reduction) {
-  if (ox_static(x, "input") != 0 || ox_static(t, "target") != 0) return NULL;
-  DLDataType dt = ox_dtype(x);
-  if (!ox_is_float(dt)) return (void)ox_unsupported("loss of %s input", gp_ops_dtype(dt).s), NULL;
-  if (!ox_is_int(ox_dtype(t))) return (void)ox_invalid("target must be an integer tensor"), NULL;
-  int32_t r = ox_rank(x);
-  if (r < 2 || r > MAXR || ox_rank(t) != r - 1) return (void)ox_invalid("input %s and target %s do not agree", gp_ops_shape(ox_type(x)).s, gp_ops_shape(ox_type(t)).s), NULL;
-  if (strcmp(reduction, "none") != 0 && strcmp(reduction, "sum") != 0 && strcmp(reduction, "mean") != 0)
-    return (void)ox_unsupported("reduction \"%s\"", reduction), NULL;
-  int64_t C = ox_type(x)->tensor.shape[1];
-  if (C > (1 << 24)) return (void)ox_unsupported("%lld classes", (long long)C), NULL;
-  bool has_ii = ox_has_attr(n, "ignore_index");
-  int64_t ii = ox_attr_int(n, "ignore_index", 0);
-  if (gp_error_kind() != GP_OK) return NULL;
-  int64_t cs[MAXR];
-  for (int32_t i = 0; i < r; i++) cs[i] = i == 1 ? C : 1;
-  double *v = ox_alloc(im, (size_t)(C ? C : 1) * sizeof(double));
-  for (int64_t c = 0; c < C; c++) v[c] = (double)c;
-  GPExpr *ar = mk_const(im, dt, r, cs, v);
-  for (int64_t c = 0; c < C; c++) v[c] = has_ii && c == ii ? 0.0 : 1.0;
-  GPExpr *keep = ar ? mk_const(im, dt, r, cs, v) : NULL;
-  const char *ek[] = {"axis", "num_newaxis"};
-  GPAttrValue ev[] = {gp_attr_int(1), gp_attr_int(1)};
-  GPExpr *tf = keep ? ox_cast(im, t, dt) : NULL;
-  GPExpr *te = tf ? ox_call(im, "expand_dims", 1, &tf, 2, ek, ev) : NULL;
-  GPExpr *d = te ? ox_op2(im, "subtract", te, ar) : NULL;
-  d = d ? ox_op1(im, "abs", d) : NULL;
-  GPExpr *one = d ? ox_scalar(im, dt, 1.0) : NULL;
-  d = one ? ox_op2(im, "minimum", d, one) : NULL;
-  GPExpr *oh = d ? ox_op2(im, "subtract", one, d) : NULL;
-  GPExpr *wv = keep;
-  if (oh && w) {
-    if (ox_rank(w) != 1) return (void)ox_invalid("weight must be 1-d"), NULL;
-    GPExpr *wr = mk_reshape(im, ox_cast(im, w, dt), r, cs);
-    wv = wr ? ox_op2(im, "multiply", wr, keep) : NULL;
-  }
-  GPExpr *ohw = wv ? ox_op2(im, "multiply", oh, wv) : NULL;
-  GPExpr *prod = ohw ? ox_op2(im, "multiply", x, ohw) : NULL;
-  static const int64_t ax1[] = {1};
-  GPExpr *l = prod ? red_sum(im, prod, 1, ax1) : NULL;
-  l = l ? ox_op1(im, "negative", l) : NULL;
-  if (!l || strcmp(reduction, "none") == 0) return l;
-  GPExpr *ls = red_sum(im, l, -1, NULL);
-  if (!ls || strcmp(reduction, "sum") == 0) return ls;
-  GPExpr *ws = red_sum(im, ohw, -1, NULL);
-  return ws ? ox_op2(im, "divide", ls, ws) : NULL;
-}
-
-static int cv_nllloss(OxImporter *im, const OxNode *n, GPExpr **out) {
-  GPExpr *x = ox_req(n, 0), *t = ox_req(n, 1);
-  if (!x || !t) return -1;
-  const char *red = ox_attr_str(im, n, "reduction", "mean");
-  if (gp_error_kind() != GP_OK) return -1;
-  out[0] = nll(im, n, x, t, ox_in(n, 2), red);
-  return out[0] ? 0 : -1;
-}
-
-static int cv_sce_loss(OxImporter *im, const OxNode *n, GPExpr **out) {
-  GPExpr *x = ox_req(n, 0), *t = ox_req(n, 1);
-  if (!x || !t) return -1;
-  const char *red = ox_attr_str(im, n, "reduction", "mean");
-  if (gp_error_kind() != GP_OK) return -1;
-  if (!ox_is_float(ox_dtype(x))) return ox_unsupported("SoftmaxCrossEntropyLoss of %s scores", gp_ops_dtype(ox_dtype(x)).s);
-  if (ox_rank(x) < 2) return ox_invalid("scores must have rank >= 2");
-  GPExpr *lp;
-  if (have_op("nn.log_softmax")) {
-    const char *keys[] = {"axis"};
-    GPAttrValue vals[] = {gp_attr_int(1)};
-    lp = ox_call(im, "nn.log_softmax", 1, &x, 1, keys, vals);
-  } else {
-    /* x - log(sum(exp(x))) along axis 1, shifted by the mean for range */
-    const char *keys[] = {"axis", "keepdims", "exclude"};
-    int64_t a1 = 1;
-    GPAttrValue vals[] = {gp_attr_ints(1, &a1), gp_attr_bool(true), gp_attr_bool(false)};
-    GPExpr *m = ox_call(im, "mean", 1, &x, 3, keys, vals);
-    GPExpr *xs = m ? ox_op2(im, "subtract", x, m) : NULL;
-    GPExpr *e = xs ? ox_op1(im, "exp", xs) : NULL;
-    GPExpr *se = e ? ox_call(im, "sum", 1, &e, 3, keys, vals) : NULL;
-    GPExpr *lse = se ? ox_op1(im, "log", se) : NULL;
-    lp = lse ? ox_op2(im, "subtract", xs, lse) : NULL;
-  }
-  if (!lp) return -1;
-  out[0] = nll(im, n, lp, t, ox_in(n, 2), red);
-  if (n->nout > 1) out[1] = lp;
-  return out[0] ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2586,8 +2496,6 @@ const OxConverter ox_cv_extra[] = {
     {"QLinearMatMul", NULL, 10, cv_qlinear_matmul},
     {"QLinearConv", NULL, 10, cv_qlinear_conv},
     {"Einsum", NULL, 12, cv_einsum},
-    {"NegativeLogLikelihoodLoss", NULL, 12, cv_nllloss},
-    {"SoftmaxCrossEntropyLoss", NULL, 12, cv_sce_loss},
     {"HannWindow", NULL, 17, cv_hann},
     {"HammingWindow", NULL, 17, cv_hamming},
     {"BlackmanWindow", NULL, 17, cv_blackman},
