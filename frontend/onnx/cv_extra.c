@@ -2196,23 +2196,26 @@ static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (r < 3 || r > MAXR || nk != r - 2) return ox_invalid("kernel_shape must have %d values", (int)(r - 2));
   if (!have_op("scatter_elements")) return ox_unsupported("MaxUnpool needs scatter_elements");
   const int64_t *xs = ox_type(x)->tensor.shape;
-  int64_t os[MAXR], total = 1;
+  /* the indices address the inferred shape; output_shape pads it with zeros at the end */
+  int64_t is[MAXR], os[MAXR], total = 1;
+  is[0] = xs[0], is[1] = xs[1];
+  for (int32_t i = 0; i < r - 2; i++) {
+    int64_t s_ = ns == r - 2 ? st[i] : 1, pb = np == 2 * (r - 2) ? pd[i] : 0, pe = np == 2 * (r - 2) ? pd[r - 2 + i] : 0;
+    is[2 + i] = (xs[2 + i] - 1) * s_ + ks[i] - pb - pe;
+  }
+  memcpy(os, is, (size_t)r * sizeof(int64_t));
   if (ose) {
     const int64_t *v;
     int32_t c;
     if (ox_const_ints(im, ose, "output_shape", &v, &c) != 0) return -1;
     if (c != r) return ox_invalid("output_shape must have %d values", (int)r);
+    for (int32_t i = 0; i < r; i++)
+      if (v[i] < is[i] || (i < 2 && v[i] != is[i])) return ox_unsupported("output_shape %s smaller than the inferred shape", gp_ops_ints(c, v).s);
     memcpy(os, v, (size_t)r * sizeof(int64_t));
-  } else {
-    os[0] = xs[0], os[1] = xs[1];
-    for (int32_t i = 0; i < r - 2; i++) {
-      int64_t s_ = ns == r - 2 ? st[i] : 1, pb = np == 2 * (r - 2) ? pd[i] : 0, pe = np == 2 * (r - 2) ? pd[r - 2 + i] : 0;
-      os[2 + i] = (xs[2 + i] - 1) * s_ + ks[i] - pb - pe;
-    }
   }
   for (int32_t i = 0; i < r; i++) {
-    if (os[i] < 0) return ox_invalid("negative output dimension");
-    total *= os[i];
+    if (is[i] < 0) return ox_invalid("negative output dimension");
+    total *= is[i];
   }
   if (total > (1 << 26)) return ox_unsupported("MaxUnpool output of %lld elements", (long long)total);
   double *z = ox_alloc(im, (size_t)(total + 1) * sizeof(double));
@@ -2225,8 +2228,24 @@ static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
   const char *keys[] = {"axis"};
   GPAttrValue vals[] = {gp_attr_int(0)};
   GPExpr *sc = ox_call(im, "scatter_elements", 3, args, 1, keys, vals);
-  out[0] = sc ? mk_reshape(im, sc, r, os) : NULL;
-  return out[0] ? 0 : -1;
+  GPExpr *y = sc ? mk_reshape(im, sc, r, is) : NULL;
+  int64_t cur[MAXR];
+  memcpy(cur, is, (size_t)r * sizeof(int64_t));
+  for (int32_t d = 2; y && d < r; d++) {
+    if (os[d] == cur[d]) continue;
+    int64_t zs[MAXR], zn = 1;
+    memcpy(zs, cur, (size_t)r * sizeof(int64_t));
+    zs[d] = os[d] - cur[d];
+    for (int32_t i = 0; i < r; i++) zn *= zs[i];
+    if (zn > (1 << 26)) return ox_unsupported("MaxUnpool output_shape too large");
+    double *zz = ox_alloc(im, (size_t)(zn + 1) * sizeof(double));
+    memset(zz, 0, (size_t)(zn + 1) * sizeof(double));
+    GPExpr *zc = mk_const(im, ox_dtype(x), r, zs, zz);
+    y = zc ? concat2(im, y, zc, d) : NULL;
+    cur[d] = os[d];
+  }
+  out[0] = y;
+  return y ? 0 : -1;
 }
 
 /* BitCast: reinterpret (same width only). */
