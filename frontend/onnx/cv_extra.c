@@ -2502,6 +2502,102 @@ static int cv_binarizer(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* TfIdfVectorizer (integer pool): the count of n-gram g with skip distance d in a row is
+ * sum_i prod_j [x[i + j d] == g_j] -- equal masks per pool token, shifted slices multiplied and
+ * summed -- over d = 1 .. max_skip_count + 1 (unigrams once), as ONNX's reference counts; then
+ * TF / IDF / TFIDF weighting. */
+
+static int cv_tfidf(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "X") != 0) return -1;
+  int64_t maxg = ox_attr_int(n, "max_gram_length", 0), ming = ox_attr_int(n, "min_gram_length", 0);
+  int64_t maxskip = ox_attr_int(n, "max_skip_count", 0);
+  const char *mode = ox_attr_str(im, n, "mode", "TF");
+  int32_t ncnt, nidx, npool, nw;
+  const int64_t *cnts = ox_attr_ints(n, "ngram_counts", &ncnt), *idxs = ox_attr_ints(n, "ngram_indexes", &nidx);
+  const int64_t *pool = ox_attr_ints(n, "pool_int64s", &npool);
+  const float *wts = ox_attr_floats(n, "weights", &nw);
+  if (gp_error_kind() != GP_OK) return -1;
+  if (npool < 0) return ox_unsupported("TfIdfVectorizer without pool_int64s (strings)");
+  if (!ox_is_int(ox_dtype(x))) return ox_unsupported("TfIdfVectorizer of %s input", gp_ops_dtype(ox_dtype(x)).s);
+  int tfm = strcmp(mode, "TF") == 0 ? 0 : strcmp(mode, "IDF") == 0 ? 1 : strcmp(mode, "TFIDF") == 0 ? 2 : -1;
+  if (tfm < 0) return ox_invalid("mode \"%s\"", mode);
+  if (ncnt < 1 || nidx < 1 || ming < 1 || maxg < ming || maxskip < 0 || maxskip > 64) return ox_invalid("bad n-gram attributes");
+  if (!have_op("equal")) return ox_unsupported("TfIdfVectorizer needs equal");
+  int64_t osz = 0;
+  for (int32_t i = 0; i < nidx; i++) {
+    if (idxs[i] < 0 || idxs[i] > (1 << 20)) return ox_invalid("ngram_indexes out of range");
+    if (idxs[i] + 1 > osz) osz = idxs[i] + 1;
+  }
+  if (nw > 0 && nw < osz) return ox_invalid("weights has %d values for %lld outputs", (int)nw, (long long)osz);
+  int32_t r = ox_rank(x);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (r < 1 || r > 2) return ox_invalid("X must be [C] or [B, C]");
+  int64_t B = r == 2 ? xs[0] : 1, C = xs[r - 1];
+  GPExpr *x2 = r == 2 ? x : mk_reshape(im, x, 2, (int64_t[]){1, C});
+  if (!x2) return -1;
+  GPExpr **col = ox_alloc(im, (size_t)osz * sizeof(GPExpr *));
+  memset(col, 0, (size_t)osz * sizeof(GPExpr *));
+  /* equal masks per distinct token (memoized by linear search; pools are small) */
+  int64_t *tok = ox_alloc(im, (size_t)(npool + 1) * sizeof(int64_t));
+  GPExpr **eq = ox_alloc(im, (size_t)(npool + 1) * sizeof(GPExpr *));
+  int32_t ntok = 0;
+  int64_t id = 0, ops_budget = 0;
+  for (int32_t lvl = 0; lvl < ncnt; lvl++) {
+    int64_t m = lvl + 1, b = cnts[lvl], e = lvl + 1 < ncnt ? cnts[lvl + 1] : npool;
+    if (b < 0 || e > npool || e < b) return ox_invalid("ngram_counts out of range");
+    int64_t grams = (e - b) / m;
+    for (int64_t gi = 0; gi < grams; gi++, id++) {
+      if (m < ming || m > maxg) continue;
+      if (id >= nidx) return ox_invalid("more n-grams than ngram_indexes");
+      const int64_t *g = pool + b + gi * m;
+      GPExpr *cnt = NULL;
+      for (int64_t d = 1; d <= (m == 1 ? 1 : maxskip + 1); d++) {
+        int64_t L = C - (m - 1) * d;
+        if (L <= 0) continue;
+        if (++ops_budget > 20000) return ox_unsupported("TfIdfVectorizer with too many n-gram / skip pairs");
+        GPExpr *prod = NULL;
+        for (int64_t j = 0; j < m; j++) {
+          int32_t t = 0;
+          while (t < ntok && tok[t] != g[j]) t++;
+          if (t == ntok) {
+            GPExpr *k = ox_scalar(im, ox_dtype(x2), (double)g[j]);
+            GPExpr *q = k ? ox_op2(im, "equal", x2, k) : NULL;
+            if (!(eq[t] = q ? ox_cast(im, q, k_f32) : NULL)) return -1;
+            tok[ntok++] = g[j];
+          }
+          GPExpr *sl = L == C ? eq[t] : slice_last(im, eq[t], j * d, j * d + L, 1);
+          prod = prod ? ox_op2(im, "multiply", prod, sl) : sl;
+          if (!prod) return -1;
+        }
+        static const int64_t ax1[] = {1};
+        GPExpr *sm = red_sum(im, prod, 1, ax1); /* [B] */
+        cnt = cnt ? ox_op2(im, "add", cnt, sm) : sm;
+        if (!cnt) return -1;
+      }
+      if (!cnt) continue;
+      int64_t oi = idxs[id];
+      col[oi] = col[oi] ? ox_op2(im, "add", col[oi], cnt) : cnt;
+      if (!col[oi]) return -1;
+    }
+  }
+  double *z = ox_alloc(im, (size_t)(B + 1) * sizeof(double));
+  memset(z, 0, (size_t)(B + 1) * sizeof(double));
+  for (int64_t i = 0; i < osz; i++)
+    if (!col[i] && !(col[i] = mk_const(im, k_f32, 1, &B, z))) return -1;
+  GPExpr *y = stack0(im, col, osz, 1); /* [B, osz] */
+  if (y && tfm == 1) y = mk_clip(im, y, 0, 1);
+  if (y && tfm != 0 && nw > 0) {
+    double *wv = ox_alloc(im, (size_t)osz * sizeof(double));
+    for (int64_t i = 0; i < osz; i++) wv[i] = wts[i];
+    GPExpr *W = mk_const(im, k_f32, 2, (int64_t[]){1, osz}, wv);
+    y = W ? ox_op2(im, "multiply", y, W) : NULL;
+  }
+  out[0] = y && r == 1 ? mk_reshape(im, y, 1, &osz) : y;
+  return out[0] ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2535,6 +2631,7 @@ const OxConverter ox_cv_extra[] = {
     {"BitCast", NULL, 1, cv_bitcast},
     {"DeformConv", NULL, 19, cv_deform_conv},
     {"Binarizer", "ai.onnx.ml", 1, cv_binarizer},
+    {"TfIdfVectorizer", NULL, 9, cv_tfidf},
     {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
     {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
     {"Adam", "ai.onnx.preview.training", 1, cv_adam},
