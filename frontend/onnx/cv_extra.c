@@ -2598,6 +2598,139 @@ static int cv_tfidf(OxImporter *im, const OxNode *n, GPExpr **out) {
   return out[0] ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* TreeEnsemble (ai.onnx.ml 5): every leaf's indicator is the product of its path's branch
+ * conditions (comparison ops cast to float; set membership summed equal masks), so
+ * Y[:, target] = sum over leaves of weight * indicator (SUM; AVERAGE divides by the number of
+ * trees).  The trees are walked with an explicit stack. */
+
+typedef struct TeItem {
+  int64_t idx;
+  bool leaf;
+  GPExpr *path; /* [N, 1] float indicator, NULL for 1 */
+} TeItem;
+
+static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "X") != 0) return -1;
+  int64_t agg = ox_attr_int(n, "aggregate_function", 1), post = ox_attr_int(n, "post_transform", 0);
+  int64_t ntg = ox_attr_int(n, "n_targets", 0);
+  int32_t nf, nfl, ntl, ntn, nfn, nlt, nr, nmt;
+  const int64_t *feat = ox_attr_ints(n, "nodes_featureids", &nf), *tnode = ox_attr_ints(n, "nodes_truenodeids", &ntn);
+  const int64_t *fnode = ox_attr_ints(n, "nodes_falsenodeids", &nfn), *tleaf = ox_attr_ints(n, "nodes_trueleafs", &ntl);
+  const int64_t *fleaf = ox_attr_ints(n, "nodes_falseleafs", &nfl), *ltgt = ox_attr_ints(n, "leaf_targetids", &nlt);
+  const int64_t *roots = ox_attr_ints(n, "tree_roots", &nr), *mtt = ox_attr_ints(n, "nodes_missing_value_tracks_true", &nmt);
+  if (gp_error_kind() != GP_OK) return -1;
+  GPTensor *splits = ox_attr_tensor(im, n, "nodes_splits");
+  GPTensor *modes = splits ? ox_attr_tensor(im, n, "nodes_modes") : NULL;
+  GPTensor *lw = modes ? ox_attr_tensor(im, n, "leaf_weights") : NULL;
+  if (!lw) return gp_error_kind() != GP_OK ? -1 : ox_invalid("nodes_splits, nodes_modes and leaf_weights are required");
+  GPTensor *mv = ox_attr_tensor(im, n, "membership_values");
+  if (!mv && gp_error_kind() != GP_OK) return -1;
+  if (agg != 0 && agg != 1) return ox_unsupported("aggregate_function %lld (SUM and AVERAGE only)", (long long)agg);
+  if (post != 0) return ox_unsupported("post_transform %lld", (long long)post);
+  int64_t nn = gp_k_numel(&splits->dl), nl = gp_k_numel(&lw->dl);
+  if (nf != nn || ntn != nn || nfn != nn || ntl != nn || nfl != nn || gp_k_numel(&modes->dl) != nn || nlt != nl || nr < 1 ||
+      ntg < 1 || ntg > 4096)
+    return ox_invalid("inconsistent tree attributes");
+  for (int32_t i = 0; i < nmt; i++)
+    if (mtt[i]) return ox_unsupported("nodes_missing_value_tracks_true");
+  if (ox_rank(x) != 2) return ox_invalid("X must be [N, F]");
+  DLDataType dt = ox_dtype(x);
+  if (!ox_is_float(dt)) return ox_unsupported("TreeEnsemble of %s", gp_ops_dtype(dt).s);
+  static const char *const cmp[] = {"less_equal", "less", "greater_equal", "greater", "equal", "not_equal", "equal"};
+  for (int i = 0; i < 7; i++)
+    if (!have_op(cmp[i])) return ox_unsupported("TreeEnsemble needs %s", cmp[i]);
+  int64_t N = ox_type(x)->tensor.shape[0], F = ox_type(x)->tensor.shape[1];
+  /* membership sets, in node order: values up to a NaN (or a 0, as the reference's loop) */
+  int64_t *mset = ox_alloc(im, (size_t)(nn + 1) * sizeof(int64_t)), *mlen = ox_alloc(im, (size_t)(nn + 1) * sizeof(int64_t));
+  int64_t mpos = 0, mcount = mv ? gp_k_numel(&mv->dl) : 0;
+  for (int64_t i = 0; i < nn; i++) {
+    mset[i] = mpos, mlen[i] = 0;
+    if (gp_tensor_get_i64(modes, i) != 6) continue;
+    if (!mv) return ox_invalid("set membership node without membership_values");
+    while (mpos < mcount) {
+      double v = gp_tensor_get_f64(mv, mpos++);
+      if (isnan(v) || v == 0) break;
+      mlen[i]++;
+    }
+  }
+  GPExpr **col = ox_alloc(im, (size_t)ntg * sizeof(GPExpr *));
+  memset(col, 0, (size_t)ntg * sizeof(GPExpr *));
+  TeItem *stack = ox_alloc(im, (size_t)(nn + nl + 2) * 2 * sizeof(TeItem));
+  int64_t budget = 0, cap = (nn + nl + 2) * 2;
+  double scale = agg == 0 ? 1.0 / (double)nr : 1.0;
+  for (int32_t ti = 0; ti < nr; ti++) {
+    int64_t r0 = roots[ti];
+    if (r0 < 0 || r0 >= nn) return ox_invalid("tree root %lld out of range", (long long)r0);
+    int64_t sp = 0;
+    stack[sp++] = (TeItem){r0, tleaf[r0] && fleaf[r0] && tnode[r0] == fnode[r0], NULL};
+    while (sp > 0) {
+      TeItem it = stack[--sp];
+      if (++budget > 100000) return ox_unsupported("TreeEnsemble with more than 100000 paths");
+      if (it.leaf) {
+        if (it.idx < 0 || it.idx >= nl) return ox_invalid("leaf %lld out of range", (long long)it.idx);
+        int64_t t = ltgt[it.idx];
+        if (t < 0 || t >= ntg) return ox_invalid("leaf target %lld out of range", (long long)t);
+        double w = gp_tensor_get_f64(lw, it.idx) * scale;
+        GPExpr *c;
+        if (it.path) {
+          c = mul_s(im, it.path, w);
+        } else {
+          double *wv = ox_alloc(im, (size_t)(N + 1) * sizeof(double));
+          for (int64_t i = 0; i < N; i++) wv[i] = w;
+          c = mk_const(im, dt, 2, (int64_t[]){N, 1}, wv);
+        }
+        col[t] = col[t] ? add2(im, col[t], c) : c;
+        if (!col[t]) return -1;
+        continue;
+      }
+      int64_t i = it.idx;
+      if (i < 0 || i >= nn || feat[i] < 0 || feat[i] >= F) return ox_invalid("node %lld out of range", (long long)i);
+      GPExpr *xf = slice_last(im, x, feat[i], feat[i] + 1, 1); /* [N, 1] */
+      int64_t mode = gp_tensor_get_i64(modes, i);
+      GPExpr *cond = NULL;
+      if (mode >= 0 && mode <= 5) {
+        GPExpr *sv = xf ? ox_scalar(im, dt, gp_tensor_get_f64(splits, i)) : NULL;
+        GPExpr *q = sv ? ox_op2(im, cmp[mode], xf, sv) : NULL;
+        cond = q ? ox_cast(im, q, dt) : NULL;
+      } else if (mode == 6) {
+        double *zz = ox_alloc(im, (size_t)(N + 1) * sizeof(double));
+        memset(zz, 0, (size_t)(N + 1) * sizeof(double));
+        cond = xf ? mk_const(im, dt, 2, (int64_t[]){N, 1}, zz) : NULL;
+        for (int64_t k = 0; cond && k < mlen[i]; k++) {
+          GPExpr *sv = ox_scalar(im, dt, gp_tensor_get_f64(mv, mset[i] + k));
+          GPExpr *q = sv ? ox_op2(im, "equal", xf, sv) : NULL;
+          cond = q ? ox_op2(im, "maximum", cond, ox_cast(im, q, dt)) : NULL;
+        }
+      } else {
+        return ox_invalid("node mode %lld", (long long)mode);
+      }
+      GPExpr *one = cond ? ox_scalar(im, dt, 1.0) : NULL;
+      GPExpr *ncond = one ? ox_op2(im, "subtract", one, cond) : NULL;
+      if (!ncond) return -1;
+      GPExpr *pt = it.path ? ox_op2(im, "multiply", it.path, cond) : cond;
+      GPExpr *pf = it.path ? ox_op2(im, "multiply", it.path, ncond) : ncond;
+      if (!pt || !pf || sp + 2 > cap) return pt && pf ? ox_unsupported("TreeEnsemble too deep") : -1;
+      stack[sp++] = (TeItem){fnode[i], fleaf[i] != 0, pf};
+      stack[sp++] = (TeItem){tnode[i], tleaf[i] != 0, pt};
+    }
+  }
+  double *z = ox_alloc(im, (size_t)(N + 1) * sizeof(double));
+  memset(z, 0, (size_t)(N + 1) * sizeof(double));
+  for (int64_t t = 0; t < ntg; t++)
+    if (!col[t] && !(col[t] = mk_const(im, dt, 2, (int64_t[]){N, 1}, z))) return -1;
+  GPExpr *y = col[0];
+  if (ntg > 1) {
+    GPExpr *tup = ox_tuple(im, (int32_t)ntg, col);
+    const char *ck[] = {"axis"};
+    GPAttrValue cv[] = {gp_attr_int(1)};
+    y = tup ? ox_call(im, "concatenate", 1, &tup, 1, ck, cv) : NULL;
+  }
+  out[0] = y;
+  return y ? 0 : -1;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2632,6 +2765,7 @@ const OxConverter ox_cv_extra[] = {
     {"DeformConv", NULL, 19, cv_deform_conv},
     {"Binarizer", "ai.onnx.ml", 1, cv_binarizer},
     {"TfIdfVectorizer", NULL, 9, cv_tfidf},
+    {"TreeEnsemble", "ai.onnx.ml", 5, cv_tree_ensemble},
     {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
     {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
     {"Adam", "ai.onnx.preview.training", 1, cv_adam},
