@@ -1,0 +1,212 @@
+/* bench_onnx.c -- the ONNX light models through the importer and the llvm default set at
+ * opt-level 3: ms to import; ms of each pass of the set, run on what the passes before it
+ * produced (each pass function called directly, after an untimed InferType when the pass needs
+ * types; median of N runs on the same input, which no pass changes); the whole pipeline and
+ * import + pipeline (median of N).  For FoldConstant, the bytes it materializes and the time a
+ * memset of that many fresh bytes takes.  Beside ResNet-50's figures, TVM v0.12's on this
+ * machine kind (issue #5) and the ratio.
+ *   usage: bench_onnx [light_dir] [plugin_dir] [runs]
+ *   (defaults: ../shared/onnx/light, build/plugins, 5) */
+#include "../eval/eval.h"
+#include "../frontend/onnx/onnx.h"
+#include "../ir/ir.h"
+#include "../plugin/plugin.h"
+#include "../registry/registry.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+static GPModule *call_pass(const char *name, GPModule *m, GPPassContext *ctx) {
+  GPPassEntry *e = gp_pass_acquire(name);
+  if (!e) {
+    fprintf(stderr, "bench_onnx: no pass %s\n", name);
+    exit(1);
+  }
+  GPAny args[2] = {{.type_index = GP_TI_MODULE, .v_obj = &m->obj}, {.type_index = GP_TI_OPAQUE_PTR, .v_ptr = ctx}};
+  GPAny res = {0};
+  if (e->info.func(e->info.self, args, 2, &res) != 0 || res.type_index != GP_TI_MODULE) {
+    fprintf(stderr, "bench_onnx: %s: %s\n", name, gp_error_message());
+    exit(1);
+  }
+  gp_release(e);
+  return (GPModule *)res.v_obj;
+}
+
+/* Bytes of the constants in `out` whose tensors are not constants of `in` (what FoldConstant
+ * made). */
+static size_t new_constant_bytes(const GPModule *in, const GPModule *out) {
+  GPPtrMap old = {0};
+  GPExpr **order;
+  size_t n;
+  for (int32_t f = 0; f < in->num_functions; f++) {
+    if (gp_post_order(in->funcs[f]->body, &order, &n) != 0) exit(1);
+    for (size_t i = 0; i < n; i++)
+      if (gp_kind(order[i]) == GP_TI_CONSTANT) gp_map_put(&old, ((GPConstant *)order[i])->data, (void *)1);
+    gp_free(order);
+  }
+  size_t bytes = 0;
+  GPPtrMap seen = {0};
+  for (int32_t f = 0; f < out->num_functions; f++) {
+    if (gp_post_order(out->funcs[f]->body, &order, &n) != 0) exit(1);
+    for (size_t i = 0; i < n; i++) {
+      if (gp_kind(order[i]) != GP_TI_CONSTANT) continue;
+      GPTensor *t = ((GPConstant *)order[i])->data;
+      if (gp_map_has(&old, t) || gp_map_has(&seen, t)) continue;
+      gp_map_put(&seen, t, (void *)1);
+      bytes += gp_tensor_nbytes(t);
+    }
+    gp_free(order);
+  }
+  gp_map_free(&old);
+  gp_map_free(&seen);
+  return bytes;
+}
+
+static double memset_ms(size_t bytes, int runs) {
+  double t[32];
+  for (int r = 0; r < runs; r++) {
+    double t0 = now_ms();
+    char *p = malloc(bytes ? bytes : 1);
+    memset(p, 1, bytes);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    t[r] = now_ms() - t0;
+    free(p);
+  }
+  return median(t, runs);
+}
+
+static const char *const kSet[] = {"RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr",
+                                   "FoldConstant", "CanonicalizeCast", "CanonicalizeOps", "InferType",
+                                   "FoldConstant", "FuseOps"};
+
+/* TVM v0.12 on ResNet-50 (issue #5), ms; 0 where not given. */
+static double tvm_ms(const char *pass, int index) {
+  if (!strcmp(pass, "InferType")) return 22.5;
+  if (!strcmp(pass, "SimplifyInference")) return 29.9;
+  if (!strcmp(pass, "FoldConstant") && index == 4) return 12500;
+  if (!strcmp(pass, "EliminateCommonSubexpr")) return 28.7;
+  if (!strcmp(pass, "CanonicalizeOps")) return 23.8;
+  if (!strcmp(pass, "FuseOps")) return 33.6;
+  return 0;
+}
+
+static void bench_model(const char *path, int runs) {
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  bool resnet = strstr(base, "resnet50") != NULL;
+  double t[32];
+  GPModule *m = NULL;
+  for (int r = 0; r < runs; r++) {
+    gp_release(m);
+    double t0 = now_ms();
+    m = gp_onnx_import_file(path, NULL);
+    t[r] = now_ms() - t0;
+    if (!m) {
+      fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
+      exit(1);
+    }
+  }
+  double import_ms = median(t, runs);
+  printf("%-16s import %8.2f ms%s\n", base, import_ms, resnet ? "   (TVM from_onnx 7700 ms)" : "");
+  GPPassContext *ctx = gp_ctx_new();
+  gp_ctx_set_opt_level(ctx, 3);
+  GPModule *cur = gp_retain(m);
+  for (size_t i = 0; i < sizeof kSet / sizeof kSet[0]; i++) {
+    const char *name = kSet[i];
+    GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions") ? call_pass("InferType", cur, ctx)
+                                                                                      : gp_retain(cur);
+    GPModule *out = NULL;
+    for (int r = 0; r < runs; r++) {
+      gp_release(out);
+      double t0 = now_ms();
+      out = call_pass(name, in, ctx);
+      t[r] = now_ms() - t0;
+    }
+    double ms = median(t, runs), tvm = resnet ? tvm_ms(name, (int)i) : 0;
+    printf("  %-24s %9.3f ms", name, ms);
+    if (tvm > 0) printf("   TVM %8.1f ms  x%.0f", tvm, tvm / ms);
+    if (!strcmp(name, "FoldConstant")) {
+      size_t bytes = new_constant_bytes(in, out);
+      if (bytes >= (1u << 20)) printf("   materializes %.1f MB; memset of those bytes %.2f ms (ratio %.2f)", bytes / 1e6,
+                        memset_ms(bytes, runs), ms / memset_ms(bytes, runs));
+    }
+    printf("\n");
+    gp_release(in);
+    gp_release(cur);
+    cur = out;
+  }
+  gp_release(cur);
+  GPModule *whole = NULL;
+  for (int r = 0; r < runs; r++) {
+    gp_release(whole);
+    double t0 = now_ms();
+    whole = gp_run_pipeline(m, NULL, ctx);
+    t[r] = now_ms() - t0;
+    if (!whole) {
+      fprintf(stderr, "bench_onnx: pipeline: %s\n", gp_error_message());
+      exit(1);
+    }
+  }
+  double pipe_ms = median(t, runs);
+  printf("  %-24s %9.3f ms%s\n", "default set (opt 3)", pipe_ms, resnet ? "   TVM 26000 ms" : "");
+  printf("  %-24s %9.3f ms%s\n", "import + default set", import_ms + pipe_ms, resnet ? "   (goal < 260 ms)" : "");
+  gp_release(whole);
+  gp_release(m);
+  gp_ctx_free(ctx);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv) {
+  const char *dir = argc > 1 ? argv[1] : "../shared/onnx/light";
+  const char *plugin_dir = argc > 2 ? argv[2] : "build/plugins";
+  int runs = argc > 3 ? atoi(argv[3]) : 5;
+  if (runs < 1 || runs > 31) runs = 5;
+  gp_ops_init();
+  if (gp_plugin_load_dir(plugin_dir) != 0) {
+    fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
+    return 1;
+  }
+  DIR *d = opendir(dir);
+  if (!d) {
+    fprintf(stderr, "bench_onnx: %s: cannot open (the ONNX light models live in ../shared/onnx/light)\n", dir);
+    return 1;
+  }
+  char *names[64];
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < 64) {
+    size_t len = strlen(e->d_name);
+    if (len > 5 && !strcmp(e->d_name + len - 5, ".onnx")) names[n++] = gp_strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  printf("bench_onnx: %d runs per figure (median); ms\n", runs);
+  for (int i = 0; i < n; i++) {
+    GPBuf p = {0};
+    gp_buf_printf(&p, "%s/%s", dir, names[i]);
+    bench_model(p.data, runs);
+    gp_buf_free(&p);
+    gp_free(names[i]);
+  }
+  gp_registry_shutdown();
+  return 0;
+}
