@@ -1,6 +1,12 @@
-/* cv_extra.c -- ONNX converters: Resize and Upsample, GridSample and AffineGrid, quantization
- * (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
- * QLinearMatMul, QLinearConv).
+/* cv_extra.c -- ONNX converters for the ops outside the other tables:
+ *   image: Resize, Upsample, GridSample, AffineGrid, RoiAlign, Col2Im, DeformConv, MaxUnpool;
+ *   quantization: QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked),
+ *     DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv;
+ *   signal: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix;
+ *   sequence models: RNN, GRU, LSTM, LinearAttention, CausalConvWithState, RotaryEmbedding,
+ *     SwiGLU;
+ *   the rest: Einsum, NonMaxSuppression, BitCast, TfIdfVectorizer, Adagrad / Momentum / Adam
+ *     (ai.onnx.preview.training), Binarizer and TreeEnsemble (ai.onnx.ml).
  *
  * Resize maps to image.resize1d/2d/3d as TVM's from_onnx does when Relay's op computes the
  * same thing: the resized axes are the spatial axes of an NCW / NCHW / NCDHW input and each
@@ -9,23 +15,31 @@
  * scale), keep_aspect_ratio_policy, half_pixel_symmetric, antialias -- is computed as ONNX's
  * reference does it, one axis at a time: the interpolation is separable and linear, so each
  * axis is a matrix product with a (out x in) weight matrix built here (nn.dense on the axis
- * moved last).
+ * moved last).  The same idea (a fixed matrix through nn.dense) serves Col2Im, RoiAlign, DFT and
+ * STFT.
  *
  * The quantization ops decompose into Relay elementwise ops as TVM's qnn lowering does:
  * QuantizeLinear is clip(round(x / scale) + zero_point) cast to the output type; the integer
  * matrix ops run in int32 (cast, subtract the zero points, nn.dense / nn.conv2d with out_dtype
- * int32) and requantize in float32. */
+ * int32) and requantize in float32.
+ *
+ * Ops whose result shape depends on values (NonMaxSuppression) or whose structure does
+ * (sequence_lens, RoiAlign's boxes, position_ids) read those inputs at import (ox_const) and are
+ * unsupported when they are runtime values.  Recurrences (RNN/GRU/LSTM, LinearAttention) are
+ * unrolled over the static sequence length.  A few converters use ops of the other groups
+ * (round, max/min, greater/equal/where, scatter_elements, take); they check with have_op()
+ * and report GP_ERR_UNSUPPORTED naming the op when it is missing. */
 #include "frontend/onnx/onnx_impl.h"
 
 #include "eval/kernel.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-#include <stdio.h>
-#include <string.h>
 
 #define MAXR 8 /* ranks handled by the converters below */
 
@@ -295,8 +309,7 @@ static GPExpr *rz_relay(OxImporter *im, GPExpr *x, const RzAttrs *at, const RzAx
   return ox_call(im, ops[nsp - 1], 1, &x, (int32_t)GP_ARRAY_LEN(keys), keys, vals);
 }
 
-static int rz_finish(OxImporter *im, const OxNode *n, GPExpr *x, const RzAttrs *at, RzAxis *ax,
-                     int32_t r, GPExpr **out) {
+static int rz_finish(OxImporter *im, GPExpr *x, const RzAttrs *at, RzAxis *ax, int32_t r, GPExpr **out) {
   if (strcmp(at->mode, "nearest") != 0 && strcmp(at->mode, "linear") != 0 && strcmp(at->mode, "cubic") != 0)
     return ox_unsupported("mode \"%s\"", at->mode);
   static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
@@ -315,7 +328,6 @@ static int rz_finish(OxImporter *im, const OxNode *n, GPExpr *x, const RzAttrs *
                     (strcmp(at->coord, "tf_crop_and_resize") == 0 && (ax[d].start != 0 || ax[d].end != 1));
     any |= ax[d].resized;
   }
-  GP_UNUSED(n);
   if (!any) {
     out[0] = x;
     return 0;
@@ -415,7 +427,7 @@ static int cv_resize(OxImporter *im, const OxNode *n, GPExpr **out) {
   } else {
     return ox_invalid("one of scales and sizes is required");
   }
-  return rz_finish(im, n, x, &at, ax, r, out);
+  return rz_finish(im, x, &at, ax, r, out);
 }
 
 static int cv_upsample(OxImporter *im, const OxNode *n, GPExpr **out) {
@@ -453,7 +465,7 @@ static int cv_upsample(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (!(o < 1e15)) return ox_unsupported("scale %g too large", scales[d]);
     ax[d] = (RzAxis){shape[d], (int64_t)o, scales[d], 0.0, 1.0, false};
   }
-  return rz_finish(im, n, x, &at, ax, r, out);
+  return rz_finish(im, x, &at, ax, r, out);
 }
 
 /* ------------------------------------------------------------------------------------------ */
