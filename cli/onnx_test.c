@@ -333,7 +333,9 @@ done:
  * stack; entries in sorted order). */
 static int run_path(Run *r, const char *path) {
   StrList stack = {0};
-  sl_push(&stack, gp_strdup(path));
+  char *top_path = gp_strdup(path);
+  for (size_t n = strlen(top_path); n > 1 && top_path[n - 1] == '/'; n--) top_path[n - 1] = 0;
+  sl_push(&stack, top_path);
   bool top = true;
   int rc = 0;
   while (stack.n) {

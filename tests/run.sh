@@ -20,3 +20,29 @@ if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:|crashed duri
   exit 1
 fi
 [ "$status" = 1 ] || exit 1
+
+# ONNX conformance over ../shared/onnx (node, simple, light) when it is present: any FAIL fails
+# the run (SKIP is allowed: what we do not claim to support).  The light models also run with
+# --verify-numerics.
+shared=$(cd .. && pwd)/shared/onnx
+if [ -d "$shared" ]; then
+  clog=$dir/tests/conformance.log
+  rc=0
+  "$dir/bin/graphpass" onnx-test "$shared/node" "$shared/simple" "$shared/light" --opt-level 3 > "$clog" 2>&1 || rc=$?
+  "$dir/bin/graphpass" onnx-test "$shared/light" --opt-level 3 --verify-numerics > "$clog.light" 2>&1 || rc=$?
+  echo "onnx conformance ($variant): $(tail -n 1 "$clog")"
+  echo "onnx light models with --verify-numerics ($variant): $(tail -n 1 "$clog.light")"
+  xfail=$(grep -v '^#' tests/onnx_xfail.txt | grep -v '^$' || true)
+  bad=0
+  for f in $(cat "$clog" "$clog.light" | sed -n 's/^FAIL \([^:]*\):.*/\1/p' | sort -u); do
+    if echo "$xfail" | grep -qx "$f"; then echo "expected failure: $f (tests/onnx_xfail.txt)"
+    else grep "^FAIL $f:" "$clog" "$clog.light" | head -n 1; bad=1; fi
+  done
+  for f in $xfail; do
+    if grep -q "^PASS $f\$" "$clog" "$clog.light"; then echo "tests/run.sh: $f passes now: remove it from tests/onnx_xfail.txt" >&2; bad=1; fi
+  done
+  if ! tail -n 1 "$clog" | grep -q ' passed, '; then echo "tests/run.sh: the conformance run did not finish (exit $rc); see $clog" >&2; bad=1; fi
+  [ "$bad" = 0 ] || { echo "tests/run.sh: ONNX conformance failed; see $clog" >&2; exit 1; }
+else
+  echo "onnx conformance: skipped: $shared is absent (it holds ONNX's test data; see README)"
+fi
