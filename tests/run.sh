@@ -41,6 +41,9 @@ if [ -d "$shared" ]; then
   for f in $xfail; do
     if grep -q "^PASS $f\$" "$clog" "$clog.light"; then echo "tests/run.sh: $f passes now: remove it from tests/onnx_xfail.txt" >&2; bad=1; fi
   done
+  if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$clog" "$clog.light"; then
+    echo "tests/run.sh: a sanitizer report in the conformance run; see $clog" >&2; bad=1
+  fi
   if ! tail -n 1 "$clog" | grep -q ' passed, '; then echo "tests/run.sh: the conformance run did not finish (exit $rc); see $clog" >&2; bad=1; fi
   [ "$bad" = 0 ] || { echo "tests/run.sh: ONNX conformance failed; see $clog" >&2; exit 1; }
 else
