@@ -5,7 +5,7 @@
  *   signal: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix;
  *   sequence models: RNN, GRU, LSTM, LinearAttention, CausalConvWithState, RotaryEmbedding,
  *     SwiGLU;
- *   the rest: Einsum, NonMaxSuppression, BitCast, TfIdfVectorizer, Adagrad / Momentum / Adam
+ *   the rest: Einsum, Det, NonMaxSuppression, BitCast, TfIdfVectorizer, Adagrad / Momentum / Adam
  *     (ai.onnx.preview.training), Binarizer and TreeEnsemble (ai.onnx.ml).
  *
  * Resize maps to image.resize1d/2d/3d as TVM's from_onnx does when Relay's op computes the
@@ -2743,6 +2743,52 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
   return y ? 0 : -1;
 }
 
+/* Det of [..., M, M] for M <= 4: the Leibniz sum over the M! permutations of products of
+ * elements (each element a strided_slice of the last two axes). */
+static int cv_det(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (r < 2 || r > MAXR || xs[r - 1] != xs[r - 2]) return ox_invalid("X must be [..., M, M], got %s", gp_ops_shape(ox_type(x)).s);
+  if (!ox_is_float(ox_dtype(x))) return ox_unsupported("Det of %s", gp_ops_dtype(ox_dtype(x)).s);
+  int64_t M = xs[r - 1];
+  if (M < 1 || M > 4) return ox_unsupported("Det of %lld x %lld matrices (at most 4 x 4)", (long long)M, (long long)M);
+  GPExpr *el[16];
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < M; j++) {
+      int64_t b[2] = {i, j}, e[2] = {i + 1, j + 1}, a[2] = {r - 2, r - 1};
+      const char *keys[] = {"begin", "end", "axes"};
+      GPAttrValue vals[] = {gp_attr_ints(2, b), gp_attr_ints(2, e), gp_attr_ints(2, a)};
+      GPExpr *sl = ox_call(im, "strided_slice", 1, &x, 3, keys, vals);
+      if (!(el[i * M + j] = sl ? mk_reshape(im, sl, r - 2, xs) : NULL)) return -1;
+    }
+  /* permutations in lexicographic order with their signs */
+  int64_t perm[4] = {0, 1, 2, 3};
+  GPExpr *acc = NULL;
+  for (;;) {
+    int inv = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = i + 1; j < M; j++) inv += perm[i] > perm[j];
+    GPExpr *t = el[perm[0]];
+    for (int64_t i = 1; i < M && t; i++) t = ox_op2(im, "multiply", t, el[i * M + perm[i]]);
+    if (!t) return -1;
+    acc = !acc ? (inv % 2 ? ox_op1(im, "negative", t) : t) : ox_op2(im, inv % 2 ? "subtract" : "add", acc, t);
+    if (!acc) return -1;
+    /* next permutation */
+    int64_t k = M - 2;
+    while (k >= 0 && perm[k] > perm[k + 1]) k--;
+    if (k < 0) break;
+    int64_t l = M - 1;
+    while (perm[l] < perm[k]) l--;
+    int64_t tmp = perm[k];
+    perm[k] = perm[l], perm[l] = tmp;
+    for (int64_t a = k + 1, b = M - 1; a < b; a++, b--) tmp = perm[a], perm[a] = perm[b], perm[b] = tmp;
+  }
+  out[0] = acc;
+  return 0;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2778,6 +2824,7 @@ const OxConverter ox_cv_extra[] = {
     {"Binarizer", "ai.onnx.ml", 1, cv_binarizer},
     {"TfIdfVectorizer", NULL, 9, cv_tfidf},
     {"TreeEnsemble", "ai.onnx.ml", 5, cv_tree_ensemble},
+    {"Det", NULL, 11, cv_det},
     {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
     {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
     {"Adam", "ai.onnx.preview.training", 1, cv_adam},
