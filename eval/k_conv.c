@@ -20,10 +20,14 @@
 #include "eval/blas.h"
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 /* Shared with eval/k_nn.c (no header of their own: kernel.h is not ours to extend). */
 int gp_knn_conv2d(const GPKernelArgs *a, void *user);
 int gp_knn_dense(const GPKernelArgs *a, void *user);
+int gp_knn_convnd(const GPKernelArgs *a, void *user);
+int gp_knn_conv_transpose(const GPKernelArgs *a, void *user);
+int gp_knn_batch_matmul(const GPKernelArgs *a, void *user);
 const void *gp_knn_load_as(const DLTensor *t, int k, void **scratch);
 void gp_knn_store_from(DLTensor *out, const void *src, int ksrc);
 
@@ -849,6 +853,454 @@ int gp_knn_dense(const GPKernelArgs *a, void *user) {
   }
   if (ybuf) gp_knn_store_from(yt, ybuf, ct);
   gp_free(ybuf);
+  gp_free(xs);
+  gp_free(ws);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* N-d convolutions (nn.conv1d, nn.conv3d) and transposed convolutions (nn.conv{1,2,3}d_transpose),
+ * channel-first data layouts only (NCW, NCHW, NCDHW).  Every case runs as a 3-d one (missing
+ * leading spatial axes have extent 1).  Floats: per batch item and group, an im2col and a GEMM
+ * (conv) or a GEMM and a col2im (transpose); integers: direct loops accumulating in uint64.    */
+
+typedef struct ConvNd {
+  int64_t N, C, O, G, Ig, Og;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  int64_t Pin, Pout, KK;
+} ConvNd;
+
+/* An INTS attribute of nd values (1 replicated), each >= min, into the last nd of out[3] (the
+ * others fill). */
+static int attr_nd3(const GPKernelArgs *a, const char *key, int32_t nd, int64_t min, int64_t fill,
+                    int64_t out[3]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(a->op, a->attrs, key, &n);
+  if (n != 1 && n != nd) {
+    gp_error_set(GP_ERR_VALUE, "%s must have 1 or %d values", key, (int)nd);
+    return -1;
+  }
+  for (int32_t i = 0; i < 3; i++) out[i] = fill;
+  for (int32_t i = 0; i < nd; i++) {
+    out[3 - nd + i] = v[n == 1 ? 0 : i];
+    if (out[3 - nd + i] < min) {
+      gp_error_set(GP_ERR_VALUE, "%s must be >= %lld", key, (long long)min);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int attr_pad3(const GPKernelArgs *a, int32_t nd, int64_t pb[3], int64_t pe[3]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(a->op, a->attrs, "padding", &n);
+  if (n != 1 && n != nd && n != 2 * nd) {
+    gp_error_set(GP_ERR_VALUE, "padding must have 1, %d or %d values", (int)nd, (int)(2 * nd));
+    return -1;
+  }
+  for (int32_t i = 0; i < 3; i++) pb[i] = pe[i] = 0;
+  for (int32_t i = 0; i < nd; i++) {
+    pb[3 - nd + i] = v[n == 1 ? 0 : i];
+    pe[3 - nd + i] = v[n == 1 ? 0 : n == nd ? i : nd + i];
+    if (pb[3 - nd + i] < 0 || pe[3 - nd + i] < 0) {
+      gp_error_set(GP_ERR_VALUE, "padding must be >= 0");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The layouts of an N-d (transposed) convolution: data "NC" + spatial (out_layout empty or the
+ * same); the weight's layout a permutation of "OI" + spatial, positions into wpos (O, I, then the
+ * spatial axes). */
+static int convnd_layouts(const GPKernelArgs *a, int32_t nd, int32_t wpos[5]) {
+  static const char *const sp[4] = {"", "W", "HW", "DHW"};
+  char want[8], kcanon[8];
+  snprintf(want, sizeof want, "NC%s", sp[nd]);
+  snprintf(kcanon, sizeof kcanon, "OI%s", sp[nd]);
+  const char *dl = gp_ops_attr_str(a->op, a->attrs, "data_layout");
+  const char *kl = gp_ops_attr_str(a->op, a->attrs, "kernel_layout");
+  const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
+  if (strcmp(dl, want) != 0 || (ol[0] && strcmp(ol, want) != 0)) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" / out_layout \"%s\" is not supported (%s only)", dl,
+                 ol, want);
+    return -1;
+  }
+  bool ok = strlen(kl) == (size_t)nd + 2;
+  for (int32_t i = 0; ok && i < nd + 2; i++) {
+    const char *p = strchr(kl, kcanon[i]);
+    if (!p) ok = false;
+    else wpos[i] = (int32_t)(p - kl);
+  }
+  if (!ok) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "kernel_layout \"%s\" is not supported (a permutation of %s)", kl, kcanon);
+    return -1;
+  }
+  return 0;
+}
+
+/* The weight into canonical order (a0, a1, k...) as compute dtype ct, where (a0, a1) is (O, I)
+ * for a convolution and (I, O) for a transposed one; gp_malloc'd. */
+static void *convnd_weight(const DLTensor *wt, const int32_t wpos[5], int32_t nd, bool io, int ct) {
+  GPKView wv;
+  gp_k_view(wt, &wv);
+  int32_t order[5];
+  order[0] = wpos[io ? 1 : 0];
+  order[1] = wpos[io ? 0 : 1];
+  for (int32_t i = 0; i < nd; i++) order[2 + i] = wpos[2 + i];
+  int32_t r = nd + 2;
+  int64_t total = gp_k_numel(wt);
+  size_t eo = gp_k_elem_size(ct);
+  char *dst = gp_malloc(total ? (size_t)total * eo : 1);
+  int kw = gp_k_dtype(wt->dtype);
+  for (int64_t f = 0; f < total; f++) {
+    int64_t rem = f, off = 0;
+    for (int32_t i = r - 1; i >= 0; i--) {
+      int64_t ext = wt->shape[order[i]];
+      off += (rem % ext) * wv.strides[order[i]];
+      rem /= ext;
+    }
+    const char *src = wv.data + off * (int64_t)wv.elem;
+    if (ct == GP_K_F32) {
+      float v = (float)gp_k_load_f64(src, kw);
+      memcpy(dst + (size_t)f * eo, &v, 4);
+    } else if (ct == GP_K_F64) {
+      double v = gp_k_load_f64(src, kw);
+      memcpy(dst + (size_t)f * eo, &v, 8);
+    } else {
+      int64_t v = gp_k_load_i64(src, kw);
+      memcpy(dst + (size_t)f * eo, &v, 8);
+    }
+  }
+  return dst;
+}
+
+typedef struct ConvNdJob {
+  const ConvNd *g;
+  const char *x; /* the current (batch item, group)'s input channels */
+  char *col;
+  const int64_t *xi; /* integer loops */
+  const int64_t *wi;
+  uint64_t *yi;
+} ConvNdJob;
+
+/* Rows r = (ci, kd, kh, kw) of the im2col matrix (K x Pout). */
+#define GP_DEFINE_IM2COL_ND(T, SFX)                                                              \
+  static void im2col_nd_##SFX(void *vctx, int64_t r0, int64_t r1) {                              \
+    const ConvNdJob *j = vctx;                                                                   \
+    const ConvNd *g = j->g;                                                                      \
+    const T *x = (const T *)j->x;                                                                \
+    T *col = (T *)j->col;                                                                        \
+    for (int64_t r = r0; r < r1; r++) {                                                          \
+      int64_t ci = r / g->KK, kk = r % g->KK;                                                    \
+      int64_t kw = kk % g->k[2], kh = (kk / g->k[2]) % g->k[1], kd = kk / (g->k[2] * g->k[1]);   \
+      const T *xc = x + ci * g->Pin;                                                             \
+      T *row = col + r * g->Pout;                                                                \
+      for (int64_t od = 0; od < g->out[0]; od++) {                                               \
+        int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];                                     \
+        for (int64_t oh = 0; oh < g->out[1]; oh++) {                                             \
+          int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];                                   \
+          T *dst = row + (od * g->out[1] + oh) * g->out[2];                                      \
+          bool inside = id >= 0 && id < g->in[0] && ih >= 0 && ih < g->in[1];                    \
+          for (int64_t ow = 0; ow < g->out[2]; ow++) {                                           \
+            int64_t iw = ow * g->s[2] - g->pb[2] + kw * g->d[2];                                 \
+            dst[ow] = inside && iw >= 0 && iw < g->in[2]                                         \
+                          ? xc[(id * g->in[1] + ih) * g->in[2] + iw]                             \
+                          : (T)0;                                                                \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+  /* col2im: output channels [o0, o1) of the group gather rows (og, kd, kh, kw) of col          \
+   * (Og*KK x Pin) into y (the group's output channels) */                                      \
+  static void col2im_nd_##SFX(void *vctx, int64_t o0, int64_t o1) {                              \
+    const ConvNdJob *j = vctx;                                                                   \
+    const ConvNd *g = j->g;                                                                      \
+    const T *col = (const T *)j->col;                                                            \
+    T *y = (T *)j->x; /* (the output here) */                                                    \
+    for (int64_t og = o0; og < o1; og++)                                                         \
+      for (int64_t kk = 0; kk < g->KK; kk++) {                                                   \
+        int64_t kw = kk % g->k[2], kh = (kk / g->k[2]) % g->k[1], kd = kk / (g->k[2] * g->k[1]); \
+        const T *row = col + (og * g->KK + kk) * g->Pin;                                         \
+        T *yc = y + og * g->Pout;                                                                \
+        for (int64_t id = 0; id < g->in[0]; id++) {                                              \
+          int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];                                   \
+          if (od < 0 || od >= g->out[0]) continue;                                               \
+          for (int64_t ih = 0; ih < g->in[1]; ih++) {                                            \
+            int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];                                 \
+            if (oh < 0 || oh >= g->out[1]) continue;                                             \
+            const T *src = row + (id * g->in[1] + ih) * g->in[2];                                \
+            T *dst = yc + (od * g->out[1] + oh) * g->out[2];                                     \
+            for (int64_t iw = 0; iw < g->in[2]; iw++) {                                          \
+              int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];                               \
+              if (ow >= 0 && ow < g->out[2]) dst[ow] += src[iw];                                 \
+            }                                                                                    \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+  }
+GP_DEFINE_IM2COL_ND(float, f32)
+GP_DEFINE_IM2COL_ND(double, f64)
+
+/* Integer convolution: items q = n * O + o. */
+static void convnd_int(void *vctx, int64_t q0, int64_t q1) {
+  const ConvNdJob *j = vctx;
+  const ConvNd *g = j->g;
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t n = q / g->O, o = q % g->O, c0 = (o / g->Og) * g->Ig;
+    const int64_t *wk = j->wi + o * g->Ig * g->KK;
+    uint64_t *y = j->yi + q * g->Pout;
+    for (int64_t p = 0; p < g->Pout; p++) {
+      int64_t ow = p % g->out[2], oh = (p / g->out[2]) % g->out[1], od = p / (g->out[2] * g->out[1]);
+      uint64_t acc = 0;
+      for (int64_t ci = 0; ci < g->Ig; ci++) {
+        const int64_t *xc = j->xi + (n * g->C + c0 + ci) * g->Pin;
+        for (int64_t kk = 0; kk < g->KK; kk++) {
+          int64_t kw = kk % g->k[2], kh = (kk / g->k[2]) % g->k[1], kd = kk / (g->k[2] * g->k[1]);
+          int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+          int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+          int64_t iw = ow * g->s[2] - g->pb[2] + kw * g->d[2];
+          if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] || iw < 0 || iw >= g->in[2]) continue;
+          acc += (uint64_t)xc[(id * g->in[1] + ih) * g->in[2] + iw] * (uint64_t)wk[ci * g->KK + kk];
+        }
+      }
+      y[p] = acc;
+    }
+  }
+}
+
+/* Integer transposed convolution: items q = n * O + o (the weight is (C, Og, k...)). */
+static void convnd_t_int(void *vctx, int64_t q0, int64_t q1) {
+  const ConvNdJob *j = vctx;
+  const ConvNd *g = j->g;
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t n = q / g->O, o = q % g->O, gi = o / g->Og, og = o % g->Og;
+    uint64_t *y = j->yi + q * g->Pout;
+    for (int64_t ci = 0; ci < g->Ig; ci++) {
+      int64_t c = gi * g->Ig + ci;
+      const int64_t *xc = j->xi + (n * g->C + c) * g->Pin;
+      const int64_t *wk = j->wi + (c * g->Og + og) * g->KK;
+      for (int64_t kk = 0; kk < g->KK; kk++) {
+        int64_t kw = kk % g->k[2], kh = (kk / g->k[2]) % g->k[1], kd = kk / (g->k[2] * g->k[1]);
+        uint64_t wv = (uint64_t)wk[kk];
+        for (int64_t p = 0; p < g->Pin; p++) {
+          int64_t iw = p % g->in[2], ih = (p / g->in[2]) % g->in[1], id = p / (g->in[2] * g->in[1]);
+          int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
+          int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
+          int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];
+          if (od < 0 || od >= g->out[0] || oh < 0 || oh >= g->out[1] || ow < 0 || ow >= g->out[2]) continue;
+          y[(od * g->out[1] + oh) * g->out[2] + ow] += (uint64_t)xc[p] * wv;
+        }
+      }
+    }
+  }
+}
+
+static int convnd_common(const GPKernelArgs *a, bool transpose) {
+  if (a->num_inputs != 2 || a->num_outputs != 1) {
+    gp_error_set(GP_ERR_VALUE, "expects 2 inputs and 1 output, got %d and %d", (int)a->num_inputs,
+                 (int)a->num_outputs);
+    return -1;
+  }
+  const DLTensor *xt = a->inputs[0], *wt = a->inputs[1];
+  DLTensor *yt = a->outputs[0];
+  int32_t nd = xt->ndim - 2;
+  if (nd < 1 || nd > 3 || wt->ndim != xt->ndim || yt->ndim != xt->ndim) {
+    gp_error_set(GP_ERR_VALUE, "data, weight and result must have the same rank, 3 to 5");
+    return -1;
+  }
+  int32_t wpos[5];
+  ConvNd g = {0};
+  int64_t pe[3], opad[3] = {0, 0, 0};
+  if (convnd_layouts(a, nd, wpos) != 0 || attr_nd3(a, "strides", nd, 1, 1, g.s) != 0 ||
+      attr_nd3(a, "dilation", nd, 1, 1, g.d) != 0 || attr_pad3(a, nd, g.pb, pe) != 0 ||
+      (transpose && attr_nd3(a, "output_padding", nd, 0, 0, opad) != 0))
+    return -1;
+  g.G = gp_ops_attr_int(a->op, a->attrs, "groups");
+  g.N = xt->shape[0], g.C = xt->shape[1], g.O = yt->shape[1];
+  int64_t w0 = wt->shape[wpos[transpose ? 1 : 0]], w1 = wt->shape[wpos[transpose ? 0 : 1]];
+  bool ok = g.G >= 1 && yt->shape[0] == g.N && g.C % g.G == 0 && g.O % g.G == 0;
+  for (int32_t i = 0; i < 3; i++) g.in[i] = g.out[i] = g.k[i] = 1;
+  for (int32_t i = 0; i < nd; i++) {
+    int32_t j = 3 - nd + i;
+    g.in[j] = xt->shape[2 + i], g.out[j] = yt->shape[2 + i], g.k[j] = wt->shape[wpos[2 + i]];
+    int64_t want;
+    if (transpose) {
+      want = (g.in[j] - 1) * g.s[j] - g.pb[j] - pe[j] + g.d[j] * (g.k[j] - 1) + opad[j] + 1;
+    } else {
+      int64_t num = g.in[j] + g.pb[j] + pe[j] - (g.k[j] - 1) * g.d[j] - 1;
+      want = num < 0 ? -1 : num / g.s[j] + 1;
+    }
+    if (want != g.out[j]) ok = false;
+  }
+  if (ok) {
+    g.Ig = g.C / g.G, g.Og = g.O / g.G;
+    /* conv: weight (O, Ig, k...); transpose: weight (C, Og, k...) */
+    ok = transpose ? (w0 == g.C && w1 == g.Og) : (w0 == g.O && w1 == g.Ig);
+  }
+  if (!ok) {
+    gp_error_set(GP_ERR_VALUE, "data, weight and result shapes do not agree with the attributes");
+    return -1;
+  }
+  g.KK = g.k[0] * g.k[1] * g.k[2];
+  g.Pin = g.in[0] * g.in[1] * g.in[2];
+  g.Pout = g.out[0] * g.out[1] * g.out[2];
+  int64_t ny = g.N * g.O * g.Pout;
+  if (ny == 0) return 0;
+  int kx, kw, ky;
+  if (gemm_dtypes(xt, wt, yt, "convolution", &kx, &kw, &ky) != 0) return -1;
+  if (g.Ig * g.KK == 0 || g.Pin == 0) {
+    memset((char *)yt->data + yt->byte_offset, 0, (size_t)ny * gp_k_elem_size(ky));
+    return 0;
+  }
+  bool isf = gp_k_is_float(kx);
+  int ct = isf ? float_compute(kx, kw, ky) : GP_K_I64;
+  bool dbl = ct == GP_K_F64;
+  int64_t K = g.Ig * g.KK;
+  if (isf && (!blas_fits(K) || !blas_fits(g.Pout) || !blas_fits(g.Pin) || !blas_fits(g.Og * g.KK) ||
+              !blas_fits(g.Og))) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "a convolution this large exceeds BLAS's int sizes");
+    return -1;
+  }
+  char *w = convnd_weight(wt, wpos, nd, transpose, ct);
+  void *xs = NULL;
+  const char *x = gp_knn_load_as(xt, ct, &xs);
+  size_t es = gp_k_elem_size(ct);
+  char *ybuf = NULL;
+  char *y = (char *)yt->data + yt->byte_offset;
+  if (ky != ct) y = ybuf = gp_calloc((size_t)ny, es);
+  int32_t nth = a->num_threads > 0 ? a->num_threads : 1;
+  ConvNdJob j = {&g, NULL, NULL, NULL, NULL, NULL};
+  if (!isf) {
+    j.xi = (const int64_t *)x, j.wi = (const int64_t *)w, j.yi = (uint64_t *)y; /* int64 buffer: same bits */
+    gp_k_parallel_for(nth, g.N * g.O, grain_for(g.Pout * K), transpose ? convnd_t_int : convnd_int, &j);
+  } else if (!transpose) {
+    int blas_old = blas_threads(nth);
+    char *col = gp_malloc((size_t)(K * g.Pout) * es);
+    j.col = col;
+    for (int64_t n = 0; n < g.N; n++)
+      for (int64_t gi = 0; gi < g.G; gi++) {
+        j.x = x + (size_t)((n * g.C + gi * g.Ig) * g.Pin) * es;
+        gp_k_parallel_for(nth, K, grain_for(g.Pout), dbl ? im2col_nd_f64 : im2col_nd_f32, &j);
+        gemm(dbl, false, false, g.Og, g.Pout, K, w + (size_t)(gi * g.Og * K) * es, K, col, g.Pout,
+             y + (size_t)((n * g.O + gi * g.Og) * g.Pout) * es, g.Pout);
+      }
+    gp_free(col);
+    blas_restore(blas_old);
+  } else {
+    int blas_old = blas_threads(nth);
+    int64_t R = g.Og * g.KK;
+    char *col = gp_malloc((size_t)(R * g.Pin) * es);
+    j.col = col;
+    for (int64_t n = 0; n < g.N; n++)
+      for (int64_t gi = 0; gi < g.G; gi++) {
+        memset(col, 0, (size_t)(R * g.Pin) * es);
+        /* col (R x Pin) = W_g^T (R x Ig) * x_g (Ig x Pin); W_g is (Ig x R) */
+        gemm(dbl, true, false, R, g.Pin, g.Ig, w + (size_t)(gi * g.Ig * R) * es, R,
+             x + (size_t)((n * g.C + gi * g.Ig) * g.Pin) * es, g.Pin, col, g.Pin);
+        j.x = y + (size_t)((n * g.O + gi * g.Og) * g.Pout) * es;
+        gp_k_parallel_for(nth, g.Og, grain_for(g.KK * g.Pin), dbl ? col2im_nd_f64 : col2im_nd_f32, &j);
+      }
+    gp_free(col);
+    blas_restore(blas_old);
+  }
+  if (ybuf) gp_knn_store_from(yt, ybuf, ct);
+  gp_free(ybuf);
+  gp_free(xs);
+  gp_free(w);
+  return 0;
+}
+
+int gp_knn_convnd(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return convnd_common(a, false);
+}
+
+int gp_knn_conv_transpose(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return convnd_common(a, true);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.batch_matmul                                                                             */
+
+typedef struct IntBmm {
+  const int64_t *x, *y;
+  int64_t *z;
+  int64_t B1, B2, M, N, K;
+  bool ta, tb;
+} IntBmm;
+
+static void bmm_int_rows(void *vctx, int64_t r0, int64_t r1) {
+  const IntBmm *c = vctx;
+  for (int64_t r = r0; r < r1; r++) { /* r = b * M + m */
+    int64_t b = r / c->M, m = r % c->M;
+    const int64_t *x = c->x + (c->B1 == 1 ? 0 : b) * c->M * c->K;
+    const int64_t *y = c->y + (c->B2 == 1 ? 0 : b) * c->K * c->N;
+    for (int64_t n = 0; n < c->N; n++) {
+      uint64_t acc = 0;
+      for (int64_t k = 0; k < c->K; k++)
+        acc += (uint64_t)x[c->ta ? k * c->M + m : m * c->K + k] * (uint64_t)y[c->tb ? n * c->K + k : k * c->N + n];
+      c->z[r * c->N + n] = (int64_t)acc;
+    }
+  }
+}
+
+int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (a->num_inputs != 2 || a->num_outputs != 1) {
+    gp_error_set(GP_ERR_VALUE, "expects 2 inputs and 1 output, got %d and %d", (int)a->num_inputs,
+                 (int)a->num_outputs);
+    return -1;
+  }
+  const DLTensor *xt = a->inputs[0], *wt = a->inputs[1];
+  DLTensor *zt = a->outputs[0];
+  if (xt->ndim != 3 || wt->ndim != 3 || zt->ndim != 3) {
+    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result must have rank 3");
+    return -1;
+  }
+  bool ta = gp_ops_attr_bool(a->op, a->attrs, "transpose_a"), tb = gp_ops_attr_bool(a->op, a->attrs, "transpose_b");
+  int64_t B1 = xt->shape[0], B2 = wt->shape[0], M = ta ? xt->shape[2] : xt->shape[1];
+  int64_t K = ta ? xt->shape[1] : xt->shape[2], N = tb ? wt->shape[1] : wt->shape[2];
+  int64_t K2 = tb ? wt->shape[2] : wt->shape[1], B = zt->shape[0];
+  if (K2 != K || zt->shape[1] != M || zt->shape[2] != N || (B1 != B && B1 != 1) || (B2 != B && B2 != 1)) {
+    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result shapes do not agree");
+    return -1;
+  }
+  int kx, kw, kz;
+  if (gemm_dtypes(xt, wt, zt, "batch_matmul", &kx, &kw, &kz) != 0) return -1;
+  int64_t nz = B * M * N;
+  if (nz == 0) return 0;
+  if (K == 0) {
+    memset((char *)zt->data + zt->byte_offset, 0, (size_t)nz * gp_k_elem_size(kz));
+    return 0;
+  }
+  bool isf = gp_k_is_float(kx);
+  if (isf && (!blas_fits(M) || !blas_fits(N) || !blas_fits(K))) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "batch_matmul this large exceeds BLAS's int sizes");
+    return -1;
+  }
+  int ct = isf ? float_compute(kx, kw, kz) : GP_K_I64;
+  size_t es = gp_k_elem_size(ct);
+  int32_t nth = a->num_threads > 0 ? a->num_threads : 1;
+  void *xs = NULL, *ws = NULL;
+  const char *xp = gp_knn_load_as(xt, ct, &xs), *wp = gp_knn_load_as(wt, ct, &ws);
+  char *zbuf = NULL;
+  char *zp = (char *)zt->data + zt->byte_offset;
+  if (kz != ct) zp = zbuf = gp_calloc((size_t)nz, es);
+  if (isf) {
+    int blas_old = blas_threads(nth);
+    for (int64_t b = 0; b < B; b++)
+      gemm(ct == GP_K_F64, ta, tb, M, N, K, xp + (size_t)((B1 == 1 ? 0 : b) * M * K) * es, ta ? M : K,
+           wp + (size_t)((B2 == 1 ? 0 : b) * K * N) * es, tb ? K : N, zp + (size_t)(b * M * N) * es, N);
+    blas_restore(blas_old);
+  } else {
+    IntBmm c = {(const int64_t *)xp, (const int64_t *)wp, (int64_t *)zp, B1, B2, M, N, K, ta, tb};
+    gp_k_parallel_for(nth, B * M, grain_for(N * K), bmm_int_rows, &c);
+  }
+  if (zbuf) gp_knn_store_from(zt, zbuf, ct);
+  gp_free(zbuf);
   gp_free(xs);
   gp_free(ws);
   return 0;

@@ -1,8 +1,10 @@
 /*
  * k_elemwise.c -- reference kernels of the elementwise ops (ir/ops/ops_elemwise.c): the
  * broadcasting binary arithmetic (add, subtract, multiply, divide, maximum, minimum, power), the
- * unary ops (negative, sqrt, rsqrt, exp, log, abs, sigmoid, tanh, nn.relu, nn.leaky_relu, clip)
- * and cast.
+ * unary ops (negative, sqrt, rsqrt, exp, log, abs, sigmoid, tanh, nn.relu, nn.leaky_relu, clip,
+ * sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erf, floor, ceil, round,
+ * trunc, sign), the predicates isnan, isinf, isfinite (bool results) and cast.  The driver is
+ * shared with eval/k_logic.c through gp_k_elemwise_run.
  *
  * Semantics.  dtypes: bool, uint8, int8/16/32/64, float16/32/64 (the type relations accept any
  * dtype; any other one is GP_ERR_UNSUPPORTED "<arg>: dtype <dt> is not supported").  No input
@@ -14,7 +16,9 @@
  * NaN when either operand is NaN (numpy's maximum/minimum, not C's fmax/fmin); power is C's pow
  * (pow(x, 0) = 1 and pow(1, y) = 1 even for NaN, as numpy); sigmoid(x) = 1 / (1 + exp(-x));
  * rsqrt(x) = 1 / sqrt(x); nn.relu(x) = x < 0 ? 0 : x and clip (TVM's max(min(x, a_max), a_min))
- * keep NaN; nn.leaky_relu(x) = x > 0 ? x : x * alpha.  Attributes (alpha, a_min, a_max) are
+ * keep NaN; nn.leaky_relu(x) = x > 0 ? x : x * alpha; round is to nearest with ties to even
+ * (numpy's and TVM's round: 2.5 -> 2, -0.5 -> -0); sign(x) is -1 for x < 0, 1 for x > 0 and x
+ * itself otherwise (so NaN stays NaN and -0 stays -0, as numpy); isnan/isinf/isfinite as C99.  Attributes (alpha, a_min, a_max) are
  * rounded to the compute type (float for float16/float32).
  *
  * Integers.  Two's complement modulo 2^bits, computed in 64-bit unsigned arithmetic and
@@ -29,7 +33,10 @@
  *   clip: the result of clamping in double, truncated toward zero -- the same as clamping to the
  *   bounds converted to the dtype (truncated toward zero, saturated, NaN -> 0), which is what
  *   TVM's make_const bounds give;
- *   sqrt, rsqrt, exp, log, sigmoid, tanh and leaky_relu's x * alpha (for x <= 0) compute in
+ *   floor, ceil, round, trunc are the identity; sign is -1, 0 or 1;
+ *   isnan and isinf are false, isfinite true;
+ *   sqrt, rsqrt, exp, log, sigmoid, tanh, the trigonometric and hyperbolic functions, erf and
+ *   leaky_relu's x * alpha (for x <= 0) compute in
  *   double, then truncate toward zero and saturate to the dtype's range, NaN -> 0 (so
  *   log(0) = INT_MIN, rsqrt(0) = INT_MAX, sqrt(-4) = 0, exp(100) = INT_MAX).
  * bool computes as the integers 0 and 1 (range [0, 1]) and stores x != 0: add is or, multiply
@@ -202,7 +209,30 @@ static inline int64_t clamp_i(int64_t x, int64_t lo, int64_t hi) {
   X(tanh, "tanh", MF(tanh, x), ISAT(tanh((double)x)))                                          \
   X(relu, "nn.relu", x < 0 ? 0 : x, x < 0 ? 0 : x)                                             \
   X(leaky_relu, "nn.leaky_relu", x > 0 ? x : x * PRM(alpha), x > 0 ? x : ISAT((double)x * p->alpha)) \
-  X(clip, "clip", CLAMP(x, PRM(a_min), PRM(a_max)), CLAMP(x, p->a_min_i, p->a_max_i))
+  X(clip, "clip", CLAMP(x, PRM(a_min), PRM(a_max)), CLAMP(x, p->a_min_i, p->a_max_i))         \
+  X(sin, "sin", MF(sin, x), ISAT(sin((double)x)))                                              \
+  X(cos, "cos", MF(cos, x), ISAT(cos((double)x)))                                              \
+  X(tan, "tan", MF(tan, x), ISAT(tan((double)x)))                                              \
+  X(asin, "asin", MF(asin, x), ISAT(asin((double)x)))                                          \
+  X(acos, "acos", MF(acos, x), ISAT(acos((double)x)))                                          \
+  X(atan, "atan", MF(atan, x), ISAT(atan((double)x)))                                          \
+  X(sinh, "sinh", MF(sinh, x), ISAT(sinh((double)x)))                                          \
+  X(cosh, "cosh", MF(cosh, x), ISAT(cosh((double)x)))                                          \
+  X(asinh, "asinh", MF(asinh, x), ISAT(asinh((double)x)))                                      \
+  X(acosh, "acosh", MF(acosh, x), ISAT(acosh((double)x)))                                      \
+  X(atanh, "atanh", MF(atanh, x), ISAT(atanh((double)x)))                                      \
+  X(erf, "erf", MF(erf, x), ISAT(erf((double)x)))                                              \
+  X(floor, "floor", MF(floor, x), x)                                                           \
+  X(ceil, "ceil", MF(ceil, x), x)                                                              \
+  X(round, "round", MF(nearbyint, x), x)                                                       \
+  X(trunc, "trunc", MF(trunc, x), x)                                                           \
+  X(sign, "sign", x > 0 ? 1 : x < 0 ? -1 : x, x > 0 ? 1 : x < 0 ? -1 : 0)
+
+/* Unary predicates with a bool result: X(token, Relay name, float expression, int64_t one). */
+#define K_UPRED(X)                              \
+  X(isnan, "isnan", isnan(x), 0)                \
+  X(isinf, "isinf", isinf(x), 0)                \
+  X(isfinite, "isfinite", isfinite(x), 1)
 
 /* Scalar functions per op and compute type. */
 #define K_DEF_BIN(tok, name, FE, IE)                                              \
@@ -277,6 +307,29 @@ K_UNARY(K_USPANS)
 #undef K_USPANS
 #undef K_DEF_USPAN
 
+/* Predicates: bool output. */
+#define K_DEF_PRED(tok, name, FE, IE)                                             \
+  static inline int pf_##tok(float x) { return (FE) != 0; }                       \
+  static inline int pd_##tok(double x) { return (FE) != 0; }                      \
+  static inline int pi_##tok(int64_t x) { (void)x; return (IE) != 0; }
+K_UPRED(K_DEF_PRED)
+#undef K_DEF_PRED
+#define PCALL(tok, x) _Generic((x), float: pf_##tok, double: pd_##tok, int64_t: pi_##tok)(x)
+
+#define K_DEF_PSPAN(D, tok)                                                                      \
+  static void pspan_##tok##_##D(const void *prm, void *o, const char *const *in, const int64_t *st, \
+                                int64_t n) {                                                     \
+    (void)prm;                                                                                   \
+    uint8_t *restrict out = o;                                                                   \
+    const st_##D *restrict a = (const st_##D *)(const void *)in[0];                              \
+    int64_t sa = st[0];                                                                          \
+    for (int64_t i = 0; i < n; i++) out[i] = (uint8_t)PCALL(tok, ld_##D(a[i * sa]));             \
+  }
+#define K_PSPANS(tok, name, FE, IE) K_TYPES_ARG(K_DEF_PSPAN, tok)
+K_UPRED(K_PSPANS)
+#undef K_PSPANS
+#undef K_DEF_PSPAN
+
 /* cast: one span per (source S, destination D). */
 #define K_DEF_CSPAN(D, S)                                                                        \
   static void cspan_##S##_##D(const void *prm, void *o, const char *const *in, const int64_t *st, \
@@ -319,6 +372,17 @@ static const EwSpan k_bspan[K_NBIN][GP_K_NUM_DTYPES] = {K_BINARY(K_BROW)};
 static const EwSpan k_uspan[K_NUN][GP_K_NUM_DTYPES] = {K_UNARY(K_UROW)};
 #undef K_UROW
 #undef K_UCELL
+
+enum {
+#define K_ENUM(tok, name, FE, IE) POP_##tok,
+  K_UPRED(K_ENUM) K_NPRED
+#undef K_ENUM
+};
+#define K_PCELL(D, tok) [GP_K_##D] = pspan_##tok##_##D,
+#define K_PROW(tok, name, FE, IE) [POP_##tok] = {K_TYPES_ARG(K_PCELL, tok)},
+static const EwSpan k_pspan[K_NPRED][GP_K_NUM_DTYPES] = {K_UPRED(K_PROW)};
+#undef K_PROW
+#undef K_PCELL
 
 #define K_CCELL(D, S) [GP_K_##D] = cspan_##S##_##D,
 #define K_CROW(S, unused) [GP_K_##S] = {K_TYPES_ARG(K_CCELL, S)},
@@ -517,6 +581,37 @@ K_BINARY(K_BIN_KERNEL)
 K_UNARY(K_UN_KERNEL)
 #undef K_UN_KERNEL
 
+static int pred_kernel(const GPKernelArgs *args, int op) {
+  int k;
+  if (check_io(args, 1) != 0 || gp_k_dtype_check(args->inputs[0]->dtype, "data", &k) != 0) return -1;
+  if (same_dtype(args->outputs[0], GP_DT_BOOL, "the result") != 0) return -1;
+  return ew_run(args, 1, k_pspan[op][k], NULL);
+}
+
+#define K_PRED_KERNEL(tok, name, FE, IE)                                \
+  static int kern_##tok(const GPKernelArgs *args, void *user) {         \
+    (void)user;                                                         \
+    return pred_kernel(args, POP_##tok);                                \
+  }
+K_UPRED(K_PRED_KERNEL)
+#undef K_PRED_KERNEL
+
+/* The driver, for the kernels of eval/k_logic.c (comparisons, bitwise ops, where): runs `fn`
+ * over the output of args broadcast from its nin (<= 3) inputs. */
+int gp_k_elemwise_run(const GPKernelArgs *args, int32_t nin,
+                      void (*fn)(const void *prm, void *out, const char *const *in, const int64_t *st, int64_t n),
+                      const void *prm);
+int gp_k_elemwise_run(const GPKernelArgs *args, int32_t nin,
+                      void (*fn)(const void *prm, void *out, const char *const *in, const int64_t *st, int64_t n),
+                      const void *prm) {
+  if (nin < 1 || nin > K_EW_MAX_IN || args->num_inputs != nin || args->num_outputs != 1) {
+    gp_error_set(GP_ERR_INTERNAL, "kernel called with %d inputs and %d outputs (expected %d and 1)",
+                 (int)args->num_inputs, (int)args->num_outputs, (int)nin);
+    return -1;
+  }
+  return ew_run(args, nin, fn, prm);
+}
+
 static int kern_cast(const GPKernelArgs *args, void *user) {
   (void)user;
   int ks, kd;
@@ -530,6 +625,7 @@ void gp_kernels_register_elemwise(void) {
 #define K_REG(tok, name, FE, IE) gp_kernel_set(name, kern_##tok);
   K_BINARY(K_REG)
   K_UNARY(K_REG)
+  K_UPRED(K_REG)
 #undef K_REG
   gp_kernel_set("cast", kern_cast);
 }

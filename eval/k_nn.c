@@ -15,6 +15,9 @@
 /* Defined in eval/k_conv.c. */
 int gp_knn_conv2d(const GPKernelArgs *a, void *user);
 int gp_knn_dense(const GPKernelArgs *a, void *user);
+int gp_knn_convnd(const GPKernelArgs *a, void *user);
+int gp_knn_conv_transpose(const GPKernelArgs *a, void *user);
+int gp_knn_batch_matmul(const GPKernelArgs *a, void *user);
 const void *gp_knn_load_as(const DLTensor *t, int k, void **scratch);
 void gp_knn_store_from(DLTensor *out, const void *src, int ksrc);
 
@@ -431,8 +434,7 @@ static int k_avg_pool2d(const GPKernelArgs *a, void *user) {
   return pool2d(a, false);
 }
 
-static int k_global_avg_pool2d(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
+static int global_pool2d(const GPKernelArgs *a, bool is_max) {
   if (check_io(a, 1, 1) != 0) return -1;
   int32_t h, w;
   if (pool_layout(a, &h, &w) != 0) return -1;
@@ -444,7 +446,18 @@ static int k_global_avg_pool2d(const GPKernelArgs *a, void *user) {
   Pool p = {0};
   p.KH = xt->shape[h], p.KW = xt->shape[w];
   p.sh = p.sw = p.dh = p.dw = 1;
+  p.is_max = is_max;
   return pool_run(a, h, w, &p);
+}
+
+static int k_global_avg_pool2d(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return global_pool2d(a, false);
+}
+
+static int k_global_max_pool2d(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return global_pool2d(a, true);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -454,6 +467,7 @@ typedef struct Softmax {
   const void *x;
   void *y;
   int64_t n, inner;
+  bool log; /* nn.log_softmax: x - max - log(sum) */
 } Softmax;
 
 #define GP_DEFINE_SOFTMAX(T, SFX, EXP)                                                           \
@@ -469,6 +483,11 @@ typedef struct Softmax {
         for (int64_t j = 1; j < n; j++) mx = x[j] > mx ? x[j] : mx;                              \
         double s = 0;                                                                            \
         for (int64_t j = 0; j < n; j++) s += (double)(y[j] = EXP(x[j] - mx));                    \
+        if (c->log) {                                                                            \
+          double ls = log(s);                                                                    \
+          for (int64_t j = 0; j < n; j++) y[j] = (T)((double)(x[j] - mx) - ls);                  \
+          continue;                                                                              \
+        }                                                                                        \
         T inv = (T)(1.0 / s);                                                                    \
         for (int64_t j = 0; j < n; j++) y[j] *= inv;                                             \
         continue;                                                                                \
@@ -480,10 +499,17 @@ typedef struct Softmax {
       for (int64_t i = 0; i < in; i++) sum[i] = 0;                                               \
       for (int64_t j = n - 1; j >= 0; j--) /* row 0 last: it holds the max until then */         \
         for (int64_t i = 0; i < in; i++) {                                                       \
-          T e = EXP(x[j * in + i] - y[i]);                                                       \
+          T d = x[j * in + i] - y[i];                                                            \
+          T e = EXP(d);                                                                          \
           sum[i] += (double)e;                                                                   \
-          y[j * in + i] = e;                                                                     \
+          y[j * in + i] = c->log ? d : e;                                                        \
         }                                                                                        \
+      if (c->log) {                                                                              \
+        for (int64_t i = 0; i < in; i++) sum[i] = log(sum[i]);                                   \
+        for (int64_t j = 0; j < n; j++)                                                          \
+          for (int64_t i = 0; i < in; i++) y[j * in + i] = (T)((double)y[j * in + i] - sum[i]);  \
+        continue;                                                                                \
+      }                                                                                          \
       for (int64_t j = 0; j < n; j++)                                                            \
         for (int64_t i = 0; i < in; i++) y[j * in + i] = (T)((double)y[j * in + i] / sum[i]);   \
     }                                                                                            \
@@ -492,8 +518,7 @@ typedef struct Softmax {
 GP_DEFINE_SOFTMAX(float, f32, expf)
 GP_DEFINE_SOFTMAX(double, f64, exp)
 
-static int k_softmax(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
+static int softmax_common(const GPKernelArgs *a, bool log_) {
   if (check_io(a, 1, 1) != 0) return -1;
   const DLTensor *xt = a->inputs[0];
   int k;
@@ -506,12 +531,22 @@ static int k_softmax(const GPKernelArgs *a, void *user) {
   int ck = compute_kind(k);
   void *xs = NULL, *tmp;
   Softmax c = {gp_knn_load_as(xt, ck, &xs), out_begin(a->outputs[0], ck, &tmp), xt->shape[axis],
-               prod(xt->shape, axis + 1, xt->ndim)};
+               prod(xt->shape, axis + 1, xt->ndim), log_};
   gp_k_parallel_for(nthreads_of(a), total / (c.n * c.inner), grain_for(c.n * c.inner * 4),
                     ck == GP_K_F32 ? softmax_f32 : softmax_f64, &c);
   out_done(a->outputs[0], tmp, ck);
   gp_free(xs);
   return 0;
+}
+
+static int k_softmax(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return softmax_common(a, false);
+}
+
+static int k_log_softmax(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return softmax_common(a, true);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -583,8 +618,275 @@ static int k_lrn(const GPKernelArgs *a, void *user) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.{max,avg}_pool{1,3}d: the spatial axes are the last nd axes of the layout (NCW, NCDHW);
+ * run as 3-d pools over [outer, D, H, W] (1-d: D = H = 1).  Items are output rows (o, od, oh). */
+
+typedef struct PoolNd {
+  const void *x;
+  void *y;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+  bool is_max, count_pad;
+  int64_t lowest_i;
+} PoolNd;
+
+#define GP_DEFINE_POOL_ND(T, SFX, LOWEST, ADD)                                                   \
+  static void poolnd_##SFX(void *vctx, int64_t t0, int64_t t1) {                                 \
+    const PoolNd *p = vctx;                                                                      \
+    int64_t plane = p->in[0] * p->in[1] * p->in[2];                                              \
+    for (int64_t t = t0; t < t1; t++) { /* t = (o * OD + od) * OH + oh */                        \
+      int64_t oh = t % p->out[1], od = (t / p->out[1]) % p->out[0], o = t / (p->out[1] * p->out[0]); \
+      const T *x = (const T *)p->x + o * plane;                                                  \
+      T *y = (T *)p->y + t * p->out[2];                                                          \
+      int64_t ds = od * p->s[0] - p->pb[0], hs = oh * p->s[1] - p->pb[1], kd0, kd1, kh0, kh1;     \
+      tap_range(p->k[0], p->in[0], ds, p->d[0], &kd0, &kd1);                                     \
+      tap_range(p->k[1], p->in[1], hs, p->d[1], &kh0, &kh1);                                     \
+      for (int64_t ow = 0; ow < p->out[2]; ow++) {                                               \
+        int64_t ws = ow * p->s[2] - p->pb[2], kw0, kw1;                                          \
+        tap_range(p->k[2], p->in[2], ws, p->d[2], &kw0, &kw1);                                   \
+        T acc = p->is_max ? (LOWEST) : (T)0;                                                     \
+        for (int64_t kd = kd0; kd < kd1; kd++)                                                   \
+          for (int64_t kh = kh0; kh < kh1; kh++) {                                               \
+            const T *xr = x + ((ds + kd * p->d[0]) * p->in[1] + hs + kh * p->d[1]) * p->in[2];   \
+            for (int64_t kw = kw0; kw < kw1; kw++) {                                             \
+              T v = xr[ws + kw * p->d[2]];                                                       \
+              if (p->is_max) acc = v > acc ? v : acc;                                            \
+              else acc = ADD(acc, v);                                                            \
+            }                                                                                    \
+          }                                                                                      \
+        if (!p->is_max) {                                                                        \
+          int64_t cnt = p->count_pad ? pad_taps(p->k[0], p->in[0], ds, p->d[0], p->pe[0]) *      \
+                                           pad_taps(p->k[1], p->in[1], hs, p->d[1], p->pe[1]) *  \
+                                           pad_taps(p->k[2], p->in[2], ws, p->d[2], p->pe[2])    \
+                                     : (kd1 - kd0) * (kh1 - kh0) * (kw1 - kw0);                  \
+          if (cnt < 1) cnt = 1;                                                                  \
+          acc = avg_##SFX(acc, cnt);                                                             \
+        }                                                                                        \
+        y[ow] = acc;                                                                             \
+      }                                                                                          \
+    }                                                                                            \
+  }
+GP_DEFINE_POOL_ND(float, f32, -INFINITY, GP_PLUS)
+GP_DEFINE_POOL_ND(double, f64, -INFINITY, GP_PLUS)
+GP_DEFINE_POOL_ND(int64_t, i64, p->lowest_i, wrap_add)
+
+/* An INTS attribute of nd values (1 replicated) into the last nd of out[3] (the others fill). */
+static int attr_nd3(const GPKernelArgs *a, const char *key, int32_t nd, int64_t min, int64_t fill, int64_t out[3]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(a->op, a->attrs, key, &n);
+  if (n != 1 && n != nd) {
+    gp_error_set(GP_ERR_VALUE, "%s must have 1 or %d values", key, (int)nd);
+    return -1;
+  }
+  for (int32_t i = 0; i < 3; i++) out[i] = fill;
+  for (int32_t i = 0; i < nd; i++) {
+    out[3 - nd + i] = v[n == 1 ? 0 : i];
+    if (out[3 - nd + i] < min) {
+      gp_error_set(GP_ERR_VALUE, "%s must be >= %lld", key, (long long)min);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int poolnd(const GPKernelArgs *a, int32_t nd, bool is_max) {
+  static const char *const sp[4] = {"", "W", "HW", "DHW"};
+  if (check_io(a, 1, 1) != 0) return -1;
+  const DLTensor *xt = a->inputs[0];
+  DLTensor *yt = a->outputs[0];
+  const char *ls = gp_ops_attr_str(a->op, a->attrs, "layout");
+  const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
+  size_t ll = strlen(ls);
+  if (ll != (size_t)xt->ndim || ll < (size_t)nd || strcmp(ls + ll - nd, sp[nd]) != 0 ||
+      strpbrk(ls, "abcdefghijklmnopqrstuvwxyz0123456789") || (ol[0] && strcmp(ol, ls) != 0)) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "layout \"%s\" is not supported (the last axes must be %s, unsplit)", ls,
+                 sp[nd]);
+    return -1;
+  }
+  int k;
+  if (arith_dtype(xt, "data", true, &k) != 0) return -1;
+  PoolNd p = {0};
+  if (attr_nd3(a, "pool_size", nd, 1, 1, p.k) != 0 || attr_nd3(a, "strides", nd, 1, 1, p.s) != 0 ||
+      attr_nd3(a, "dilation", nd, 1, 1, p.d) != 0)
+    return -1;
+  int32_t np;
+  const int64_t *pv = gp_ops_attr_ints(a->op, a->attrs, "padding", &np);
+  if (np != 1 && np != nd && np != 2 * nd) {
+    gp_error_set(GP_ERR_VALUE, "padding must have 1, %d or %d values", (int)nd, (int)(2 * nd));
+    return -1;
+  }
+  for (int32_t i = 0; i < nd; i++) {
+    int32_t j = 3 - nd + i;
+    p.pb[j] = pv[np == 1 ? 0 : i];
+    p.pe[j] = pv[np == 1 ? 0 : np == nd ? i : nd + i];
+  }
+  int32_t r = xt->ndim;
+  if (yt->ndim != r) {
+    gp_error_set(GP_ERR_VALUE, "result rank differs from data's");
+    return -1;
+  }
+  for (int32_t i = 0; i < 3; i++) p.in[i] = p.out[i] = 1;
+  for (int32_t i = 0; i < nd; i++) p.in[3 - nd + i] = xt->shape[r - nd + i], p.out[3 - nd + i] = yt->shape[r - nd + i];
+  p.is_max = is_max;
+  p.count_pad = !is_max && gp_ops_attr_bool(a->op, a->attrs, "count_include_pad");
+  p.lowest_i = int_lowest(k);
+  int64_t outer = prod(xt->shape, 0, r - nd);
+  if (gp_k_numel(yt) == 0) return 0;
+  int ck = compute_kind(k);
+  void *xsc = NULL, *tmp;
+  p.x = gp_knn_load_as(xt, ck, &xsc);
+  p.y = out_begin(yt, ck, &tmp);
+  gp_k_parallel_for(nthreads_of(a), outer * p.out[0] * p.out[1],
+                    grain_for(p.out[2] * p.k[0] * p.k[1] * p.k[2]),
+                    ck == GP_K_F32 ? poolnd_f32 : ck == GP_K_F64 ? poolnd_f64 : poolnd_i64, &p);
+  out_done(yt, tmp, ck);
+  gp_free(xsc);
+  return 0;
+}
+
+static int k_max_pool1d(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return poolnd(a, 1, true);
+}
+static int k_avg_pool1d(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return poolnd(a, 1, false);
+}
+static int k_max_pool3d(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return poolnd(a, 3, true);
+}
+static int k_avg_pool3d(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return poolnd(a, 3, false);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.prelu: y = x < 0 ? alpha[c] * x : x                                                      */
+
+#define GP_DEFINE_PRELU(T, SFX, MUL)                                                             \
+  static void prelu_##SFX(void *vctx, int64_t r0, int64_t r1) {                                  \
+    const BiasAdd *c = vctx;                                                                     \
+    const T *x = c->x, *al = c->b;                                                               \
+    T *y = c->y;                                                                                 \
+    for (int64_t r = r0; r < r1; r++) {                                                          \
+      T av = al[r % c->C];                                                                       \
+      const T *xr = x + r * c->inner;                                                            \
+      T *yr = y + r * c->inner;                                                                  \
+      for (int64_t i = 0; i < c->inner; i++) yr[i] = xr[i] < 0 ? MUL(av, xr[i]) : xr[i];         \
+    }                                                                                            \
+  }
+#define GP_TIMES(a, b) ((a) * (b))
+static inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+GP_DEFINE_PRELU(float, f32, GP_TIMES)
+GP_DEFINE_PRELU(double, f64, GP_TIMES)
+GP_DEFINE_PRELU(int64_t, i64, wrap_mul)
+
+static int k_prelu(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (check_io(a, 2, 1) != 0) return -1;
+  const DLTensor *xt = a->inputs[0], *bt = a->inputs[1];
+  DLTensor *yt = a->outputs[0];
+  int kx, kb;
+  int32_t axis;
+  if (arith_dtype(xt, "data", true, &kx) != 0 || arith_dtype(bt, "alpha", true, &kb) != 0 ||
+      norm_axis(gp_ops_attr_int(a->op, a->attrs, "axis"), xt->ndim, &axis) != 0)
+    return -1;
+  if (bt->ndim != 1 || bt->shape[0] != xt->shape[axis]) {
+    gp_error_set(GP_ERR_VALUE, "alpha must have shape (%lld)", (long long)xt->shape[axis]);
+    return -1;
+  }
+  int64_t n = gp_k_numel(xt);
+  if (n == 0) return 0;
+  int ck = compute_kind(kx);
+  void *xs = NULL, *bs = NULL, *tmp;
+  BiasAdd c = {gp_knn_load_as(xt, ck, &xs), gp_knn_load_as(bt, ck, &bs), out_begin(yt, ck, &tmp),
+               xt->shape[axis], prod(xt->shape, axis + 1, xt->ndim)};
+  gp_k_parallel_for(nthreads_of(a), n / c.inner, grain_for(c.inner),
+                    ck == GP_K_F32 ? prelu_f32 : ck == GP_K_F64 ? prelu_f64 : prelu_i64, &c);
+  out_done(yt, tmp, ck);
+  gp_free(xs);
+  gp_free(bs);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.nll_loss: computed in double (sums in order); a target outside [0, C) that is not
+ * ignore_index is GP_ERR_VALUE.                                                               */
+
+static int k_nll_loss(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (check_io(a, 3, 1) != 0) return -1;
+  const DLTensor *pt = a->inputs[0], *tt = a->inputs[1], *wt = a->inputs[2];
+  DLTensor *yt = a->outputs[0];
+  int kp, kt, kw, ky;
+  if (arith_dtype(pt, "predictions", false, &kp) != 0 || arith_dtype(wt, "weights", false, &kw) != 0 ||
+      gp_k_dtype_check(tt->dtype, "targets", &kt) != 0 || arith_dtype(yt, "result", false, &ky) != 0)
+    return -1;
+  if (gp_k_is_float(kt) || kt == GP_K_BOOL) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "targets must be integers");
+    return -1;
+  }
+  int32_t r = pt->ndim;
+  if (r < 2 || tt->ndim != r - 1 || wt->ndim != 1 || wt->shape[0] != pt->shape[1]) {
+    gp_error_set(GP_ERR_VALUE, "predictions, targets and weights shapes do not agree");
+    return -1;
+  }
+  const char *red = gp_ops_attr_str(a->op, a->attrs, "reduction");
+  int64_t ignore = gp_ops_attr_int(a->op, a->attrs, "ignore_index");
+  bool none = !strcmp(red, "none"), mean = !strcmp(red, "mean");
+  int64_t N = pt->shape[0], C = pt->shape[1], D = prod(pt->shape, 2, r);
+  void *ps = NULL, *ts = NULL, *ws = NULL;
+  const double *p = gp_knn_load_as(pt, GP_K_F64, &ps), *w = gp_knn_load_as(wt, GP_K_F64, &ws);
+  const int64_t *t = gp_knn_load_as(tt, GP_K_I64, &ts);
+  int64_t ny = none ? N * D : 1;
+  double *y = gp_malloc((size_t)(ny ? ny : 1) * sizeof(double));
+  double sum = 0, wsum = 0;
+  int rc = 0;
+  for (int64_t n = 0; n < N && rc == 0; n++)
+    for (int64_t d = 0; d < D; d++) {
+      int64_t c = t[n * D + d];
+      double l = 0, wv = 0;
+      if (c != ignore) {
+        if (c < 0 || c >= C) {
+          gp_error_set(GP_ERR_VALUE, "target %lld is outside [0, %lld) and is not ignore_index %lld", (long long)c,
+                       (long long)C, (long long)ignore);
+          rc = -1;
+          break;
+        }
+        wv = w[c];
+        l = -p[(n * C + c) * D + d] * wv;
+      }
+      if (none) y[n * D + d] = l;
+      sum += l, wsum += wv;
+    }
+  if (rc == 0) {
+    if (!none) y[0] = mean ? sum / wsum : sum;
+    if (ny > 0) gp_knn_store_from(yt, y, GP_K_F64);
+  }
+  gp_free(y);
+  gp_free(ps);
+  gp_free(ts);
+  gp_free(ws);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 void gp_kernels_register_nn(void) {
+  gp_kernel_set("nn.nll_loss", k_nll_loss);
+  gp_kernel_set("nn.conv1d", gp_knn_convnd);
+  gp_kernel_set("nn.conv3d", gp_knn_convnd);
+  gp_kernel_set("nn.conv1d_transpose", gp_knn_conv_transpose);
+  gp_kernel_set("nn.conv2d_transpose", gp_knn_conv_transpose);
+  gp_kernel_set("nn.conv3d_transpose", gp_knn_conv_transpose);
+  gp_kernel_set("nn.batch_matmul", gp_knn_batch_matmul);
+  gp_kernel_set("nn.log_softmax", k_log_softmax);
+  gp_kernel_set("nn.max_pool1d", k_max_pool1d);
+  gp_kernel_set("nn.avg_pool1d", k_avg_pool1d);
+  gp_kernel_set("nn.max_pool3d", k_max_pool3d);
+  gp_kernel_set("nn.avg_pool3d", k_avg_pool3d);
+  gp_kernel_set("nn.global_max_pool2d", k_global_max_pool2d);
+  gp_kernel_set("nn.prelu", k_prelu);
   gp_kernel_set("nn.conv2d", gp_knn_conv2d);
   gp_kernel_set("nn.dense", gp_knn_dense);
   gp_kernel_set("nn.bias_add", k_bias_add);

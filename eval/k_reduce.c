@@ -1,5 +1,6 @@
 /*
- * k_reduce.c -- reference kernels of sum and mean (ir/ops/ops_reduce.c; TVM's ReduceRel).
+ * k_reduce.c -- reference kernels of sum and mean (ir/ops/ops_reduce.c; TVM's ReduceRel), and of
+ * max, min, prod, all, any, argmax and argmin (below).
  *
  * Axes: `axis` None reduces every axis (exclude does not apply); a list (negative entries count
  * from the end) reduces those axes, or with exclude=True every other axis; an empty list
@@ -350,7 +351,321 @@ static int kern_mean(const GPKernelArgs *args, void *user) {
   return red_kernel(args, true);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* max, min, prod, all, any, argmax, argmin
+ *
+ * One output element at a time (outputs split across threads): its reduced elements are walked
+ * by an odometer whose inner loop runs along the last reduced axis.  Floats compare and
+ * multiply in double, integers in int64 (prod wraps: it multiplies in uint64 and stores the low
+ * bits, which equals the product wrapped into the dtype).  max/min propagate NaN (numpy's
+ * maximum.reduce); argmax/argmin take the first NaN as the extreme (numpy), and give the index
+ * in row-major order over the reduced axes.  Over zero elements the result is the identity:
+ * max -inf / the dtype's lowest, min +inf / its highest, prod 1, all true, any false, and arg
+ * max/min 0. */
+
+enum { G_MAX, G_MIN, G_PROD, G_ALL, G_ANY, G_ARGMAX, G_ARGMIN };
+
+typedef struct GJob {
+  int op, kd, okd;
+  bool last; /* select_last_index */
+  const char *in;
+  char *out;
+  size_t oel;
+  int32_t nq, nr;
+  int64_t qext[K_MAXR], qstr[K_MAXR], rext[K_MAXR], rstr[K_MAXR];
+} GJob;
+
+/* The body runs for every reduced element with `x` (double or int64) and `r` (its row-major
+ * index over the reduced axes). */
+#define G_WALK(ST, CONV, ...)                                                                    \
+  do {                                                                                           \
+    int64_t ridx_[K_MAXR] = {0}, rofs_ = 0, r = 0;                                               \
+    int32_t ni_ = j->nr - 1;                                                                     \
+    int64_t rin_ = j->rext[ni_], rs_ = j->rstr[ni_];                                             \
+    for (;;) {                                                                                   \
+      const ST *p_ = base + rofs_;                                                               \
+      for (int64_t k_ = 0; k_ < rin_; k_++, r++) {                                               \
+        ST v_ = p_[k_ * rs_];                                                                    \
+        CONV;                                                                                    \
+        __VA_ARGS__;                                                                             \
+      }                                                                                          \
+      int32_t a_ = ni_ - 1;                                                                      \
+      for (; a_ >= 0; a_--) {                                                                    \
+        rofs_ += j->rstr[a_];                                                                    \
+        if (++ridx_[a_] < j->rext[a_]) break;                                                    \
+        rofs_ -= j->rstr[a_] * j->rext[a_];                                                      \
+        ridx_[a_] = 0;                                                                           \
+      }                                                                                          \
+      if (a_ < 0) break;                                                                         \
+    }                                                                                            \
+  } while (0)
+
+#define G_FLOAT_BODY(ST, CONV)                                                                   \
+  switch (j->op) {                                                                               \
+  case G_MAX: {                                                                                  \
+    double acc = -INFINITY;                                                                      \
+    G_WALK(ST, CONV, if (x > acc || x != x) acc = x);                                            \
+    gp_k_store_f64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_MIN: {                                                                                  \
+    double acc = INFINITY;                                                                       \
+    G_WALK(ST, CONV, if (x < acc || x != x) acc = x);                                            \
+    gp_k_store_f64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_PROD: {                                                                                 \
+    double acc = 1.0;                                                                            \
+    G_WALK(ST, CONV, acc *= x);                                                                  \
+    gp_k_store_f64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_ALL: {                                                                                  \
+    int64_t acc = 1;                                                                             \
+    G_WALK(ST, CONV, if (x == 0) acc = 0);                                                       \
+    gp_k_store_i64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_ANY: {                                                                                  \
+    int64_t acc = 0;                                                                             \
+    G_WALK(ST, CONV, if (x != 0) acc = 1);                                                       \
+    gp_k_store_i64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  default: {                                                                                     \
+    double best = 0;                                                                             \
+    int64_t bi = -1;                                                                             \
+    bool mx = j->op == G_ARGMAX, last = j->last;                                                 \
+    G_WALK(ST, CONV, {                                                                           \
+      bool take;                                                                                 \
+      if (bi < 0)                                                                                \
+        take = true;                                                                             \
+      else if (best != best)                                                                     \
+        take = false;                                                                            \
+      else if (x != x)                                                                           \
+        take = true;                                                                             \
+      else                                                                                       \
+        take = mx ? (last ? x >= best : x > best) : (last ? x <= best : x < best);               \
+      if (take) best = x, bi = r;                                                                \
+    });                                                                                          \
+    gp_k_store_i64(dst, j->okd, bi < 0 ? 0 : bi);                                                \
+    break;                                                                                       \
+  }                                                                                              \
+  }
+
+#define G_INT_BODY(ST, CONV, LO, HI)                                                             \
+  switch (j->op) {                                                                               \
+  case G_MAX: {                                                                                  \
+    int64_t acc = (LO);                                                                          \
+    G_WALK(ST, CONV, if (x > acc) acc = x);                                                      \
+    gp_k_store_i64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_MIN: {                                                                                  \
+    int64_t acc = (HI);                                                                          \
+    G_WALK(ST, CONV, if (x < acc) acc = x);                                                      \
+    gp_k_store_i64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_PROD: {                                                                                 \
+    uint64_t acc = 1;                                                                            \
+    G_WALK(ST, CONV, acc *= (uint64_t)x);                                                        \
+    gp_k_store_i64(dst, j->okd, (int64_t)acc);                                                   \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_ALL: {                                                                                  \
+    int64_t acc = 1;                                                                             \
+    G_WALK(ST, CONV, if (x == 0) acc = 0);                                                       \
+    gp_k_store_i64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  case G_ANY: {                                                                                  \
+    int64_t acc = 0;                                                                             \
+    G_WALK(ST, CONV, if (x != 0) acc = 1);                                                       \
+    gp_k_store_i64(dst, j->okd, acc);                                                            \
+    break;                                                                                       \
+  }                                                                                              \
+  default: {                                                                                     \
+    int64_t best = 0, bi = -1;                                                                   \
+    bool mx = j->op == G_ARGMAX, last = j->last;                                                 \
+    G_WALK(ST, CONV, {                                                                           \
+      bool take = bi < 0 || (mx ? (last ? x >= best : x > best) : (last ? x <= best : x < best)); \
+      if (take) best = x, bi = r;                                                                \
+    });                                                                                          \
+    gp_k_store_i64(dst, j->okd, bi < 0 ? 0 : bi);                                                \
+    break;                                                                                       \
+  }                                                                                              \
+  }
+
+/* X(dtype, storage, float?, conversion of v_ to x, lowest, highest) */
+#define G_TYPES(X)                                                                               \
+  X(BOOL, uint8_t, 0, int64_t x = v_ != 0, 0, 1)                                                 \
+  X(U8, uint8_t, 0, int64_t x = v_, 0, 255)                                                      \
+  X(I8, int8_t, 0, int64_t x = v_, -128, 127)                                                    \
+  X(I16, int16_t, 0, int64_t x = v_, -32768, 32767)                                              \
+  X(I32, int32_t, 0, int64_t x = v_, INT32_MIN, INT32_MAX)                                       \
+  X(I64, int64_t, 0, int64_t x = v_, INT64_MIN, INT64_MAX)                                       \
+  X(F16, uint16_t, 1, double x = (double)gp_f16_to_f32(v_), 0, 0)                                \
+  X(F32, float, 1, double x = (double)v_, 0, 0)                                                  \
+  X(F64, double, 1, double x = v_, 0, 0)
+
+#define G_DEF(D, ST, ISF, CONV, LO, HI)                                                          \
+  static void g_##D(void *ctx, int64_t o0, int64_t o1) {                                         \
+    const GJob *j = ctx;                                                                         \
+    const ST *in = (const ST *)(const void *)j->in;                                              \
+    for (int64_t o = o0; o < o1; o++) {                                                          \
+      int64_t qofs = 0, t = o;                                                                   \
+      for (int32_t a = j->nq - 1; a >= 0; a--) {                                                 \
+        qofs += (t % j->qext[a]) * j->qstr[a];                                                   \
+        t /= j->qext[a];                                                                         \
+      }                                                                                          \
+      const ST *base = in + qofs;                                                                \
+      char *dst = j->out + (size_t)o * j->oel;                                                   \
+      if (ISF) {                                                                                 \
+        G_FLOAT_BODY(ST, CONV)                                                                   \
+      } else {                                                                                   \
+        G_INT_BODY(ST, CONV, LO, HI)                                                             \
+      }                                                                                          \
+    }                                                                                            \
+  }
+
+/* The float and integer bodies are both compiled for every dtype; the one that does not apply
+ * is dead code (ISF is a constant), with conversions that are still well defined. */
+G_TYPES(G_DEF)
+#undef G_DEF
+
+static void (*const k_g[GP_K_NUM_DTYPES])(void *, int64_t, int64_t) = {
+#define K_CELL(D, ST, ISF, CONV, LO, HI) [GP_K_##D] = g_##D,
+    G_TYPES(K_CELL)
+#undef K_CELL
+};
+
+static int gen_kernel(const GPKernelArgs *args, int op) {
+  if (args->num_inputs != 1 || args->num_outputs != 1) {
+    gp_error_set(GP_ERR_INTERNAL, "kernel called with %d inputs and %d outputs (expected 1 and 1)",
+                 (int)args->num_inputs, (int)args->num_outputs);
+    return -1;
+  }
+  const DLTensor *t = args->inputs[0];
+  DLTensor *out = args->outputs[0];
+  bool arg = op == G_ARGMAX || op == G_ARGMIN;
+  GJob j;
+  memset(&j, 0, sizeof j);
+  j.op = op;
+  if (gp_k_dtype_check(t->dtype, "data", &j.kd) != 0) return -1;
+  if (gp_k_dtype_check(out->dtype, "the result", &j.okd) != 0) return -1;
+  if (!arg && !gp_dtype_eq(out->dtype, t->dtype)) {
+    char a[24], b[24];
+    gp_error_set(GP_ERR_TYPE, "the result has dtype %s, expected %s", gp_dtype_str(out->dtype, a),
+                 gp_dtype_str(t->dtype, b));
+    return -1;
+  }
+  if (arg) j.last = gp_ops_attr_bool(args->op, args->attrs, "select_last_index");
+  int32_t nd = t->ndim, n;
+  const int64_t *axes = gp_ops_attr_ints(args->op, args->attrs, "axis", &n);
+  bool red[K_MAXR] = {false};
+  if (n < 0) {
+    for (int32_t a = 0; a < nd; a++) red[a] = true;
+  } else {
+    for (int32_t i = 0; i < n; i++) {
+      int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i];
+      if (a < 0 || a >= nd) {
+        gp_error_set(GP_ERR_VALUE, "axis %lld is out of range for rank %d", (long long)axes[i], (int)nd);
+        return -1;
+      }
+      red[a] = true;
+    }
+    if (gp_ops_attr_bool(args->op, args->attrs, "exclude"))
+      for (int32_t a = 0; a < nd; a++) red[a] = !red[a];
+  }
+  GPKView v;
+  gp_k_view(t, &v);
+  int64_t red_n = 1, out_n = 1;
+  for (int32_t a = 0; a < nd; a++) *(red[a] ? &red_n : &out_n) *= v.shape[a];
+  if (gp_k_numel(out) != out_n) {
+    gp_error_set(GP_ERR_INTERNAL, "the result has %lld elements, expected %lld", (long long)gp_k_numel(out),
+                 (long long)out_n);
+    return -1;
+  }
+  j.out = (char *)out->data + out->byte_offset;
+  j.oel = gp_dtype_bytes(out->dtype);
+  if (out_n == 0) return 0;
+  if (red_n == 0) { /* the identity */
+    for (int64_t o = 0; o < out_n; o++) {
+      char *dst = j.out + (size_t)o * j.oel;
+      bool f = gp_k_is_float(j.kd);
+      switch (op) {
+      case G_MAX:
+        if (f) gp_k_store_f64(dst, j.okd, -INFINITY);
+        else gp_k_store_i64(dst, j.okd, j.kd == GP_K_I8 ? -128 : j.kd == GP_K_I16 ? -32768 : j.kd == GP_K_I32 ? INT32_MIN : j.kd == GP_K_I64 ? INT64_MIN : 0);
+        break;
+      case G_MIN:
+        if (f) gp_k_store_f64(dst, j.okd, INFINITY);
+        else gp_k_store_i64(dst, j.okd, j.kd == GP_K_I8 ? 127 : j.kd == GP_K_I16 ? 32767 : j.kd == GP_K_I32 ? INT32_MAX : j.kd == GP_K_I64 ? INT64_MAX : j.kd == GP_K_U8 ? 255 : 1);
+        break;
+      case G_PROD:
+      case G_ALL: gp_k_store_i64(dst, j.okd, 1); break;
+      default: gp_k_store_i64(dst, j.okd, 0); break;
+      }
+    }
+    return 0;
+  }
+  void *scratch = NULL;
+  if ((uintptr_t)v.data % v.elem != 0) { /* misaligned: an aligned compact copy */
+    const void *src = gp_k_compact(t, &scratch);
+    if (!scratch) {
+      scratch = gp_malloc((size_t)v.numel * v.elem);
+      memcpy(scratch, src, (size_t)v.numel * v.elem);
+    }
+    DLTensor c = *t;
+    c.data = scratch;
+    c.byte_offset = 0;
+    c.strides = NULL;
+    gp_k_view(&c, &v);
+  }
+  j.in = v.data;
+  for (int32_t a = 0; a < nd; a++) {
+    if (red[a]) {
+      j.rext[j.nr] = v.shape[a];
+      j.rstr[j.nr++] = v.strides[a];
+    } else {
+      j.qext[j.nq] = v.shape[a];
+      j.qstr[j.nq++] = v.strides[a];
+    }
+  }
+  if (j.nr == 0) { /* nothing reduced: one element per output */
+    j.rext[0] = 1;
+    j.rstr[0] = 0;
+    j.nr = 1;
+  }
+  int64_t grain = K_GRAIN / red_n;
+  gp_k_parallel_for(args->num_threads, out_n, grain < 1 ? 1 : grain, k_g[j.kd], &j);
+  gp_free(scratch);
+  return 0;
+}
+
+#define G_KERN(name, OP)                                                                         \
+  static int kern_##name(const GPKernelArgs *args, void *user) {                                 \
+    (void)user;                                                                                  \
+    return gen_kernel(args, OP);                                                                 \
+  }
+G_KERN(max, G_MAX)
+G_KERN(min, G_MIN)
+G_KERN(prod, G_PROD)
+G_KERN(all, G_ALL)
+G_KERN(any, G_ANY)
+G_KERN(argmax, G_ARGMAX)
+G_KERN(argmin, G_ARGMIN)
+#undef G_KERN
+
 void gp_kernels_register_reduce(void) {
   gp_kernel_set("sum", kern_sum);
   gp_kernel_set("mean", kern_mean);
+  gp_kernel_set("max", kern_max);
+  gp_kernel_set("min", kern_min);
+  gp_kernel_set("prod", kern_prod);
+  gp_kernel_set("all", kern_all);
+  gp_kernel_set("any", kern_any);
+  gp_kernel_set("argmax", kern_argmax);
+  gp_kernel_set("argmin", kern_argmin);
 }

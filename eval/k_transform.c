@@ -1,6 +1,7 @@
 /* k_transform.c -- reference kernels of the shape transforms: reshape, squeeze, expand_dims,
  * nn.batch_flatten, transpose, concatenate, split, strided_slice, layout_transform, full, zeros,
- * ones and shape_of.
+ * ones, shape_of, tile, broadcast_to, nn.pad, nn.depth_to_space / nn.space_to_depth, stack and
+ * reverse_sequence.
  *
  * Transforms move bytes, so they dispatch on the element size (1, 2, 4 or 8 bytes), not on the
  * dtype.  Almost all of them reduce to one primitive, a copy between two strided views of the
@@ -817,6 +818,304 @@ static int k_shape_of(const GPKernelArgs *a, void *user) {
   return 0;
 }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* tile, broadcast_to: copies whose source strides are 0 along repeated axes                  */
+
+static int k_tile(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, 1, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  int32_t no = out->ndim, nd = in->ndim;
+  if (no < nd) return shape_mismatch("the result");
+  if (gp_k_numel(out) == 0) return 0;
+  GPKView v;
+  gp_k_view(in, &v);
+  /* index space (r0, d0, r1, d1, ...): dst compact, src stride 0 along each r */
+  KCopy c;
+  c.src = v.data;
+  c.dst = out_data(out);
+  c.elem = (int64_t)elem;
+  c.nd = 2 * no;
+  int64_t ost[GP_K_MAX_RANK];
+  compact_strides(no, out->shape, ost);
+  for (int32_t i = 0; i < no; i++) {
+    int32_t di = i - (no - nd);
+    int64_t d = di >= 0 ? in->shape[di] : 1;
+    if (d == 0 || out->shape[i] % d != 0) return shape_mismatch("the result");
+    c.shape[2 * i] = out->shape[i] / d;
+    c.ss[2 * i] = 0;
+    c.ds[2 * i] = d * ost[i];
+    c.shape[2 * i + 1] = d;
+    c.ss[2 * i + 1] = di >= 0 ? v.strides[di] : 0;
+    c.ds[2 * i + 1] = ost[i];
+  }
+  kc_run(&c, a->num_threads);
+  return 0;
+}
+
+static int k_broadcast_to(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, 1, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  int32_t no = out->ndim, nd = in->ndim;
+  if (no < nd) return shape_mismatch("the result");
+  for (int32_t i = 0; i < nd; i++) {
+    int64_t d = in->shape[i], o = out->shape[no - nd + i];
+    if (d != 1 && d != o) return shape_mismatch("the result");
+  }
+  if (gp_k_numel(out) == 0) return 0;
+  GPKView v;
+  gp_k_view(in, &v);
+  KCopy c;
+  c.src = v.data;
+  c.dst = out_data(out);
+  c.elem = (int64_t)elem;
+  c.nd = no;
+  compact_strides(no, out->shape, c.ds);
+  for (int32_t i = 0; i < no; i++) {
+    int32_t di = i - (no - nd);
+    c.shape[i] = out->shape[i];
+    c.ss[i] = di >= 0 && in->shape[di] != 1 ? v.strides[di] : 0;
+  }
+  kc_run(&c, a->num_threads);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.pad                                                                                      */
+
+enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_WRAP };
+
+/* Source index along an axis of extent d for output index o shifted by `before`; -1: pad value. */
+static int64_t pad_src(int64_t o, int64_t before, int64_t d, int mode) {
+  int64_t i = o - before;
+  if (i >= 0 && i < d) return i;
+  switch (mode) {
+  case PAD_EDGE: return i < 0 ? 0 : d - 1;
+  case PAD_REFLECT: {
+    if (d == 1) return 0;
+    int64_t p = 2 * (d - 1), m = i % p;
+    if (m < 0) m += p;
+    return m >= d ? p - m : m;
+  }
+  case PAD_WRAP: {
+    int64_t m = i % d;
+    return m < 0 ? m + d : m;
+  }
+  default: return -1;
+  }
+}
+
+static int k_pad(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, 2, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  const char *ms = gp_ops_attr_str(a->op, a->attrs, "pad_mode");
+  int mode = strcmp(ms, "constant") == 0 ? PAD_CONSTANT
+             : strcmp(ms, "edge") == 0   ? PAD_EDGE
+             : strcmp(ms, "reflect") == 0 ? PAD_REFLECT
+             : strcmp(ms, "wrap") == 0    ? PAD_WRAP
+                                          : -1;
+  if (mode < 0) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "pad_mode \"%s\"", ms);
+    return -1;
+  }
+  int32_t nd = in->ndim, n;
+  const int64_t *pw = gp_ops_attr_ints(a->op, a->attrs, "pad_width", &n);
+  if (n != 2 * nd || out->ndim != nd) return shape_mismatch("the result");
+  for (int32_t i = 0; i < nd; i++) {
+    if (out->shape[i] != in->shape[i] + pw[2 * i] + pw[2 * i + 1]) return shape_mismatch("the result");
+    if (in->shape[i] == 0 && out->shape[i] > 0 && mode != PAD_CONSTANT) {
+      gp_error_set(GP_ERR_VALUE, "pad_mode %s cannot pad an empty axis %d", ms, (int)i);
+      return -1;
+    }
+  }
+  unsigned char pat[8];
+  if (gp_k_numel(a->inputs[1]) != 1) return shape_mismatch("pad_value");
+  GPKView pv;
+  gp_k_view(a->inputs[1], &pv);
+  if (convert_elem(pv.data, a->inputs[1]->dtype, out->dtype, pat) != 0) return -1;
+  int64_t total = gp_k_numel(out);
+  if (total == 0) return 0;
+  GPKView v;
+  gp_k_view(in, &v);
+  int64_t inner = out->shape[nd - 1 >= 0 ? nd - 1 : 0];
+  if (nd == 0) {
+    memcpy(out_data(out), v.data, elem);
+    return 0;
+  }
+  /* per output row: map the outer coordinates, then each element of the row */
+  int64_t rows = total / inner, idx[GP_K_MAX_RANK] = {0}, e = (int64_t)elem;
+  int64_t *col = gp_malloc((size_t)inner * sizeof(int64_t));
+  int32_t q = nd - 1;
+  for (int64_t j = 0; j < inner; j++) col[j] = pad_src(j, pw[2 * q], in->shape[q], mode);
+  char *dst = out_data(out);
+  for (int64_t r = 0; r < rows; r++, dst += inner * e) {
+    int64_t off = 0;
+    bool pad = false;
+    for (int32_t d = 0; d < q; d++) {
+      int64_t s = pad_src(idx[d], pw[2 * d], in->shape[d], mode);
+      if (s < 0) pad = true;
+      else off += s * v.strides[d];
+    }
+    if (pad) {
+      if (elem == 1) memset(dst, pat[0], (size_t)inner);
+      else for (int64_t j = 0; j < inner; j++) memcpy(dst + j * e, pat, elem);
+    } else {
+      const char *src = v.data + off * e;
+      for (int64_t j = 0; j < inner; j++)
+        memcpy(dst + j * e, col[j] < 0 ? (const char *)pat : src + col[j] * v.strides[q] * e, elem);
+    }
+    for (int32_t d = q - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  gp_free(col);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.depth_to_space, nn.space_to_depth: 6-d strided copies                                    */
+
+static int subpixel(const GPKernelArgs *a, bool to_space) {
+  if (k_counts(a, 1, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  int64_t b = gp_ops_attr_int(a->op, a->attrs, "block_size");
+  bool crd = strcmp(gp_ops_attr_str(a->op, a->attrs, "mode"), "CRD") == 0;
+  if (in->ndim != 4 || out->ndim != 4 || b < 1) return shape_mismatch("the result");
+  if (gp_k_numel(out) == 0) return 0;
+  if (gp_k_numel(out) != gp_k_numel(in)) return shape_mismatch("the result");
+  GPKView v;
+  gp_k_view(in, &v);
+  KCopy c;
+  c.src = v.data;
+  c.dst = out_data(out);
+  c.elem = (int64_t)elem;
+  c.nd = 6;
+  const int64_t *s = v.strides;
+  if (to_space) { /* out (N, C', H, b, W, b), in channel (i*b + j)*C' + c (DCR) or c*b*b + i*b + j */
+    int64_t C2 = out->shape[1], H = in->shape[2], W = in->shape[3];
+    int64_t sh[6] = {in->shape[0], C2, H, b, W, b};
+    int64_t ss[6] = {s[0], crd ? b * b * s[1] : s[1], s[2], crd ? b * s[1] : b * C2 * s[1], s[3],
+                     crd ? s[1] : C2 * s[1]};
+    memcpy(c.shape, sh, sizeof sh);
+    memcpy(c.ss, ss, sizeof ss);
+  } else { /* out (N, b, b, C, H', W'), channel (i*b + j)*C + c; in (n, c, h*b + i, w*b + j) */
+    int64_t C = in->shape[1], H2 = out->shape[2], W2 = out->shape[3];
+    int64_t sh[6] = {in->shape[0], b, b, C, H2, W2};
+    int64_t ss[6] = {s[0], s[2], s[3], s[1], b * s[2], b * s[3]};
+    memcpy(c.shape, sh, sizeof sh);
+    memcpy(c.ss, ss, sizeof ss);
+  }
+  compact_strides(6, c.shape, c.ds);
+  kc_run(&c, a->num_threads);
+  return 0;
+}
+
+static int k_depth_to_space(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return subpixel(a, true);
+}
+
+static int k_space_to_depth(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return subpixel(a, false);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* stack, reverse_sequence                                                                     */
+
+static int k_stack(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, -1, 1) != 0) return -1;
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(out->dtype, "result", &elem) != 0) return -1;
+  int32_t no = out->ndim, nd = no - 1, axis;
+  if (nd < 0) return shape_mismatch("the result");
+  if (norm_axis(gp_ops_attr_int(a->op, a->attrs, "axis"), no, &axis) != 0) return -1;
+  if (out->shape[axis] != a->num_inputs) return shape_mismatch("the result");
+  int64_t ost[GP_K_MAX_RANK];
+  compact_strides(no, out->shape, ost);
+  for (int32_t k = 0; k < a->num_inputs; k++) {
+    const DLTensor *in = a->inputs[k];
+    size_t ie;
+    if (k_elem(in->dtype, "data", &ie) != 0) return -1;
+    if (ie != elem || in->ndim != nd) return shape_mismatch("a field of data");
+    for (int32_t d = 0; d < nd; d++)
+      if (in->shape[d] != out->shape[d < axis ? d : d + 1]) return shape_mismatch("a field of data");
+    if (gp_k_numel(in) == 0) continue;
+    GPKView v;
+    gp_k_view(in, &v);
+    KCopy c;
+    kc_from_view(&c, &v, elem);
+    c.dst = out_data(out) + (int64_t)k * ost[axis] * (int64_t)elem;
+    for (int32_t d = 0; d < nd; d++) c.ds[d] = ost[d < axis ? d : d + 1];
+    kc_run(&c, a->num_threads);
+  }
+  return 0;
+}
+
+static int k_reverse_sequence(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, 2, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0], *lt = a->inputs[1];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  int32_t nd = in->ndim, sa, ba;
+  if (nd < 2 || out->ndim != nd) return shape_mismatch("the result");
+  if (norm_axis(gp_ops_attr_int(a->op, a->attrs, "seq_axis"), nd, &sa) != 0 ||
+      norm_axis(gp_ops_attr_int(a->op, a->attrs, "batch_axis"), nd, &ba) != 0)
+    return -1;
+  int lk;
+  if (gp_k_dtype_check(lt->dtype, "seq_lengths", &lk) != 0) return -1;
+  if (lt->ndim != 1 || lt->shape[0] != in->shape[ba]) return shape_mismatch("seq_lengths");
+  int64_t n = gp_k_numel(out);
+  if (n == 0) return 0;
+  GPKView v, lv;
+  gp_k_view(in, &v);
+  gp_k_view(lt, &lv);
+  int64_t T = in->shape[sa];
+  for (int64_t b = 0; b < in->shape[ba]; b++) {
+    int64_t L = gp_k_load_i64(lv.data + b * lv.strides[0] * (int64_t)lv.elem, lk);
+    if (L < 0 || L > T) {
+      gp_error_set(GP_ERR_VALUE, "seq_lengths[%lld] = %lld is out of range [0, %lld]", (long long)b, (long long)L,
+                   (long long)T);
+      return -1;
+    }
+  }
+  int64_t idx[GP_K_MAX_RANK] = {0}, e = (int64_t)elem;
+  char *dst = out_data(out);
+  for (int64_t f = 0; f < n; f++, dst += e) {
+    int64_t L = gp_k_load_i64(lv.data + idx[ba] * lv.strides[0] * (int64_t)lv.elem, lk), off = 0;
+    for (int32_t d = 0; d < nd; d++) {
+      int64_t i = idx[d];
+      if (d == sa && i < L) i = L - 1 - i;
+      off += i * v.strides[d];
+    }
+    memcpy(dst, v.data + off * e, elem);
+    for (int32_t d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return 0;
+}
 /* ------------------------------------------------------------------------------------------ */
 
 void gp_kernels_register_transform(void) {
@@ -833,4 +1132,11 @@ void gp_kernels_register_transform(void) {
   gp_kernel_set("zeros", k_zeros);
   gp_kernel_set("ones", k_ones);
   gp_kernel_set("shape_of", k_shape_of);
+  gp_kernel_set("tile", k_tile);
+  gp_kernel_set("broadcast_to", k_broadcast_to);
+  gp_kernel_set("nn.pad", k_pad);
+  gp_kernel_set("nn.depth_to_space", k_depth_to_space);
+  gp_kernel_set("nn.space_to_depth", k_space_to_depth);
+  gp_kernel_set("stack", k_stack);
+  gp_kernel_set("reverse_sequence", k_reverse_sequence);
 }

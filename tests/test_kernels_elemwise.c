@@ -835,3 +835,96 @@ Test(kernels_reduce, large_int_axes) {
   EXPECT_F(r, F64, SH(50, 2), wd, 0);
   free(a), free(d);
 }
+
+/* ========================================================================================== */
+/* Trigonometric, rounding, sign and the predicates                                            */
+
+#define K_PI 3.14159265358979323846
+
+Test(kernels_elemwise, trig_and_hyperbolic_f32_f64) {
+  EXPECT_F(RUN("sin", NOKV, mk(F32, SH(3), F32S(0, 1.5707964f, -1)), NULL), F32, SH(3), F64S(0, 1, sin(-1.0)), 1e-6);
+  EXPECT_F(RUN("cos", NOKV, mk(F64, SH(2), F64S(0, K_PI)), NULL), F64, SH(2), F64S(1, -1), 1e-15);
+  EXPECT_F(RUN("tan", NOKV, mk(F64, SH(2), F64S(0, K_PI / 4)), NULL), F64, SH(2), F64S(0, 1), 1e-15);
+  EXPECT_F(RUN("asin", NOKV, mk(F32, SH(3), F32S(1, 0, 2)), NULL), F32, SH(3), F64S(K_PI / 2, 0, NAN), 1e-6);
+  EXPECT_F(RUN("acos", NOKV, mk(F64, SH(2), F64S(1, -1)), NULL), F64, SH(2), F64S(0, K_PI), 1e-15);
+  EXPECT_F(RUN("atan", NOKV, mk(F64, SH(3), F64S(1, INFINITY, -INFINITY)), NULL), F64, SH(3),
+           F64S(K_PI / 4, K_PI / 2, -K_PI / 2), 1e-15);
+  EXPECT_F(RUN("sinh", NOKV, mk(F64, SH(2), F64S(0, 1)), NULL), F64, SH(2), F64S(0, sinh(1.0)), 1e-15);
+  EXPECT_F(RUN("cosh", NOKV, mk(F32, SH(2), F32S(0, 100)), NULL), F32, SH(2), F64S(1, INFINITY), 1e-6);
+  EXPECT_F(RUN("asinh", NOKV, mk(F64, SH(2), F64S(0, -1)), NULL), F64, SH(2), F64S(0, asinh(-1.0)), 1e-15);
+  EXPECT_F(RUN("acosh", NOKV, mk(F64, SH(3), F64S(1, 2, 0.5)), NULL), F64, SH(3), F64S(0, acosh(2.0), NAN), 1e-15);
+  EXPECT_F(RUN("atanh", NOKV, mk(F64, SH(3), F64S(0, 1, -1)), NULL), F64, SH(3), F64S(0, INFINITY, -INFINITY), 0);
+  EXPECT_F(RUN("erf", NOKV, mk(F64, SH(4), F64S(0, 1, -INFINITY, NAN)), NULL), F64, SH(4),
+           F64S(0, 0.8427007929497149, -1, NAN), 1e-15);
+  /* float16 computes in float32: sin(0.5) = 0.4794 -> 0x37AC */
+  EXPECT_H(RUN("sin", NOKV, mk(F16, SH(1), U16S(0x3800)), NULL), SH(1), U16S(0x37AC));
+}
+
+Test(kernels_elemwise, rounding_half_to_even_and_signed_zero) {
+  EXPECT_F(RUN("round", NOKV, mk(F32, SH(8), F32S(0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f, -2.6f, 1e20f)), NULL), F32,
+           SH(8), F64S(0, 2, 2, -0.0, -2, 2, -3, 1e20), 1e-7);
+  GPTensor *r = RUN("round", NOKV, mk(F64, SH(2), F64S(-0.5, 0.49999999999999994)), NULL);
+  cr_assert(signbit(gp_tensor_get_f64(r, 0)) && gp_tensor_get_f64(r, 0) == 0, "round(-0.5) is -0");
+  EXPECT_F(r, F64, SH(2), F64S(0, 0), 0);
+  EXPECT_F(RUN("floor", NOKV, mk(F64, SH(5), F64S(-1.5, 1.5, -0.0, INFINITY, NAN)), NULL), F64, SH(5),
+           F64S(-2, 1, 0, INFINITY, NAN), 0);
+  EXPECT_F(RUN("ceil", NOKV, mk(F32, SH(3), F32S(-1.5f, 1.2f, -0.2f)), NULL), F32, SH(3), F64S(-1, 2, 0), 0);
+  r = RUN("ceil", NOKV, mk(F32, SH(1), F32S(-0.2f)), NULL);
+  cr_assert(signbit(gp_tensor_get_f64(r, 0)), "ceil(-0.2) is -0");
+  gp_release(r);
+  EXPECT_F(RUN("trunc", NOKV, mk(F64, SH(3), F64S(-1.7, 1.7, 0)), NULL), F64, SH(3), F64S(-1, 1, 0), 0);
+  /* float16: 2.5 (0x4100) -> 2 (0x4000); -1.5 (0xBE00) -> -2 (0xC000) */
+  EXPECT_H(RUN("round", NOKV, mk(F16, SH(2), U16S(0x4100, 0xBE00)), NULL), SH(2), U16S(0x4000, 0xC000));
+}
+
+Test(kernels_elemwise, sign_all_dtypes) {
+  GPTensor *r = RUN("sign", NOKV, mk(F32, SH(6), F32S(-3, 0, -0.0f, 2, NAN, -INFINITY)), NULL);
+  cr_assert(signbit(gp_tensor_get_f64(r, 2)), "sign(-0) is -0");
+  EXPECT_F(r, F32, SH(6), F64S(-1, 0, 0, 1, NAN, -1), 0);
+  EXPECT_I(RUN("sign", NOKV, mk(I8, SH(3), I8S(-128, 0, 127)), NULL), I8, SH(3), I64S(-1, 0, 1));
+  EXPECT_I(RUN("sign", NOKV, mk(I64, SH(2), I64S(INT64_MIN, 5)), NULL), I64, SH(2), I64S(-1, 1));
+  EXPECT_I(RUN("sign", NOKV, mk(U8, SH(2), U8S(0, 200)), NULL), U8, SH(2), I64S(0, 1));
+  EXPECT_I(RUN("sign", NOKV, mk(BOOL, SH(2), U8S(0, 1)), NULL), BOOL, SH(2), I64S(0, 1));
+}
+
+Test(kernels_elemwise, int_rounding_identity_and_trig_saturate) {
+  EXPECT_I(RUN("floor", NOKV, mk(I32, SH(2), I32S(INT32_MIN, 7)), NULL), I32, SH(2), I64S(INT32_MIN, 7));
+  EXPECT_I(RUN("ceil", NOKV, mk(U8, SH(1), U8S(255)), NULL), U8, SH(1), I64S(255));
+  EXPECT_I(RUN("round", NOKV, mk(I64, SH(1), I64S(INT64_MAX)), NULL), I64, SH(1), I64S(INT64_MAX));
+  EXPECT_I(RUN("trunc", NOKV, mk(I16, SH(1), I16S(-5)), NULL), I16, SH(1), I64S(-5));
+  /* computed in double, truncated and saturated: cosh(100) -> INT32_MAX, acosh(0) NaN -> 0 */
+  EXPECT_I(RUN("cosh", NOKV, mk(I32, SH(1), I32S(100)), NULL), I32, SH(1), I64S(INT32_MAX));
+  EXPECT_I(RUN("acosh", NOKV, mk(I32, SH(1), I32S(0)), NULL), I32, SH(1), I64S(0));
+  EXPECT_I(RUN("erf", NOKV, mk(I8, SH(3), I8S(-5, 0, 5)), NULL), I8, SH(3), I64S(0, 0, 0)); /* +-0.99.. truncate */
+  EXPECT_I(RUN("sinh", NOKV, mk(I8, SH(2), I8S(3, -100)), NULL), I8, SH(2), I64S(10, -128));
+}
+
+Test(kernels_elemwise, predicates_nan_inf_finite) {
+#define A mk(F32, SH(6), F32S(0, -0.0f, NAN, INFINITY, -INFINITY, 3e38f))
+  EXPECT_I(RUN("isnan", NOKV, A, NULL), BOOL, SH(6), I64S(0, 0, 1, 0, 0, 0));
+  EXPECT_I(RUN("isinf", NOKV, A, NULL), BOOL, SH(6), I64S(0, 0, 0, 1, 1, 0));
+  EXPECT_I(RUN("isfinite", NOKV, A, NULL), BOOL, SH(6), I64S(1, 1, 0, 0, 0, 1));
+#undef A
+  /* float16: 0x7C00 inf, 0xFE00 NaN, 0x7BFF max finite */
+  EXPECT_I(RUN("isinf", NOKV, mk(F16, SH(3), U16S(0x7C00, 0xFE00, 0x7BFF)), NULL), BOOL, SH(3), I64S(1, 0, 0));
+  EXPECT_I(RUN("isnan", NOKV, mk(F64, SH(2), F64S(NAN, 1)), NULL), BOOL, SH(2), I64S(1, 0));
+  EXPECT_I(RUN("isnan", NOKV, mk(I32, SH(2), I32S(1, 2)), NULL), BOOL, SH(2), I64S(0, 0));
+  EXPECT_I(RUN("isfinite", NOKV, mk(U8, SH(1), U8S(1)), NULL), BOOL, SH(1), I64S(1));
+  /* rank 0, empty and strided */
+  EXPECT_I(RUN("isinf", NOKV, mk(F64, S0, F64S(-INFINITY)), NULL), BOOL, S0, I64S(1));
+  GPTensor *r = RUN("isnan", NOKV, mk(F32, SH(0, 2), NULL), NULL);
+  expect_shape_at(r, BOOL, SH(0, 2), __LINE__);
+  gp_release(r);
+  double buf[4] = {NAN, 1, 2, NAN};
+  EXPECT_I(RUN("isnan", NOKV, mk_strided(F64, SH(2), DIMS(3), buf, sizeof buf, 0), NULL), BOOL, SH(2), I64S(1, 1));
+}
+
+Test(kernels_elemwise, new_unary_strided_and_empty) {
+  float buf[6] = {0.5f, 9, 1.5f, 9, 2.5f, 9};
+  GPTensor *v = mk_strided(F32, SH(3), DIMS(2), buf, sizeof buf, 0);
+  EXPECT_F(RUN("round", NOKV, gp_retain(v), NULL), F32, SH(3), F64S(0, 2, 2), 0);
+  EXPECT_F(RUN("floor", NOKV, v, NULL), F32, SH(3), F64S(0, 1, 2), 0);
+  GPTensor *r = RUN("atan", NOKV, mk(F64, SH(0), NULL), NULL);
+  expect_shape_at(r, F64, SH(0), __LINE__);
+  gp_release(r);
+}

@@ -1142,3 +1142,103 @@ Test(ktransform, shape_of_text_round_trip) {
   gp_release(t);
   gp_release(m);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* tile, broadcast_to, nn.pad, depth_to_space / space_to_depth, stack, reverse_sequence        */
+
+Test(ktransform, tile_reps_and_rank_extension) {
+  GPTensor *x = mkf(SHAPE(2, 2), FLOATS(1, 2, 3, 4));
+  expect_f32(eval1("tile", x, KVS(KV("reps", INTS(1, 2)))), SHAPE(2, 4), FLOATS(1, 2, 1, 2, 3, 4, 3, 4));
+  expect_f32(eval1("tile", x, KVS(KV("reps", INTS(2, 1, 1)))), SHAPE(2, 2, 2), FLOATS(1, 2, 3, 4, 1, 2, 3, 4));
+  expect_f32(eval1("tile", x, KVS(KV("reps", INTS(2)))), SHAPE(2, 4), FLOATS(1, 2, 1, 2, 3, 4, 3, 4));
+  GPTensor *y = eval1("tile", x, KVS(KV("reps", INTS(0, 3))));
+  expect_shape(y, GP_DT_F32, SHAPE(0, 6));
+  gp_release(y);
+  gp_release(x);
+  GPTensor *xs = mk_strided(GP_DT_F32, SHAPE(2, 2), DIMS(1, 2), 0, FLOATS(1, 2, 3, 4));
+  expect_f32(eval1("tile", xs, KVS(KV("reps", INTS(2, 1)))), SHAPE(4, 2), FLOATS(1, 2, 3, 4, 1, 2, 3, 4));
+  gp_release(xs);
+}
+
+Test(ktransform, broadcast_to_values) {
+  GPTensor *x = mkf(SHAPE(2, 1), FLOATS(1, 2));
+  expect_f32(eval1("broadcast_to", x, KVS(KV("shape", INTS(2, 2, 3)))), SHAPE(2, 2, 3),
+             FLOATS(1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2));
+  GPTensor *s = mkf(0, NULL, FLOATS(7));
+  expect_f32(eval1("broadcast_to", s, KVS(KV("shape", INTS(3)))), SHAPE(3), FLOATS(7, 7, 7));
+  GPTensor *ins[1] = {x};
+  eval_err("broadcast_to", 1, ins, KVS(KV("shape", INTS(3, 3))), GP_ERR_TYPE, "cannot broadcast");
+  gp_release(x), gp_release(s);
+}
+
+static GPTensor *eval_pad(GPTensor *x, float v, const KV *kv, int32_t nkv) {
+  GPTensor *pv = mkf(0, NULL, &v);
+  GPTensor *ins[2] = {x, pv};
+  GPTensor *y = eval1t("nn.pad", 2, ins, kv, nkv, 1);
+  gp_release(pv);
+  return y;
+}
+
+Test(ktransform, pad_modes) {
+  GPTensor *x = mkf(SHAPE(3), FLOATS(1, 2, 3));
+  expect_f32(eval_pad(x, 9, KVS(KV("pad_width", INTS(2, 1)))), SHAPE(6), FLOATS(9, 9, 1, 2, 3, 9));
+  expect_f32(eval_pad(x, 9, KVS(KV("pad_width", INTS(2, 1)), KV("pad_mode", gp_attr_str("edge")))), SHAPE(6),
+             FLOATS(1, 1, 1, 2, 3, 3));
+  expect_f32(eval_pad(x, 9, KVS(KV("pad_width", INTS(2, 2)), KV("pad_mode", gp_attr_str("reflect")))), SHAPE(7),
+             FLOATS(3, 2, 1, 2, 3, 2, 1));
+  expect_f32(eval_pad(x, 9, KVS(KV("pad_width", INTS(2, 1)), KV("pad_mode", gp_attr_str("wrap")))), SHAPE(6),
+             FLOATS(2, 3, 1, 2, 3, 1));
+  /* negative widths crop */
+  expect_f32(eval_pad(x, 9, KVS(KV("pad_width", INTS(-1, 1)))), SHAPE(3), FLOATS(2, 3, 9));
+  gp_release(x);
+  GPTensor *m = mkf(SHAPE(2, 2), FLOATS(1, 2, 3, 4));
+  expect_f32(eval_pad(m, 0, KVS(KV("pad_width", INTS(1, 0, 0, 1)))), SHAPE(3, 3), FLOATS(0, 0, 0, 1, 2, 0, 3, 4, 0));
+  expect_f32(eval_pad(m, 0, KVS(KV("pad_width", INTS(1, 0, 0, 1)), KV("pad_mode", gp_attr_str("edge")))), SHAPE(3, 3),
+             FLOATS(1, 2, 2, 1, 2, 2, 3, 4, 4));
+  gp_release(m);
+}
+
+Test(ktransform, depth_space_round_trip) {
+  /* (1, 4, 1, 1) DCR -> (1, 1, 2, 2): channel (i*2 + j) */
+  GPTensor *x = mkf(SHAPE(1, 4, 1, 1), FLOATS(0, 1, 2, 3));
+  expect_f32(eval1("nn.depth_to_space", x, KVS(KV("block_size", gp_attr_int(2)))), SHAPE(1, 1, 2, 2),
+             FLOATS(0, 1, 2, 3));
+  gp_release(x);
+  /* (1, 8, 1, 1): DCR channel (i*2+j)*2 + c; CRD c*4 + i*2 + j */
+  float v8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  x = mkf(SHAPE(1, 8, 1, 1), v8);
+  expect_f32(eval1("nn.depth_to_space", x, KVS(KV("block_size", gp_attr_int(2)))), SHAPE(1, 2, 2, 2),
+             FLOATS(0, 2, 4, 6, 1, 3, 5, 7));
+  expect_f32(eval1("nn.depth_to_space", x, KVS(KV("block_size", gp_attr_int(2)), KV("mode", gp_attr_str("CRD")))),
+             SHAPE(1, 2, 2, 2), FLOATS(0, 1, 2, 3, 4, 5, 6, 7));
+  GPTensor *y = eval1("nn.depth_to_space", x, KVS(KV("block_size", gp_attr_int(2))));
+  expect_f32(eval1("nn.space_to_depth", y, KVS(KV("block_size", gp_attr_int(2)))), SHAPE(1, 8, 1, 1), v8);
+  gp_release(y), gp_release(x);
+}
+
+Test(ktransform, stack_axes) {
+  GPTensor *a = mkf(SHAPE(2), FLOATS(1, 2)), *b = mkf(SHAPE(2), FLOATS(3, 4));
+  GPTensor *ins[2] = {a, b}, *out[1];
+  cr_assert_eq(eval_n("stack", 2, ins, true, NOKV, 1, out, 1), 1, "%s", gp_error_message());
+  expect_f32(out[0], SHAPE(2, 2), FLOATS(1, 2, 3, 4));
+  cr_assert_eq(eval_n("stack", 2, ins, true, KVS(KV("axis", gp_attr_int(-1))), 1, out, 1), 1, "%s", gp_error_message());
+  expect_f32(out[0], SHAPE(2, 2), FLOATS(1, 3, 2, 4));
+  gp_release(a), gp_release(b);
+}
+
+Test(ktransform, reverse_sequence_values_and_errors) {
+  GPTensor *x = mkf(SHAPE(2, 3), FLOATS(0, 1, 2, 3, 4, 5));
+  GPTensor *l = mk(GP_DT_I64, SHAPE(2), I64S(2, 3));
+  GPTensor *ins[2] = {x, l};
+  expect_f32(eval1t("reverse_sequence", 2, ins, NOKV, 1), SHAPE(2, 3), FLOATS(1, 0, 2, 5, 4, 3));
+  gp_release(l);
+  l = mk(GP_DT_I64, SHAPE(3), I64S(1, 2, 0));
+  ins[1] = l;
+  expect_f32(eval1t("reverse_sequence", 2, ins, KVS(KV("seq_axis", gp_attr_int(0)), KV("batch_axis", gp_attr_int(1))), 1),
+             SHAPE(2, 3), FLOATS(0, 4, 2, 3, 1, 5));
+  gp_release(l);
+  l = mk(GP_DT_I64, SHAPE(2), I64S(4, 1));
+  ins[1] = l;
+  eval_err("reverse_sequence", 2, ins, NOKV, GP_ERR_VALUE, "seq_lengths[0] = 4 is out of range [0, 3]");
+  gp_release(l), gp_release(x);
+}

@@ -8,136 +8,13 @@
 #define NKEYS(k) ((int32_t)GP_ARRAY_LEN(k))
 
 /* ------------------------------------------------------------------------------------------ */
-/* Spatial attributes shared by Conv and the pools                                            */
+/* Conv and the pools (1-d to 3-d, auto_pad, ONNX's ceil_mode): frontend/onnx/cv_nn.c           */
 
-typedef struct {
-  int32_t nsp;                 /* spatial dims */
-  int64_t kernel[3], stride[3], dilation[3];
-  int64_t pad[6];              /* begins then ends, ONNX order */
-} Window;
-
-/* Read kernel_shape (or `kernel` when the op takes it from a weight), strides, dilations, pads
- * and auto_pad for a rank-(2 + nsp) input x. */
-static int window_attrs(OxImporter *im, const OxNode *n, GPExpr *x, int32_t nsp, const int64_t *kernel, Window *w) {
-  memset(w, 0, sizeof *w);
-  w->nsp = nsp;
-  int32_t c;
-  const int64_t *v = ox_attr_ints(n, "kernel_shape", &c);
-  if (v) {
-    if (c != nsp) return ox_invalid("kernel_shape has %d values for %d spatial dims", (int)c, (int)nsp);
-    memcpy(w->kernel, v, (size_t)nsp * sizeof(int64_t));
-  } else if (kernel) {
-    memcpy(w->kernel, kernel, (size_t)nsp * sizeof(int64_t));
-  } else {
-    return ox_invalid("kernel_shape is required");
-  }
-  for (int32_t i = 0; i < nsp; i++) {
-    w->stride[i] = 1;
-    w->dilation[i] = 1;
-    if (w->kernel[i] < 1) return ox_invalid("kernel_shape[%d] is %lld", (int)i, (long long)w->kernel[i]);
-  }
-  if ((v = ox_attr_ints(n, "strides", &c))) {
-    if (c != nsp) return ox_invalid("strides has %d values for %d spatial dims", (int)c, (int)nsp);
-    memcpy(w->stride, v, (size_t)nsp * sizeof(int64_t));
-  }
-  if ((v = ox_attr_ints(n, "dilations", &c))) {
-    if (c != nsp) return ox_invalid("dilations has %d values for %d spatial dims", (int)c, (int)nsp);
-    memcpy(w->dilation, v, (size_t)nsp * sizeof(int64_t));
-  }
-  for (int32_t i = 0; i < nsp; i++)
-    if (w->stride[i] < 1 || w->dilation[i] < 1)
-      return ox_invalid("strides and dilations must be >= 1 (axis %d: %lld, %lld)", (int)i,
-                        (long long)w->stride[i], (long long)w->dilation[i]);
-  const char *ap = ox_attr_str(im, n, "auto_pad", "NOTSET");
-  if (strcmp(ap, "NOTSET") == 0) {
-    if ((v = ox_attr_ints(n, "pads", &c))) {
-      if (c != 2 * nsp) return ox_invalid("pads has %d values for %d spatial dims", (int)c, (int)nsp);
-      for (int32_t i = 0; i < c; i++)
-        if (v[i] < 0) return ox_unsupported("negative pads (%lld)", (long long)v[i]);
-      memcpy(w->pad, v, (size_t)c * sizeof(int64_t));
-    }
-  } else if (strcmp(ap, "VALID") == 0) {
-    /* zeros */
-  } else if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
-    if (ox_static(x, "the input (auto_pad SAME_* needs its spatial shape)") != 0) return -1;
-    for (int32_t i = 0; i < nsp; i++) {
-      int64_t in = ox_shape(x)[2 + i];
-      int64_t out = (in + w->stride[i] - 1) / w->stride[i];
-      int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
-      int64_t total = (out - 1) * w->stride[i] + span - in;
-      if (total < 0) total = 0;
-      int64_t small = total / 2, big = total - small;
-      bool upper = ap[5] == 'U';
-      w->pad[i] = upper ? small : big;
-      w->pad[nsp + i] = upper ? big : small;
-    }
-  } else {
-    return ox_invalid("auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
-  }
-  return 0;
-}
-
-static int need_rank(GPExpr *x, int32_t lo, int32_t hi, const char *what) {
-  int32_t r = ox_rank(x);
-  if (r < lo || r > hi) {
-    if (r >= 2) return ox_unsupported("%s with %d spatial dims (input rank %d)", what, (int)(r - 2), (int)r);
-    return ox_invalid("%s needs an input of rank >= 3 (got %d)", what, (int)r);
-  }
-  return 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Conv                                                                                        */
-
-static int cv_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
-  GPExpr *x = ox_req(n, 0), *w = ox_req(n, 1), *b = ox_in(n, 2);
-  if (!x || !w) return -1;
-  if (need_rank(x, 4, 4, "Conv") != 0) return -1;
-  if (ox_rank(w) != 4) return ox_invalid("W has rank %d, X rank 4", (int)ox_rank(w));
-  Window win;
-  if (window_attrs(im, n, x, 2, ox_shape(w) + 2, &win) != 0) return -1;
-  int64_t group = ox_attr_int(n, "group", 1);
-  if (group < 1) return ox_invalid("group is %lld", (long long)group);
-  int64_t pad[4] = {win.pad[0], win.pad[1], win.pad[2], win.pad[3]};
-  const char *k[6] = {"strides", "padding", "dilation", "groups", "kernel_size", "channels"};
-  GPAttrValue v[6] = {gp_attr_ints(2, win.stride), gp_attr_ints(4, pad), gp_attr_ints(2, win.dilation),
-                      gp_attr_int(group), gp_attr_ints(2, win.kernel), gp_attr_int(ox_shape(w)[0])};
-  int32_t nk = ox_shape(w)[0] == GP_DIM_ANY ? 5 : 6; /* channels unknown: leave it None */
-  GPExpr *args[2] = {x, w};
-  GPExpr *y = ox_call(im, "nn.conv2d", 2, args, nk, k, v);
-  if (y && b) {
-    GPExpr *ba[2] = {y, b};
-    const char *bk[] = {"axis"};
-    GPAttrValue bv[] = {gp_attr_int(1)};
-    y = ox_call(im, "nn.bias_add", 2, ba, 1, bk, bv);
-  }
-  out[0] = y;
-  return y ? 0 : -1;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Pools                                                                                       */
-
-static int pool(OxImporter *im, const OxNode *n, GPExpr **out, bool is_max) {
-  GPExpr *x = ox_req(n, 0);
-  if (!x) return -1;
-  if (need_rank(x, 4, 4, n->op_type) != 0) return -1;
-  if (is_max && n->nout > 1 && *n->proto->output[1])
-    return ox_unsupported("the Indices output of MaxPool");
-  Window win;
-  if (window_attrs(im, n, x, 2, NULL, &win) != 0) return -1;
-  int64_t ceil_mode = ox_attr_int(n, "ceil_mode", 0);
-  int64_t pad[4] = {win.pad[0], win.pad[1], win.pad[2], win.pad[3]};
-  const char *k[] = {"pool_size", "strides", "dilation", "padding", "ceil_mode", "count_include_pad"};
-  GPAttrValue v[] = {gp_attr_ints(2, win.kernel), gp_attr_ints(2, win.stride), gp_attr_ints(2, win.dilation),
-                     gp_attr_ints(4, pad), gp_attr_bool(ceil_mode != 0),
-                     gp_attr_bool(ox_attr_int(n, "count_include_pad", 0) != 0)};
-  out[0] = ox_call(im, is_max ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &x, is_max ? 5 : 6, k, v);
-  return out[0] ? 0 : -1;
-}
-
-static int cv_max_pool(OxImporter *im, const OxNode *n, GPExpr **out) { return pool(im, n, out, true); }
-static int cv_avg_pool(OxImporter *im, const OxNode *n, GPExpr **out) { return pool(im, n, out, false); }
+int ox_nn_conv(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_average_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out);
+int ox_nn_batch_norm_training(OxImporter *im, const OxNode *n, GPExpr **out);
 
 static int cv_global_avg_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
@@ -169,13 +46,7 @@ static int cv_global_max_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
     out[0] = ox_call(im, "max", 1, &x, 2, k, v);
     return out[0] ? 0 : -1;
   }
-  if (r != 4) return ox_unsupported("GlobalMaxPool of rank %d", (int)r);
-  if (ox_static(x, "the input") != 0) return -1;
-  int64_t ks[2] = {ox_shape(x)[2], ox_shape(x)[3]};
-  const char *k[] = {"pool_size"};
-  GPAttrValue v[] = {gp_attr_ints(2, ks)};
-  out[0] = ox_call(im, "nn.max_pool2d", 1, &x, 1, k, v);
-  return out[0] ? 0 : -1;
+  return ox_nn_global_max_pool(im, n, out);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -212,7 +83,7 @@ static int cv_batch_norm(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *args[5];
   for (int32_t i = 0; i < 5; i++)
     if (!(args[i] = ox_req(n, i))) return -1;
-  if (ox_attr_int(n, "training_mode", 0)) return ox_unsupported("training_mode=1 (batch statistics)");
+  if (ox_attr_int(n, "training_mode", 0)) return ox_nn_batch_norm_training(im, n, out);
   if (n->opset < 7 && ox_attr_int(n, "spatial", 1) == 0) return ox_unsupported("spatial=0");
   for (int32_t i = 1; i < n->nout; i++)
     if (*n->proto->output[i]) return ox_unsupported("the training outputs of BatchNormalization (output %d)", (int)i);
@@ -241,6 +112,15 @@ static GPExpr *reshape_to(OxImporter *im, GPExpr *x, int32_t n, const int64_t *s
   return ox_call(im, "reshape", 1, &x, 1, k, v);
 }
 
+/* Reshape to a concrete shape (no Relay codes: a 0 is an empty dim, not a copy: allowzero). */
+static GPExpr *reshape_exact(OxImporter *im, GPExpr *x, int32_t n, const int64_t *shape) {
+  bool zero = false;
+  for (int32_t i = 0; i < n; i++) zero |= shape[i] == 0;
+  const char *k[] = {"newshape", "allowzero"};
+  GPAttrValue v[] = {gp_attr_ints(n, shape), gp_attr_bool(true)};
+  return ox_call(im, "reshape", 1, &x, zero ? 2 : 1, k, v);
+}
+
 /* Softmax before opset 13: the input is coerced to 2-d at `axis`. */
 static int cv_softmax_old(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
@@ -258,8 +138,8 @@ static int cv_softmax_old(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (ox_static(x, "the input") != 0) return -1;
   int64_t d[2] = {1, 1};
   for (int32_t i = 0; i < r; i++) d[i >= axis] *= ox_shape(x)[i];
-  GPExpr *y = ox_call(im, "nn.softmax", 1, (GPExpr *[]){reshape_to(im, x, 2, d)}, 1, k, v);
-  out[0] = y ? reshape_to(im, y, r, ox_shape(x)) : NULL;
+  GPExpr *y = ox_call(im, "nn.softmax", 1, (GPExpr *[]){reshape_exact(im, x, 2, d)}, 1, k, v);
+  out[0] = y ? reshape_exact(im, y, r, ox_shape(x)) : NULL;
   return out[0] ? 0 : -1;
 }
 
@@ -378,7 +258,7 @@ static int reshape_common(OxImporter *im, GPExpr *x, int32_t ns, const int64_t *
   } else if (prod != total) {
     return ox_invalid("cannot reshape %lld elements into a shape of %lld elements", (long long)total, (long long)prod);
   }
-  out[0] = reshape_to(im, x, ns, shape);
+  out[0] = reshape_exact(im, x, ns, shape);
   return out[0] ? 0 : -1;
 }
 
@@ -483,9 +363,9 @@ static int cv_identity(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 const OxConverter ox_cv_core[] = {
-    {"Conv", NULL, 1, cv_conv},
-    {"MaxPool", NULL, 1, cv_max_pool},
-    {"AveragePool", NULL, 1, cv_avg_pool},
+    {"Conv", NULL, 1, ox_nn_conv},
+    {"MaxPool", NULL, 1, ox_nn_max_pool},
+    {"AveragePool", NULL, 1, ox_nn_average_pool},
     {"GlobalAveragePool", NULL, 1, cv_global_avg_pool},
     {"GlobalMaxPool", NULL, 1, cv_global_max_pool},
     {"Gemm", NULL, 1, cv_gemm},

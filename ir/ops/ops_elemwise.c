@@ -21,7 +21,30 @@
   X("abs", "Elementwise absolute value.")             \
   X("sigmoid", "Elementwise logistic sigmoid.")       \
   X("tanh", "Elementwise hyperbolic tangent.")        \
-  X("nn.relu", "Rectified linear unit: max(x, 0).")
+  X("nn.relu", "Rectified linear unit: max(x, 0).")  \
+  X("sin", "Elementwise sine.")                       \
+  X("cos", "Elementwise cosine.")                     \
+  X("tan", "Elementwise tangent.")                    \
+  X("asin", "Elementwise arc sine.")                  \
+  X("acos", "Elementwise arc cosine.")                \
+  X("atan", "Elementwise arc tangent.")               \
+  X("sinh", "Elementwise hyperbolic sine.")           \
+  X("cosh", "Elementwise hyperbolic cosine.")         \
+  X("asinh", "Elementwise inverse hyperbolic sine.")  \
+  X("acosh", "Elementwise inverse hyperbolic cosine.") \
+  X("atanh", "Elementwise inverse hyperbolic tangent.") \
+  X("erf", "Elementwise Gauss error function.")       \
+  X("floor", "Elementwise floor (round toward -inf).") \
+  X("ceil", "Elementwise ceiling (round toward +inf).") \
+  X("round", "Elementwise rounding to nearest, ties to even.") \
+  X("trunc", "Elementwise truncation toward zero.")   \
+  X("sign", "Elementwise sign: -1, 0 or 1 (NaN and signed zeros kept).")
+
+/* Unary predicates whose result is bool of the argument's shape (TVM's IdentityCompRel). */
+#define GP_UNARY_PRED_OPS(X)                                  \
+  X("isnan", "Elementwise test for NaN (bool).")              \
+  X("isinf", "Elementwise test for +-inf (bool).")            \
+  X("isfinite", "Elementwise test for a finite value (bool).")
 
 static int broadcast_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
                          int32_t nargs, const GPType **out, void *user) {
@@ -41,6 +64,15 @@ static int identity_rel(const GPOp *op, const GPAttrs *attrs, const GPType *cons
   if (!d) return -1;
   *out = d;
   return 0;
+}
+
+static int identity_comp_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                             int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data");
+  if (!d) return -1;
+  return gp_ops_ret(GP_DT_BOOL, d->n, d->tensor.shape, out);
 }
 
 static int cast_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
@@ -80,6 +112,10 @@ void gp_ops_register_elemwise(void) {
   gp_ops_def(name, 1, GP_PATTERN_ELEMWISE, 0, NULL, 0, identity_rel, help);
   GP_UNARY_OPS(GP_DEF_UNARY)
 #undef GP_DEF_UNARY
+#define GP_DEF_PRED(name, help) \
+  gp_ops_def(name, 1, GP_PATTERN_ELEMWISE, 0, NULL, 0, identity_comp_rel, help);
+  GP_UNARY_PRED_OPS(GP_DEF_PRED)
+#undef GP_DEF_PRED
   gp_ops_def("nn.leaky_relu", 1, GP_PATTERN_ELEMWISE, 0, k_leaky_relu_attrs,
              (int32_t)GP_ARRAY_LEN(k_leaky_relu_attrs), identity_rel,
              "Leaky ReLU: x if x > 0 else alpha * x.");

@@ -2,6 +2,7 @@
  * lrn, batch_flatten, layer_norm, instance_norm, group_norm, l2_normalize. */
 #include "ir/ops/ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* An INTS attribute of two values (one value is replicated), each >= min. */
@@ -533,6 +534,399 @@ static int l2_normalize_rel(const GPOp *op, const GPAttrs *attrs, const GPType *
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* N-d variants: nn.conv1d / conv3d, nn.conv{1,2,3}d_transpose, nn.{max,avg}_pool{1,3}d.       */
+/* nd spatial axes named by k_spatial[nd] ("W", "HW", "DHW").                                  */
+
+static const char *const k_spatial[4] = {"", "W", "HW", "DHW"};
+
+/* An INTS attribute of nd values (one value is replicated), each >= min. */
+static int attr_nd(const GPOp *op, const GPAttrs *attrs, const char *key, int32_t nd, int64_t min,
+                   int64_t out[3]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(op, attrs, key, &n);
+  if (n != 1 && n != nd) {
+    gp_error_set(GP_ERR_TYPE, "%s %s must have 1 or %d values", key,
+                 n < 0 ? "None" : gp_ops_ints(n, v).s, (int)nd);
+    return -1;
+  }
+  for (int32_t i = 0; i < nd; i++) {
+    out[i] = v[n == 1 ? 0 : i];
+    if (out[i] < min) {
+      gp_error_set(GP_ERR_TYPE, "%s %s must be >= %lld", key, gp_ops_ints(n, v).s, (long long)min);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* A padding of 1 (all sides), nd (both sides of each axis) or 2 * nd (all begins, then all
+ * ends) values, each >= 0. */
+static int attr_pad_nd(const GPOp *op, const GPAttrs *attrs, const char *key, int32_t nd,
+                       int64_t pb[3], int64_t pe[3]) {
+  int32_t n;
+  const int64_t *v = gp_ops_attr_ints(op, attrs, key, &n);
+  if (n != 1 && n != nd && n != 2 * nd) {
+    gp_error_set(GP_ERR_TYPE, "%s %s must have 1, %d or %d values", key,
+                 n < 0 ? "None" : gp_ops_ints(n, v).s, (int)nd, (int)(2 * nd));
+    return -1;
+  }
+  for (int32_t i = 0; i < nd; i++) {
+    pb[i] = v[n == 1 ? 0 : i];
+    pe[i] = v[n == 1 ? 0 : n == nd ? i : nd + i];
+    if (pb[i] < 0 || pe[i] < 0) {
+      gp_error_set(GP_ERR_TYPE, "%s %s must be >= 0", key, gp_ops_ints(n, v).s);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static const int64_t k_one1[] = {1};
+static const int64_t k_zero1[] = {0};
+static const int64_t k_one3[] = {1, 1, 1};
+static const int64_t k_zero3[] = {0, 0, 0};
+
+#define CONV_ATTRS(one, zero, dl, kl)                                                            \
+  {                                                                                              \
+    GP_F_INTS("strides", one), GP_F_INTS("padding", zero), GP_F_INTS("dilation", one),           \
+        GP_F_INT("groups", 1), GP_F_NONE("channels", GP_ATTR_INT),                               \
+        GP_F_NONE("kernel_size", GP_ATTR_INTS), GP_F_STR("data_layout", dl),                     \
+        GP_F_STR("kernel_layout", kl), GP_F_STR("out_layout", ""), GP_F_DTYPE_VOID("out_dtype"), \
+  }
+static const GPAttrField k_conv1d_attrs[] = CONV_ATTRS(k_one1, k_zero1, "NCW", "OIW");
+static const GPAttrField k_conv3d_attrs[] = CONV_ATTRS(k_one3, k_zero3, "NCDHW", "OIDHW");
+
+/* TVM's Conv{1,2,3}DTransposeAttrs (kernel_layout's I is data's channels, O the output channels
+ * per group; TVM's Python API passes IOW / IOHW / IODHW) */
+#define CONVT_ATTRS(one, zero, dl, kl)                                                           \
+  {                                                                                              \
+    GP_F_NONE("channels", GP_ATTR_INT), GP_F_NONE("kernel_size", GP_ATTR_INTS),                  \
+        GP_F_INTS("strides", one), GP_F_INTS("output_padding", zero),                            \
+        GP_F_INTS("padding", zero), GP_F_INTS("dilation", one), GP_F_INT("groups", 1),           \
+        GP_F_STR("data_layout", dl), GP_F_STR("kernel_layout", kl), GP_F_STR("out_layout", ""),  \
+        GP_F_DTYPE_VOID("out_dtype"),                                                            \
+  }
+static const GPAttrField k_conv1d_transpose_attrs[] = CONVT_ATTRS(k_one1, k_zero1, "NCW", "OIW");
+static const GPAttrField k_conv2d_transpose_attrs[] = CONVT_ATTRS(k_one2, k_zero2, "NCHW", "OIHW");
+static const GPAttrField k_conv3d_transpose_attrs[] =
+    CONVT_ATTRS(k_one3, k_zero3, "NCDHW", "OIDHW");
+
+static int conv_nd_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, int32_t nd, bool transpose) {
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  const GPType *weight = data ? gp_ops_tensor(args, 1, "weight") : NULL;
+  if (!weight) return -1;
+  const char *sp = k_spatial[nd];
+  char dprim[8], kprim[8];
+  snprintf(dprim, sizeof dprim, "NC%s", sp);
+  snprintf(kprim, sizeof kprim, "OI%s", sp);
+  int64_t strides[3], dilation[3], pb[3], pe[3], opad[3] = {0, 0, 0};
+  if (attr_nd(op, attrs, "strides", nd, 1, strides) != 0 ||
+      attr_nd(op, attrs, "dilation", nd, 1, dilation) != 0 ||
+      attr_pad_nd(op, attrs, "padding", nd, pb, pe) != 0 ||
+      (transpose && attr_nd(op, attrs, "output_padding", nd, 0, opad) != 0))
+    return -1;
+  int64_t groups = gp_ops_attr_int(op, attrs, "groups");
+  if (groups < 1) {
+    gp_error_set(GP_ERR_TYPE, "groups %lld must be >= 1", (long long)groups);
+    return -1;
+  }
+  const char *out_layout_s = gp_ops_attr_str(op, attrs, "out_layout");
+  GPLayout dl, kl, ol;
+  if (gp_layout_parse(gp_ops_attr_str(op, attrs, "data_layout"), "data_layout", &dl) != 0 ||
+      gp_layout_require(&dl, dprim, false, "data_layout") != 0 ||
+      gp_layout_parse(gp_ops_attr_str(op, attrs, "kernel_layout"), "kernel_layout", &kl) != 0 ||
+      gp_layout_require(&kl, kprim, false, "kernel_layout") != 0 ||
+      gp_layout_parse(out_layout_s[0] ? out_layout_s : dl.text, "out_layout", &ol) != 0 ||
+      gp_layout_require(&ol, dprim, false, "out_layout") != 0)
+    return -1;
+  int64_t d[26], w[26];
+  if (gp_layout_to_primal(&dl, data, "data", d) != 0 ||
+      gp_layout_to_primal(&kl, weight, "weight", w) != 0)
+    return -1;
+  int32_t nks;
+  const int64_t *ks = gp_ops_attr_ints(op, attrs, "kernel_size", &nks);
+  if (nks >= 0) {
+    if (gp_ops_ints_check(ks, nks, nd, 1, "kernel_size") != 0) return -1;
+    for (int32_t i = 0; i < nd; i++)
+      if (w[P(sp[i])] != GP_DIM_ANY && w[P(sp[i])] != ks[i]) {
+        gp_error_set(GP_ERR_TYPE, "kernel_size %s does not match weight (shape %s) in layout %s",
+                     gp_ops_ints(nks, ks).s, gp_ops_shape(weight).s, kl.text);
+        return -1;
+      }
+  }
+  /* conv: weight (O, C / groups, k...); transpose: weight (C, O / groups, k...) */
+  int64_t win = transpose ? w[P('I')] : gp_ops_dim_mul(w[P('I')], groups);
+  int64_t channels = transpose ? gp_ops_dim_mul(w[P('O')], groups) : w[P('O')];
+  if (d[P('C')] != GP_DIM_ANY && win != GP_DIM_ANY && d[P('C')] != win) {
+    gp_error_set(GP_ERR_TYPE,
+                 "input channels %lld of data (shape %s) do not match weight (shape %s, layout %s) "
+                 "with groups %lld",
+                 (long long)d[P('C')], gp_ops_shape(data).s, gp_ops_shape(weight).s, kl.text,
+                 (long long)groups);
+    return -1;
+  }
+  if (!transpose && channels != GP_DIM_ANY && channels % groups != 0) {
+    gp_error_set(GP_ERR_TYPE, "output channels %lld of weight (shape %s) are not divisible by "
+                              "groups %lld",
+                 (long long)channels, gp_ops_shape(weight).s, (long long)groups);
+    return -1;
+  }
+  if (transpose && d[P('C')] != GP_DIM_ANY && d[P('C')] % groups != 0) {
+    gp_error_set(GP_ERR_TYPE, "input channels %lld of data (shape %s) are not divisible by "
+                              "groups %lld",
+                 (long long)d[P('C')], gp_ops_shape(data).s, (long long)groups);
+    return -1;
+  }
+  if (!gp_ops_attr_none(op, attrs, "channels")) {
+    int64_t c = gp_ops_attr_int(op, attrs, "channels");
+    if (channels != GP_DIM_ANY && channels != c) {
+      gp_error_set(GP_ERR_TYPE, "channels %lld does not match the %lld output channels of weight "
+                                "(shape %s) with groups %lld",
+                   (long long)c, (long long)channels, gp_ops_shape(weight).s, (long long)groups);
+      return -1;
+    }
+    channels = c;
+  }
+  static const char *const dim_names[3] = {"depth", "height", "width"};
+  int64_t o[26];
+  for (int i = 0; i < 26; i++) o[i] = -2;
+  o[P('N')] = d[P('N')];
+  o[P('C')] = channels;
+  for (int32_t i = 0; i < nd; i++) {
+    int64_t in = d[P(sp[i])], k = w[P(sp[i])];
+    const char *dn = dim_names[3 - nd + i];
+    if (!transpose) {
+      if (window_out(in, pb[i] + pe[i], k, dilation[i], strides[i], false, dn, data,
+                     &o[P(sp[i])]) != 0)
+        return -1;
+      continue;
+    }
+    if (in == GP_DIM_ANY || k == GP_DIM_ANY) {
+      o[P(sp[i])] = GP_DIM_ANY;
+      continue;
+    }
+    int64_t v = (in - 1) * strides[i] - pb[i] - pe[i] + dilation[i] * (k - 1) + opad[i] + 1;
+    if (v < 1) {
+      gp_error_set(GP_ERR_TYPE, "the output %s %lld is empty: data (shape %s), weight (shape %s), "
+                                "padding %lld + %lld",
+                   dn, (long long)v, gp_ops_shape(data).s, gp_ops_shape(weight).s,
+                   (long long)pb[i], (long long)pe[i]);
+      return -1;
+    }
+    o[P(sp[i])] = v;
+  }
+  int64_t oshape[GP_LAYOUT_MAX];
+  if (gp_layout_from_primal(&ol, o, oshape) != 0) return -1;
+  DLDataType odt = gp_ops_attr_dtype(op, attrs, "out_dtype");
+  if (odt.bits == 0) odt = data->tensor.dtype;
+  return gp_ops_ret(odt, ol.n, oshape, out);
+}
+
+#define CONV_REL(name, nd, tr)                                                                   \
+  static int name(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs, \
+                  const GPType **out, void *user) {                                              \
+    GP_UNUSED(user);                                                                             \
+    return conv_nd_rel(op, attrs, args, nargs, out, nd, tr);                                     \
+  }
+CONV_REL(conv1d_rel, 1, false)
+CONV_REL(conv3d_rel, 3, false)
+CONV_REL(conv1d_transpose_rel, 1, true)
+CONV_REL(conv2d_transpose_rel, 2, true)
+CONV_REL(conv3d_transpose_rel, 3, true)
+
+#define MAX_POOL_ATTRS(one, zero, l)                                                             \
+  {                                                                                              \
+    GP_F_REQ("pool_size", GP_ATTR_INTS), GP_F_INTS("strides", one), GP_F_INTS("dilation", one),  \
+        GP_F_INTS("padding", zero), GP_F_STR("layout", l), GP_F_STR("out_layout", ""),           \
+        GP_F_BOOL("ceil_mode", 0),                                                               \
+  }
+#define AVG_POOL_ATTRS(one, zero, l)                                                             \
+  {                                                                                              \
+    GP_F_REQ("pool_size", GP_ATTR_INTS), GP_F_INTS("strides", one), GP_F_INTS("dilation", one),  \
+        GP_F_INTS("padding", zero), GP_F_STR("layout", l), GP_F_STR("out_layout", ""),           \
+        GP_F_BOOL("ceil_mode", 0), GP_F_BOOL("count_include_pad", 0),                            \
+  }
+static const GPAttrField k_max_pool1d_attrs[] = MAX_POOL_ATTRS(k_one1, k_zero1, "NCW");
+static const GPAttrField k_avg_pool1d_attrs[] = AVG_POOL_ATTRS(k_one1, k_zero1, "NCW");
+static const GPAttrField k_max_pool3d_attrs[] = MAX_POOL_ATTRS(k_one3, k_zero3, "NCDHW");
+static const GPAttrField k_avg_pool3d_attrs[] = AVG_POOL_ATTRS(k_one3, k_zero3, "NCDHW");
+
+static int pool_nd_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, int32_t nd) {
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  const char *sp = k_spatial[nd];
+  GPLayout l;
+  if (gp_layout_parse(gp_ops_attr_str(op, attrs, "layout"), "layout", &l) != 0) return -1;
+  int32_t pos[3];
+  for (int32_t i = 0; i < nd; i++) {
+    pos[i] = gp_layout_index(&l, sp[i]);
+    if (pos[i] < 0 || gp_layout_index(&l, (char)(sp[i] - 'A' + 'a')) >= 0) {
+      gp_error_set(GP_ERR_TYPE, "layout \"%s\" must have the axes %s, which cannot be split", l.text,
+                   sp);
+      return -1;
+    }
+  }
+  if (data->n != l.n) {
+    gp_error_set(GP_ERR_TYPE, "data has rank %d (shape %s) but layout %s has %d axes", (int)data->n,
+                 gp_ops_shape(data).s, l.text, (int)l.n);
+    return -1;
+  }
+  int64_t pool[3], strides[3], dilation[3], pb[3], pe[3];
+  if (attr_nd(op, attrs, "pool_size", nd, 1, pool) != 0 ||
+      attr_nd(op, attrs, "strides", nd, 1, strides) != 0 ||
+      attr_nd(op, attrs, "dilation", nd, 1, dilation) != 0 ||
+      attr_pad_nd(op, attrs, "padding", nd, pb, pe) != 0)
+    return -1;
+  static const char *const dim_names[3] = {"depth", "height", "width"};
+  bool ceil_mode = gp_ops_attr_bool(op, attrs, "ceil_mode");
+  int64_t oshape[GP_OPS_MAX_RANK];
+  memcpy(oshape, data->tensor.shape, (size_t)data->n * sizeof(int64_t));
+  for (int32_t i = 0; i < nd; i++)
+    if (window_out(data->tensor.shape[pos[i]], pb[i] + pe[i], pool[i], dilation[i], strides[i],
+                   ceil_mode, dim_names[3 - nd + i], data, &oshape[pos[i]]) != 0)
+      return -1;
+  return gp_ops_ret(data->tensor.dtype, data->n, oshape, out);
+}
+
+static int pool1d_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return pool_nd_rel(op, attrs, args, nargs, out, 1);
+}
+
+static int pool3d_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return pool_nd_rel(op, attrs, args, nargs, out, 3);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.batch_matmul: x (B, M, K) [transpose_a: (B, K, M)], y (B, K, N) [transpose_b: (B, N, K)] */
+/* -> (B, M, N); a batch of 1 broadcasts.                                                      */
+
+static const GPAttrField k_batch_matmul_attrs[] = {
+    GP_F_DTYPE_VOID("out_dtype"),
+    GP_F_BOOL("transpose_a", 0),
+    GP_F_BOOL("transpose_b", 1),
+};
+
+static int batch_matmul_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                            int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *x = gp_ops_tensor(args, 0, "tensor_a");
+  const GPType *y = x ? gp_ops_tensor(args, 1, "tensor_b") : NULL;
+  if (!y) return -1;
+  if (x->n != 3 || y->n != 3) {
+    gp_error_set(GP_ERR_TYPE, "tensor_a (shape %s) and tensor_b (shape %s) must have rank 3",
+                 gp_ops_shape(x).s, gp_ops_shape(y).s);
+    return -1;
+  }
+  if (gp_ops_same_dtype(x, "tensor_a", y, "tensor_b") != 0) return -1;
+  bool ta = gp_ops_attr_bool(op, attrs, "transpose_a"), tb = gp_ops_attr_bool(op, attrs, "transpose_b");
+  const int64_t *xs = x->tensor.shape, *ys = y->tensor.shape;
+  int64_t b1 = xs[0], b2 = ys[0], M = ta ? xs[2] : xs[1], K1 = ta ? xs[1] : xs[2];
+  int64_t K2 = tb ? ys[2] : ys[1], N = tb ? ys[1] : ys[2];
+  if (K1 != GP_DIM_ANY && K2 != GP_DIM_ANY && K1 != K2) {
+    gp_error_set(GP_ERR_TYPE,
+                 "the reduction dims differ: %lld of tensor_a (shape %s, transpose_a %d) and %lld "
+                 "of tensor_b (shape %s, transpose_b %d)",
+                 (long long)K1, gp_ops_shape(x).s, (int)ta, (long long)K2, gp_ops_shape(y).s, (int)tb);
+    return -1;
+  }
+  int64_t b;
+  if (b1 == 1) b = b2;
+  else if (b2 == 1) b = b1;
+  else if (b1 == GP_DIM_ANY || b2 == GP_DIM_ANY) b = b1 == GP_DIM_ANY ? b2 : b1;
+  else if (b1 == b2) b = b1;
+  else {
+    gp_error_set(GP_ERR_TYPE, "batch dims %lld of tensor_a (shape %s) and %lld of tensor_b (shape "
+                              "%s) do not broadcast",
+                 (long long)b1, gp_ops_shape(x).s, (long long)b2, gp_ops_shape(y).s);
+    return -1;
+  }
+  int64_t oshape[3] = {b, M, N};
+  DLDataType odt = gp_ops_attr_dtype(op, attrs, "out_dtype");
+  if (odt.bits == 0) odt = x->tensor.dtype;
+  return gp_ops_ret(odt, 3, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.prelu: data >= 0 ? data : alpha[c] * data, c the index along axis                        */
+
+static const GPAttrField k_prelu_attrs[] = {GP_F_INT("axis", 1)};
+
+static int prelu_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                     int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  const GPType *alpha = data ? gp_ops_tensor(args, 1, "alpha") : NULL;
+  int32_t axis;
+  if (!alpha || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0 ||
+      check_channel_vec(data, axis, alpha, "alpha") != 0)
+    return -1;
+  *out = data;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.nll_loss(predictions (N, C, d...), targets (N, d...), weights (C)): TVM's NLLLossRel      */
+
+static const GPAttrField k_nll_loss_attrs[] = {
+    GP_F_STR("reduction", "mean"),
+    GP_F_INT("ignore_index", -100),
+};
+
+static int nll_loss_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 3) != 0) return -1;
+  const GPType *p = gp_ops_tensor(args, 0, "predictions");
+  const GPType *t = p ? gp_ops_tensor(args, 1, "targets") : NULL;
+  const GPType *w = t ? gp_ops_tensor(args, 2, "weights") : NULL;
+  if (!w) return -1;
+  if (p->n < 2 || t->n != p->n - 1 || w->n != 1) {
+    gp_error_set(GP_ERR_TYPE,
+                 "predictions (shape %s) must be (N, C, d...), targets (shape %s) (N, d...) and "
+                 "weights (shape %s) (C)",
+                 gp_ops_shape(p).s, gp_ops_shape(t).s, gp_ops_shape(w).s);
+    return -1;
+  }
+  const int64_t *ps = p->tensor.shape, *ts = t->tensor.shape;
+  for (int32_t i = 0; i < t->n; i++) {
+    int64_t a = ps[i == 0 ? 0 : i + 1], b = ts[i];
+    if (a != GP_DIM_ANY && b != GP_DIM_ANY && a != b) {
+      gp_error_set(GP_ERR_TYPE, "targets (shape %s) do not match predictions (shape %s) without axis 1",
+                   gp_ops_shape(t).s, gp_ops_shape(p).s);
+      return -1;
+    }
+  }
+  if (ps[1] != GP_DIM_ANY && w->tensor.shape[0] != GP_DIM_ANY && ps[1] != w->tensor.shape[0]) {
+    gp_error_set(GP_ERR_TYPE, "weights (shape %s) must have the %lld classes of predictions (shape %s)",
+                 gp_ops_shape(w).s, (long long)ps[1], gp_ops_shape(p).s);
+    return -1;
+  }
+  if (gp_ops_same_dtype(p, "predictions", w, "weights") != 0) return -1;
+  DLDataType td = t->tensor.dtype;
+  if (td.code != kDLInt && td.code != kDLUInt) {
+    gp_error_set(GP_ERR_TYPE, "targets must be integers, got %s", gp_ops_dtype(td).s);
+    return -1;
+  }
+  const char *red = gp_ops_attr_str(op, attrs, "reduction");
+  if (!strcmp(red, "none")) return gp_ops_ret(p->tensor.dtype, t->n, ts, out);
+  if (strcmp(red, "mean") != 0 && strcmp(red, "sum") != 0) {
+    gp_error_set(GP_ERR_TYPE, "reduction \"%s\" must be \"mean\", \"sum\" or \"none\"", red);
+    return -1;
+  }
+  return gp_ops_ret(p->tensor.dtype, 0, NULL, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 #define N_ATTRS(a) ((int32_t)GP_ARRAY_LEN(a))
 
@@ -574,4 +968,39 @@ void gp_ops_register_nn(void) {
   gp_ops_def("nn.l2_normalize", 1, GP_PATTERN_OPAQUE, 0, k_l2_normalize_attrs,
              N_ATTRS(k_l2_normalize_attrs), l2_normalize_rel,
              "x / sqrt(max(sum(x * x, axis), eps)).");
+  gp_ops_def("nn.conv1d", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_conv1d_attrs,
+             N_ATTRS(k_conv1d_attrs), conv1d_rel, "1-d convolution (NCW/OIW).");
+  gp_ops_def("nn.conv3d", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_conv3d_attrs,
+             N_ATTRS(k_conv3d_attrs), conv3d_rel, "3-d convolution (NCDHW/OIDHW).");
+  gp_ops_def("nn.conv1d_transpose", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0,
+             k_conv1d_transpose_attrs, N_ATTRS(k_conv1d_transpose_attrs), conv1d_transpose_rel,
+             "1-d transposed convolution (NCW; weight IOW).");
+  gp_ops_def("nn.conv2d_transpose", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0,
+             k_conv2d_transpose_attrs, N_ATTRS(k_conv2d_transpose_attrs), conv2d_transpose_rel,
+             "2-d transposed convolution (NCHW; weight IOHW).");
+  gp_ops_def("nn.conv3d_transpose", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0,
+             k_conv3d_transpose_attrs, N_ATTRS(k_conv3d_transpose_attrs), conv3d_transpose_rel,
+             "3-d transposed convolution (NCDHW; weight IODHW).");
+  gp_ops_def("nn.batch_matmul", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_batch_matmul_attrs,
+             N_ATTRS(k_batch_matmul_attrs), batch_matmul_rel,
+             "Batched matrix product of rank-3 tensors (batch 1 broadcasts).");
+  gp_ops_def("nn.log_softmax", 1, GP_PATTERN_OPAQUE, 0, k_softmax_attrs, N_ATTRS(k_softmax_attrs),
+             softmax_rel, "log(softmax(x)) along axis.");
+  gp_ops_def("nn.max_pool1d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_max_pool1d_attrs,
+             N_ATTRS(k_max_pool1d_attrs), pool1d_rel, "1-d max pooling.");
+  gp_ops_def("nn.avg_pool1d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_avg_pool1d_attrs,
+             N_ATTRS(k_avg_pool1d_attrs), pool1d_rel, "1-d average pooling.");
+  gp_ops_def("nn.max_pool3d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_max_pool3d_attrs,
+             N_ATTRS(k_max_pool3d_attrs), pool3d_rel, "3-d max pooling.");
+  gp_ops_def("nn.avg_pool3d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_avg_pool3d_attrs,
+             N_ATTRS(k_avg_pool3d_attrs), pool3d_rel, "3-d average pooling.");
+  gp_ops_def("nn.global_max_pool2d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0,
+             k_global_pool2d_attrs, N_ATTRS(k_global_pool2d_attrs), global_pool2d_rel,
+             "2-d global max pooling.");
+  gp_ops_def("nn.prelu", 2, GP_PATTERN_BROADCAST, 0, k_prelu_attrs, N_ATTRS(k_prelu_attrs),
+             prelu_rel, "Parametric ReLU: alpha (a vector along axis) scales the negatives.");
+  gp_ops_def("nn.nll_loss", 3, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_nll_loss_attrs,
+             N_ATTRS(k_nll_loss_attrs), nll_loss_rel,
+             "Negative log likelihood loss: -predictions[n, targets[n, d...], d...] * "
+             "weights[target], reduced by reduction (mean divides by the summed weights).");
 }

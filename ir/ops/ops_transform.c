@@ -1,5 +1,6 @@
 /* ops_transform.c -- shape transforms: concatenate, reshape, transpose, expand_dims, squeeze,
- * full/zeros/ones, strided_slice, split, layout_transform, shape_of. */
+ * full/zeros/ones, strided_slice, split, layout_transform, shape_of, tile, broadcast_to, nn.pad,
+ * nn.depth_to_space, nn.space_to_depth, stack, reverse_sequence. */
 #include "ir/ops/ops.h"
 
 #include <stdint.h>
@@ -587,6 +588,298 @@ static int shape_of_rel(const GPOp *op, const GPAttrs *attrs, const GPType *cons
   return gp_ops_ret(dt, data->n ? 1 : 0, &rank, out);
 }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* tile, broadcast_to                                                                          */
+
+static const GPAttrField k_tile_attrs[] = {GP_F_REQ("reps", GP_ATTR_INTS)};
+
+/* TVM's TileRel: the shorter of data's shape and reps is padded with leading 1s. */
+static int tile_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                    const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n;
+  const int64_t *reps = gp_ops_attr_ints(op, attrs, "reps", &n);
+  if (n < 0) {
+    gp_error_set(GP_ERR_TYPE, "attribute reps is required");
+    return -1;
+  }
+  if (n > GP_OPS_MAX_RANK) {
+    gp_error_set(GP_ERR_TYPE, "reps %s has more than %d entries", gp_ops_ints(n, reps).s, GP_OPS_MAX_RANK);
+    return -1;
+  }
+  for (int32_t i = 0; i < n; i++)
+    if (reps[i] < 0) {
+      gp_error_set(GP_ERR_TYPE, "reps %s has a negative entry", gp_ops_ints(n, reps).s);
+      return -1;
+    }
+  int32_t nd = data->n, no = nd > n ? nd : n;
+  int64_t o[GP_OPS_MAX_RANK];
+  for (int32_t i = 0; i < no; i++) {
+    int32_t di = i - (no - nd), ri = i - (no - n);
+    int64_t d = di >= 0 ? data->tensor.shape[di] : 1, r = ri >= 0 ? reps[ri] : 1;
+    if (d != GP_DIM_ANY && __builtin_mul_overflow(d, r, &o[i])) {
+      gp_error_set(GP_ERR_TYPE, "reps %s overflows the shape of data %s", gp_ops_ints(n, reps).s,
+                   gp_ops_shape(data).s);
+      return -1;
+    }
+    if (d == GP_DIM_ANY) o[i] = GP_DIM_ANY;
+  }
+  return gp_ops_ret(data->tensor.dtype, no, o, out);
+}
+
+static const GPAttrField k_broadcast_to_attrs[] = {
+    GP_F_REQ("shape", GP_ATTR_INTS),
+    GP_F_DTYPE_VOID("dtype"),
+};
+
+static int broadcast_to_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                            int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t n;
+  const int64_t *shape;
+  if (init_shape(op, attrs, &n, &shape) != 0) return -1;
+  if (n < data->n) {
+    gp_error_set(GP_ERR_TYPE, "shape %s has fewer dims than data %s", gp_ops_ints(n, shape).s,
+                 gp_ops_shape(data).s);
+    return -1;
+  }
+  for (int32_t i = 0; i < data->n; i++) {
+    int64_t d = data->tensor.shape[i], s = shape[n - data->n + i];
+    if (d != GP_DIM_ANY && d != 1 && d != s) {
+      gp_error_set(GP_ERR_TYPE, "data %s cannot broadcast to shape %s", gp_ops_shape(data).s,
+                   gp_ops_ints(n, shape).s);
+      return -1;
+    }
+  }
+  return gp_ops_ret(data->tensor.dtype, n, shape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.pad                                                                                      */
+
+/* pad_width: TVM's Array<Array<Integer>> flattened, (before, after) per axis.  Negative widths
+ * crop (ONNX Pad allows them).  pad_mode: constant, edge, reflect (TVM), and wrap. */
+static const GPAttrField k_pad_attrs[] = {
+    GP_F_REQ("pad_width", GP_ATTR_INTS),
+    GP_F_STR("pad_mode", "constant"),
+};
+
+static int pad_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                   const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data"), *pv = gp_ops_tensor(args, 1, "pad_value");
+  if (!data || !pv) return -1;
+  if (pv->n != 0) {
+    gp_error_set(GP_ERR_TYPE, "pad_value must be a scalar, got %s", gp_ops_shape(pv).s);
+    return -1;
+  }
+  const char *mode = gp_ops_attr_str(op, attrs, "pad_mode");
+  bool constant = strcmp(mode, "constant") == 0;
+  if (!constant && strcmp(mode, "edge") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "wrap") != 0) {
+    gp_error_set(GP_ERR_TYPE, "pad_mode \"%s\" must be constant, edge, reflect or wrap", mode);
+    return -1;
+  }
+  int32_t n;
+  const int64_t *pw = gp_ops_attr_ints(op, attrs, "pad_width", &n);
+  if (n != 2 * data->n) {
+    gp_error_set(GP_ERR_TYPE, "pad_width %s must have a (before, after) pair per dim of data %s",
+                 gp_ops_ints(n < 0 ? 0 : n, pw).s, gp_ops_shape(data).s);
+    return -1;
+  }
+  int64_t o[GP_OPS_MAX_RANK];
+  for (int32_t i = 0; i < data->n; i++) {
+    int64_t d = data->tensor.shape[i], b = pw[2 * i], a = pw[2 * i + 1];
+    if (b < -((int64_t)1 << 40) || b > ((int64_t)1 << 40) || a < -((int64_t)1 << 40) || a > ((int64_t)1 << 40)) {
+      gp_error_set(GP_ERR_TYPE, "pad_width %s is out of range", gp_ops_ints(n, pw).s);
+      return -1;
+    }
+    if (d == GP_DIM_ANY) {
+      o[i] = GP_DIM_ANY;
+      continue;
+    }
+    if (d > ((int64_t)1 << 60) || d + a + b < 0 || (!constant && d == 0 && d + a + b > 0)) {
+      gp_error_set(GP_ERR_TYPE, "pad_width %s does not fit dim %d of data %s (mode %s)", gp_ops_ints(n, pw).s,
+                   (int)i, gp_ops_shape(data).s, mode);
+      return -1;
+    }
+    o[i] = d + a + b;
+  }
+  return gp_ops_ret(data->tensor.dtype, data->n, o, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.depth_to_space, nn.space_to_depth                                                        */
+
+static const GPAttrField k_subpixel_attrs[] = {
+    GP_F_INT("block_size", 1),
+    GP_F_STR("layout", "NCHW"),
+    GP_F_STR("mode", "DCR"),
+};
+
+static int subpixel_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, bool to_space) {
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  if (strcmp(gp_ops_attr_str(op, attrs, "layout"), "NCHW") != 0) {
+    gp_error_set(GP_ERR_TYPE, "layout \"%s\": only NCHW is supported", gp_ops_attr_str(op, attrs, "layout"));
+    return -1;
+  }
+  const char *mode = gp_ops_attr_str(op, attrs, "mode");
+  if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0) {
+    gp_error_set(GP_ERR_TYPE, "mode \"%s\" must be DCR or CRD", mode);
+    return -1;
+  }
+  int64_t b = gp_ops_attr_int(op, attrs, "block_size");
+  if (b < 1 || b > (1 << 20)) {
+    gp_error_set(GP_ERR_TYPE, "block_size %lld must be positive", (long long)b);
+    return -1;
+  }
+  if (data->n != 4) {
+    gp_error_set(GP_ERR_TYPE, "data must have rank 4 (NCHW), got %s", gp_ops_shape(data).s);
+    return -1;
+  }
+  const int64_t *s = data->tensor.shape;
+  int64_t o[4] = {s[0], s[1], s[2], s[3]};
+  if (to_space) {
+    if (s[1] != GP_DIM_ANY && s[1] % (b * b) != 0) {
+      gp_error_set(GP_ERR_TYPE, "the channels of data %s are not divisible by block_size^2 = %lld",
+                   gp_ops_shape(data).s, (long long)(b * b));
+      return -1;
+    }
+    o[1] = s[1] == GP_DIM_ANY ? GP_DIM_ANY : s[1] / (b * b);
+    for (int32_t i = 2; i < 4; i++)
+      if (s[i] != GP_DIM_ANY && __builtin_mul_overflow(s[i], b, &o[i])) {
+        gp_error_set(GP_ERR_TYPE, "block_size %lld overflows the shape of data %s", (long long)b, gp_ops_shape(data).s);
+        return -1;
+      }
+  } else {
+    if ((s[2] != GP_DIM_ANY && s[2] % b != 0) || (s[3] != GP_DIM_ANY && s[3] % b != 0)) {
+      gp_error_set(GP_ERR_TYPE, "the height and width of data %s are not divisible by block_size %lld",
+                   gp_ops_shape(data).s, (long long)b);
+      return -1;
+    }
+    if (s[1] != GP_DIM_ANY && __builtin_mul_overflow(s[1], b * b, &o[1])) {
+      gp_error_set(GP_ERR_TYPE, "block_size %lld overflows the shape of data %s", (long long)b, gp_ops_shape(data).s);
+      return -1;
+    }
+    o[2] = s[2] == GP_DIM_ANY ? GP_DIM_ANY : s[2] / b;
+    o[3] = s[3] == GP_DIM_ANY ? GP_DIM_ANY : s[3] / b;
+  }
+  return gp_ops_ret(data->tensor.dtype, 4, o, out);
+}
+
+static int depth_to_space_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                              int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return subpixel_rel(op, attrs, args, nargs, out, true);
+}
+
+static int space_to_depth_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                              int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return subpixel_rel(op, attrs, args, nargs, out, false);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* stack, reverse_sequence                                                                     */
+
+static const GPAttrField k_stack_attrs[] = {GP_F_INT("axis", 0)};
+
+static int stack_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                     const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *tup = args[0];
+  if (!tup || tup->kind != GP_TYPE_TUPLE || tup->n == 0) {
+    gp_error_set(GP_ERR_TYPE, "data must be a non-empty tuple of tensors, got %s", gp_ops_type(tup).s);
+    return -1;
+  }
+  char what[32];
+  const GPType *first = NULL;
+  int64_t o[GP_OPS_MAX_RANK];
+  for (int32_t i = 0; i < tup->n; i++) {
+    snprintf(what, sizeof what, "field %d of data", (int)i);
+    const GPType *t = gp_ops_tensor(tup->tuple.fields, i, what);
+    if (!t) return -1;
+    if (!first) {
+      first = t;
+      if (t->n + 1 > GP_OPS_MAX_RANK) {
+        gp_error_set(GP_ERR_TYPE, "the result would have rank > %d", GP_OPS_MAX_RANK);
+        return -1;
+      }
+      memcpy(o, t->tensor.shape, (size_t)t->n * sizeof(int64_t));
+      continue;
+    }
+    bool ok = t->n == first->n && gp_dtype_eq(t->tensor.dtype, first->tensor.dtype);
+    for (int32_t d = 0; ok && d < t->n; d++) {
+      int64_t v = t->tensor.shape[d];
+      if (v != GP_DIM_ANY && o[d] != GP_DIM_ANY && v != o[d]) ok = false;
+      if (o[d] == GP_DIM_ANY) o[d] = v;
+    }
+    if (!ok) {
+      gp_error_set(GP_ERR_TYPE, "all fields must have the same shape and dtype: field 0 is %s, field %d is %s",
+                   gp_ops_type(first).s, (int)i, gp_ops_type(t).s);
+      return -1;
+    }
+  }
+  int32_t nd = first->n;
+  int64_t axis = gp_ops_attr_int(op, attrs, "axis");
+  if (axis < -(int64_t)nd - 1 || axis > nd) {
+    gp_error_set(GP_ERR_TYPE, "axis %lld is out of range [%d, %d] for fields of shape %s", (long long)axis,
+                 -(int)nd - 1, (int)nd, gp_ops_shape(first).s);
+    return -1;
+  }
+  int32_t a = (int32_t)(axis < 0 ? axis + nd + 1 : axis);
+  memmove(o + a + 1, o + a, (size_t)(nd - a) * sizeof(int64_t));
+  o[a] = tup->n;
+  return gp_ops_ret(first->tensor.dtype, nd + 1, o, out);
+}
+
+static const GPAttrField k_reverse_sequence_attrs[] = {
+    GP_F_INT("seq_axis", 1),
+    GP_F_INT("batch_axis", 0),
+};
+
+static int reverse_sequence_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                                int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data"), *len = gp_ops_tensor(args, 1, "seq_lengths");
+  if (!data || !len) return -1;
+  DLDataType ld = len->tensor.dtype;
+  if (ld.code != kDLInt && !(ld.code == kDLUInt && ld.bits >= 8)) {
+    gp_error_set(GP_ERR_TYPE, "seq_lengths must have an integer dtype, got %s", gp_ops_dtype(ld).s);
+    return -1;
+  }
+  if (data->n < 2) {
+    gp_error_set(GP_ERR_TYPE, "data must have rank >= 2, got %s", gp_ops_shape(data).s);
+    return -1;
+  }
+  int32_t sa, ba;
+  if (gp_ops_axis(gp_ops_attr_int(op, attrs, "seq_axis"), data->n, "seq_axis", data, &sa) != 0 ||
+      gp_ops_axis(gp_ops_attr_int(op, attrs, "batch_axis"), data->n, "batch_axis", data, &ba) != 0)
+    return -1;
+  if (sa == ba) {
+    gp_error_set(GP_ERR_TYPE, "seq_axis and batch_axis are both %d", (int)sa);
+    return -1;
+  }
+  int64_t bdim = data->tensor.shape[ba];
+  if (len->n != 1 || (bdim != GP_DIM_ANY && len->tensor.shape[0] != GP_DIM_ANY && len->tensor.shape[0] != bdim)) {
+    gp_error_set(GP_ERR_TYPE, "seq_lengths %s must be 1-d with one entry per batch (data %s, batch_axis %d)",
+                 gp_ops_shape(len).s, gp_ops_shape(data).s, (int)ba);
+    return -1;
+  }
+  return gp_ops_ret(data->tensor.dtype, data->n, data->tensor.shape, out);
+}
 /* ------------------------------------------------------------------------------------------ */
 
 void gp_ops_register_transform(void) {
@@ -622,4 +915,19 @@ void gp_ops_register_transform(void) {
    * TNonComputational (TVM sets that flag on vm.shape_of only). */
   gp_ops_def("shape_of", 1, GP_PATTERN_OPAQUE, 0, k_shape_of_attrs, N_ATTRS(k_shape_of_attrs),
              shape_of_rel, "The shape of data as a 1-d tensor of dtype (rank-0 data: a scalar).");
+  gp_ops_def("tile", 1, GP_PATTERN_INJECTIVE, 0, k_tile_attrs, N_ATTRS(k_tile_attrs), tile_rel,
+             "Repeat data reps times along each axis.");
+  gp_ops_def("broadcast_to", 1, GP_PATTERN_BROADCAST, 0, k_broadcast_to_attrs, N_ATTRS(k_broadcast_to_attrs),
+             broadcast_to_rel, "Broadcast data to shape (numpy rules).");
+  gp_ops_def("nn.pad", 2, GP_PATTERN_INJECTIVE, 0, k_pad_attrs, N_ATTRS(k_pad_attrs), pad_rel,
+             "Pad data by pad_width (before, after per axis) with pad_value, or edge/reflect/wrap.");
+  gp_ops_def("nn.depth_to_space", 1, GP_PATTERN_INJECTIVE, 0, k_subpixel_attrs, N_ATTRS(k_subpixel_attrs),
+             depth_to_space_rel, "Rearrange channel blocks into spatial blocks (NCHW; mode DCR or CRD).");
+  gp_ops_def("nn.space_to_depth", 1, GP_PATTERN_INJECTIVE, 0, k_subpixel_attrs, N_ATTRS(k_subpixel_attrs),
+             space_to_depth_rel, "Rearrange spatial blocks into channels (NCHW).");
+  gp_ops_def("stack", 1, GP_PATTERN_INJECTIVE, 0, k_stack_attrs, N_ATTRS(k_stack_attrs), stack_rel,
+             "Stack a tuple of same-shaped tensors along a new axis.");
+  gp_ops_def("reverse_sequence", 2, GP_PATTERN_INJECTIVE, 0, k_reverse_sequence_attrs,
+             N_ATTRS(k_reverse_sequence_attrs), reverse_sequence_rel,
+             "Reverse the first seq_lengths[b] elements along seq_axis of each batch b.");
 }
