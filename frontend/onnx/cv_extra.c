@@ -1,11 +1,9 @@
 /* cv_extra.c -- ONNX converters for the ops outside the other tables:
- *   image: Resize, Upsample, GridSample, AffineGrid, RoiAlign, Col2Im, DeformConv, MaxUnpool;
+ *   image: Resize, Upsample, GridSample, AffineGrid, RoiAlign, DeformConv, MaxUnpool;
  *   quantization: QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked),
  *     DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv;
  *   signal: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix;
- *   sequence models: RNN, GRU, LSTM, LinearAttention, CausalConvWithState, RotaryEmbedding,
- *     SwiGLU;
- *   the rest: Einsum, NonMaxSuppression, BitCast, TfIdfVectorizer, Adagrad / Momentum / Adam
+ *   the rest: Einsum, Det, NonMaxSuppression, BitCast, TfIdfVectorizer, Adagrad / Momentum / Adam
  *     (ai.onnx.preview.training), Binarizer and TreeEnsemble (ai.onnx.ml).
  *
  * Resize maps to image.resize1d/2d/3d as TVM's from_onnx does when Relay's op computes the
@@ -15,8 +13,7 @@
  * scale), keep_aspect_ratio_policy, half_pixel_symmetric, antialias -- is computed as ONNX's
  * reference does it, one axis at a time: the interpolation is separable and linear, so each
  * axis is a matrix product with a (out x in) weight matrix built here (nn.dense on the axis
- * moved last).  The same idea (a fixed matrix through nn.dense) serves Col2Im, RoiAlign, DFT and
- * STFT.
+ * moved last).  The same idea (a fixed matrix through nn.dense) serves RoiAlign, DFT and STFT.
  *
  * The quantization ops decompose into Relay elementwise ops as TVM's qnn lowering does:
  * QuantizeLinear is clip(round(x / scale) + zero_point) cast to the output type; the integer
@@ -24,11 +21,10 @@
  * int32) and requantize in float32.
  *
  * Ops whose result shape depends on values (NonMaxSuppression) or whose structure does
- * (sequence_lens, RoiAlign's boxes, position_ids) read those inputs at import (ox_const) and are
- * unsupported when they are runtime values.  Recurrences (RNN/GRU/LSTM, LinearAttention) are
- * unrolled over the static sequence length.  A few converters use ops of the other groups
- * (round, max/min, greater/equal/where, scatter_elements, take); they check with have_op()
- * and report GP_ERR_UNSUPPORTED naming the op when it is missing. */
+ * (RoiAlign's boxes) read those inputs at import (ox_const) and are unsupported when they are
+ * runtime values.  A few converters use ops of the other groups (round, max/min, comparisons,
+ * scatter_elements); they check with have_op() and report GP_ERR_UNSUPPORTED naming the op
+ * when it is missing. */
 #include "frontend/onnx/onnx_impl.h"
 
 #include "eval/kernel.h"
@@ -1454,9 +1450,7 @@ static int cv_nms(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* RotaryEmbedding (opset 23), following the spec's reference: x as [B, S, H, D], the first
- * rotary_embedding_dim of D rotated by cos / sin (gathered by position_ids at import when those
- * are known, else through Relay's take). */
+/* Slices and concatenation shared by the converters below. */
 
 static GPExpr *slice_last(OxImporter *im, GPExpr *x, int64_t b, int64_t e, int64_t step) {
   int64_t ax = ox_rank(x) - 1;
@@ -1473,7 +1467,6 @@ static GPExpr *concat2(OxImporter *im, GPExpr *a, GPExpr *b, int64_t axis) {
   return t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL;
 }
 
-/* ------------------------------------------------------------------------------------------ */
 /* ------------------------------------------------------------------------------------------ */
 /* RoiAlign: with the rois and batch indices known at import, each output (avg) is a fixed
  * weighted sum of input pixels (ONNX's reference sampling), so the op is one nn.dense:
@@ -1582,15 +1575,7 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* RNN, GRU, LSTM: unrolled over the (static) sequence.  X @ W^T for all steps is one nn.dense;
- * each step adds H @ R^T (nn.dense) and applies the gates with Relay's elementwise ops.
- * sequence_lens (known at import) masks the steps past each batch entry's length: the state
- * stays, Y is 0 there. */
-
-typedef struct RnnAct {
-  const char *name;
-  double alpha, beta;
-} RnnAct;
+/* Stacking along a new axis. */
 
 static GPExpr *stack0(OxImporter *im, GPExpr **items, int64_t n, int64_t axis) {
   const char *ek[] = {"axis", "num_newaxis"};
@@ -1605,9 +1590,9 @@ static GPExpr *stack0(OxImporter *im, GPExpr **items, int64_t n, int64_t axis) {
   return t ? ox_call(im, "concatenate", 1, &t, 1, ck, cv) : NULL;
 }
 
-enum { K_RNN, K_GRU, K_LSTM };
-
 /* ------------------------------------------------------------------------------------------ */
+/* MaxUnpool, BitCast */
+
 /* MaxUnpool: zeros of the output shape with X written at the flat indices I (scatter_elements
  * on the flattened tensors). */
 static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
@@ -2155,6 +2140,52 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
   return y ? 0 : -1;
 }
 
+/* Det of [..., M, M] for M <= 4: the Leibniz sum over the M! permutations of products of
+ * elements (each element a strided_slice of the last two axes). */
+static int cv_det(OxImporter *im, const OxNode *n, GPExpr **out) {
+  GPExpr *x = ox_req(n, 0);
+  if (!x || ox_static(x, "X") != 0) return -1;
+  int32_t r = ox_rank(x);
+  const int64_t *xs = ox_type(x)->tensor.shape;
+  if (r < 2 || r > MAXR || xs[r - 1] != xs[r - 2]) return ox_invalid("X must be [..., M, M], got %s", gp_ops_shape(ox_type(x)).s);
+  if (!ox_is_float(ox_dtype(x))) return ox_unsupported("Det of %s", gp_ops_dtype(ox_dtype(x)).s);
+  int64_t M = xs[r - 1];
+  if (M < 1 || M > 4) return ox_unsupported("Det of %lld x %lld matrices (at most 4 x 4)", (long long)M, (long long)M);
+  GPExpr *el[16];
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < M; j++) {
+      int64_t b[2] = {i, j}, e[2] = {i + 1, j + 1}, a[2] = {r - 2, r - 1};
+      const char *keys[] = {"begin", "end", "axes"};
+      GPAttrValue vals[] = {gp_attr_ints(2, b), gp_attr_ints(2, e), gp_attr_ints(2, a)};
+      GPExpr *sl = ox_call(im, "strided_slice", 1, &x, 3, keys, vals);
+      if (!(el[i * M + j] = sl ? mk_reshape(im, sl, r - 2, xs) : NULL)) return -1;
+    }
+  /* permutations in lexicographic order with their signs */
+  int64_t perm[4] = {0, 1, 2, 3};
+  GPExpr *acc = NULL;
+  for (;;) {
+    int inv = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = i + 1; j < M; j++) inv += perm[i] > perm[j];
+    GPExpr *t = el[perm[0]];
+    for (int64_t i = 1; i < M && t; i++) t = ox_op2(im, "multiply", t, el[i * M + perm[i]]);
+    if (!t) return -1;
+    acc = !acc ? (inv % 2 ? ox_op1(im, "negative", t) : t) : ox_op2(im, inv % 2 ? "subtract" : "add", acc, t);
+    if (!acc) return -1;
+    /* next permutation */
+    int64_t k = M - 2;
+    while (k >= 0 && perm[k] > perm[k + 1]) k--;
+    if (k < 0) break;
+    int64_t l = M - 1;
+    while (perm[l] < perm[k]) l--;
+    int64_t tmp = perm[k];
+    perm[k] = perm[l], perm[l] = tmp;
+    for (int64_t a = k + 1, b = M - 1; a < b; a++, b--) tmp = perm[a], perm[a] = perm[b], perm[b] = tmp;
+  }
+  out[0] = acc;
+  return 0;
+}
+
 const OxConverter ox_cv_extra[] = {
     {"Resize", NULL, 10, cv_resize},
     {"Upsample", NULL, 7, cv_upsample},
@@ -2182,6 +2213,7 @@ const OxConverter ox_cv_extra[] = {
     {"Binarizer", "ai.onnx.ml", 1, cv_binarizer},
     {"TfIdfVectorizer", NULL, 9, cv_tfidf},
     {"TreeEnsemble", "ai.onnx.ml", 5, cv_tree_ensemble},
+    {"Det", NULL, 11, cv_det},
     {"Adagrad", "ai.onnx.preview.training", 1, cv_adagrad},
     {"Momentum", "ai.onnx.preview.training", 1, cv_momentum},
     {"Adam", "ai.onnx.preview.training", 1, cv_adam},
