@@ -179,26 +179,28 @@ int main(int argc, char **argv) {
                          ? call_pass("InferType", cur, ctx)
                          : gp_retain(cur);
       GPModule *out = NULL;
-      for (int r = 0; r < (only && strcmp(only, name) ? 1 : runs); r++) {
+      int reps = only && strcmp(only, name) ? 1 : runs;
+      for (int r = 0; r < reps; r++) {
         gp_release(out);
         double t0 = now_ms();
         out = call_pass(name, in, ctx);
         t[r] = now_ms() - t0;
       }
-      ms[p][nsizes] = median(t, runs);
+      ms[p][nsizes] = median(t, reps);
       gp_release(in);
       gp_release(cur);
       cur = out;
     }
     gp_release(cur);
-    for (int r = 0; r < runs; r++) {
+    int reps = only ? 1 : runs;
+    for (int r = 0; r < reps; r++) {
       double t0 = now_ms();
       GPModule *out = gp_run_pipeline(m, NULL, ctx);
       t[r] = now_ms() - t0;
       if (!out) die("default set");
       gp_release(out);
     }
-    ms[NPASS][nsizes] = median(t, runs);
+    ms[NPASS][nsizes] = median(t, reps);
     for (size_t p = 0; p <= NPASS; p++) ns[p][nsizes] = ms[p][nsizes] * 1e6 / (double)calls;
     sizes[nsizes++] = calls;
     gp_release(m);
