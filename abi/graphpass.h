@@ -219,6 +219,7 @@ typedef struct GPType {
   GPObject obj;          /* immortal */
   int32_t kind;          /* GPTypeKind */
   int32_t n;             /* tensor: ndim; tuple: fields; func: params */
+  /* shape, fields and params hold n entries and are never NULL (n == 0: no entries to read). */
   union {
     struct { DLDataType dtype; const int64_t *shape; } tensor;
     struct { const struct GPType *const *fields; } tuple;

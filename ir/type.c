@@ -142,11 +142,11 @@ static const GPType *intern(int32_t kind, int32_t n, DLDataType dt, const void *
   t->n = n;
   if (kind == GP_TYPE_TENSOR) {
     t->tensor.dtype = dt;
-    t->tensor.shape = n ? arr : NULL;
+    t->tensor.shape = arr; /* never NULL: memcpy(dst, shape, 0) is defined for rank 0 */
   } else if (kind == GP_TYPE_TUPLE) {
-    t->tuple.fields = n ? arr : NULL;
+    t->tuple.fields = arr;
   } else {
-    t->func.params = n ? arr : NULL;
+    t->func.params = arr;
     t->func.ret = ret;
   }
   table[i] = t;

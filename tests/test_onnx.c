@@ -365,6 +365,162 @@ Test(onnx, initializer_inputs_are_constants_and_multiple_outputs) {
   gp_release(m);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Control flow: If, Scan and Loop (subgraphs)                                                  */
+
+/* A GRAPH attribute holding md's nodes, inputs and outputs. */
+static Gponnx__AttributeProto *attr_g(const char *name, const Model *md) {
+  Gponnx__GraphProto *g = NEW(Gponnx__GraphProto, GPONNX__GRAPH_PROTO__INIT);
+  g->name = S(name);
+  g->n_node = (size_t)md->nn;
+  g->node = dup_init(md->nodes, sizeof md->nodes);
+  g->n_input = (size_t)md->ni;
+  g->input = dup_init(md->inputs, sizeof md->inputs);
+  g->n_output = (size_t)md->no;
+  g->output = dup_init(md->outputs, sizeof md->outputs);
+  g->n_initializer = (size_t)md->ninit;
+  g->initializer = dup_init(md->inits, sizeof md->inits);
+  Gponnx__AttributeProto *a = NEW(Gponnx__AttributeProto, GPONNX__ATTRIBUTE_PROTO__INIT);
+  a->name = S(name);
+  a->has_type = 1;
+  a->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+  a->g = g;
+  return a;
+}
+
+/* Evaluate @main of m on ins; outs[i] (nout of them) get float32 results (gp_release them). */
+static void run_main(GPModule *m, int32_t nin, GPTensor *const *ins, int32_t nout, GPTensor **outs) {
+  GPTensor **got;
+  int32_t ngot;
+  cr_assert_eq(gp_eval_function(m, "main", nin, ins, &got, &ngot, NULL), 0, "%s", gp_error_message());
+  cr_assert_eq(ngot, nout);
+  for (int32_t i = 0; i < ngot; i++) outs[i] = got[i];
+  gp_free(got);
+}
+
+static GPTensor *f32_tensor(int ndim, const int64_t *dims, const float *v) {
+  GPTensor *t = gp_tensor_alloc(GP_DT_F32, ndim, dims, true);
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= dims[i];
+  memcpy(t->dl.data, v, (size_t)n * sizeof(float));
+  return t;
+}
+
+Test(onnx, if_runtime_known_and_mismatched) {
+  static const int64_t d1[] = {1}, d3[] = {3};
+  /* Both branches define the name "r": each branch's names are its own. */
+  Model then_g = {0}, else_g = {0};
+  then_g.nodes[then_g.nn++] = node("Relu", "x", "r", NULL);
+  then_g.outputs[then_g.no++] = vi("r", 1, 1, d3, NULL);
+  else_g.nodes[else_g.nn++] = node("Neg", "x", "r", NULL);
+  else_g.outputs[else_g.no++] = vi("r", 1, 1, d3, NULL);
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("c", 9, 1, d1, NULL);
+  md.inputs[md.ni++] = vi("x", 1, 1, d3, NULL);
+  md.nodes[md.nn++] = node("If", "c", "y", attr_g("then_branch", &then_g), attr_g("else_branch", &else_g), NULL);
+  md.outputs[md.no++] = vi("y", 1, 1, d3, NULL);
+  expect(&md, NULL, "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), float32]) {"
+                    " %0 = reshape(%c, newshape=[]); if (%0) { nn.relu(%x) } else { negative(%x) } }");
+  /* Evaluated both ways. */
+  GPModule *m = import(&md, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  GPTensor *ins[2] = {gp_tensor_alloc(GP_DT_BOOL, 1, d1, true), f32_tensor(1, d3, (float[]){-1, 0, 2})}, *y;
+  for (int c = 0; c < 2; c++) {
+    *(uint8_t *)ins[0]->dl.data = (uint8_t)c;
+    run_main(m, 2, ins, 1, &y);
+    const float *v = y->dl.data;
+    if (c) cr_assert(v[0] == 0 && v[1] == 0 && v[2] == 2, "relu: %g %g %g", v[0], v[1], v[2]);
+    else cr_assert(v[0] == 1 && v[1] == 0 && v[2] == -2, "negative: %g %g %g", v[0], v[1], v[2]);
+    gp_release(y);
+  }
+  gp_release(m);
+  /* A condition known when importing selects its branch. */
+  *(uint8_t *)ins[0]->dl.data = 0;
+  GPOnnxOptions o = {.nvalues = 2, .values = ins};
+  expect(&md, &o, "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), float32]) { negative(%x) }");
+  /* Branches of different types with a runtime condition: unsupported, saying both. */
+  Model wide = {0};
+  wide.nodes[wide.nn++] = node("Concat", "x,x", "r", attr_i("axis", 0), NULL);
+  wide.outputs[wide.no++] = vi("r", 1, 1, (int64_t[]){6}, NULL);
+  md.nodes[0] = node("If", "c", "y", attr_g("then_branch", &then_g), attr_g("else_branch", &wide), NULL);
+  expect_error(&md, NULL, GP_ERR_UNSUPPORTED, "node 'y' (If, opset 13)", "Tensor[(3), float32]", "Tensor[(6), float32]",
+               NULL);
+  /* An error inside a branch names the branch and the inner node. */
+  Model bad = {0};
+  bad.nodes[bad.nn++] = node("Relu", "nowhere", "r", NULL);
+  bad.outputs[bad.no++] = vi("r", 1, 1, d3, NULL);
+  md.nodes[0] = node("If", "c", "y", attr_g("then_branch", &bad), attr_g("else_branch", &else_g), NULL);
+  expect_error(&md, NULL, GP_ERR_VALUE, "node 'y' (If, opset 13): then_branch: node 'r' (Relu", "'nowhere'", NULL);
+  gp_release(ins[0]);
+  gp_release(ins[1]);
+}
+
+Test(onnx, scan_unrolled) {
+  static const int64_t d2[] = {2}, d32[] = {3, 2};
+  Model body = {0};
+  body.inputs[body.ni++] = vi("sum_in", 1, 1, d2, NULL);
+  body.inputs[body.ni++] = vi("next", 1, 1, d2, NULL);
+  body.nodes[body.nn++] = node("Add", "sum_in,next", "sum_out", NULL);
+  body.nodes[body.nn++] = node("Identity", "sum_out", "scan_out", NULL);
+  body.outputs[body.no++] = vi("sum_out", 1, 1, d2, NULL);
+  body.outputs[body.no++] = vi("scan_out", 1, 1, d2, NULL);
+  for (int reverse = 0; reverse < 2; reverse++) {
+    Model md = {.opset = 11};
+    md.inputs[md.ni++] = vi("init", 1, 1, d2, NULL);
+    md.inputs[md.ni++] = vi("x", 1, 2, d32, NULL);
+    md.nodes[md.nn++] = node("Scan", "init,x", "y,z", attr_i("num_scan_inputs", 1), attr_g("body", &body),
+                             attr_ints("scan_input_directions", 1, (int64_t[]){reverse}), NULL);
+    md.outputs[md.no++] = vi("y", 1, 1, d2, NULL);
+    md.outputs[md.no++] = vi("z", 1, 2, d32, NULL);
+    GPModule *m = import(&md, NULL);
+    cr_assert(m, "%s", gp_error_message());
+    GPTensor *ins[2] = {f32_tensor(1, d2, (float[]){0, 0}), f32_tensor(2, d32, (float[]){1, 2, 3, 4, 5, 6})}, *o[2];
+    run_main(m, 2, ins, 2, o);
+    const float *y = o[0]->dl.data, *z = o[1]->dl.data;
+    cr_assert(y[0] == 9 && y[1] == 12, "%g %g", y[0], y[1]);
+    cr_assert_eq(o[1]->dl.ndim, 2);
+    cr_assert(o[1]->dl.shape[0] == 3 && o[1]->dl.shape[1] == 2);
+    const float fwd[6] = {1, 2, 4, 6, 9, 12}, rev[6] = {5, 6, 8, 10, 9, 12};
+    for (int i = 0; i < 6; i++) cr_assert_eq(z[i], reverse ? rev[i] : fwd[i], "z[%d] = %g", i, z[i]);
+    for (int i = 0; i < 2; i++) gp_release(o[i]), gp_release(ins[i]);
+    gp_release(m);
+  }
+}
+
+Test(onnx, loop_unrolled_and_unknown_trip_count) {
+  static const int64_t d1[] = {1}, d0[] = {0};
+  Model body = {0};
+  body.inputs[body.ni++] = vi("i", 7, 0, d0, NULL);
+  body.inputs[body.ni++] = vi("cond_in", 9, 0, d0, NULL);
+  body.inputs[body.ni++] = vi("acc_in", 1, 1, d1, NULL);
+  body.nodes[body.nn++] = node("Cast", "i", "fi", attr_i("to", 1), NULL);
+  body.nodes[body.nn++] = node("Add", "acc_in,fi", "acc_out", NULL);
+  body.nodes[body.nn++] = node("Identity", "cond_in", "cond_out", NULL);
+  body.nodes[body.nn++] = node("Identity", "acc_out", "each", NULL);
+  body.outputs[body.no++] = vi("cond_out", 9, 0, d0, NULL);
+  body.outputs[body.no++] = vi("acc_out", 1, 1, d1, NULL);
+  body.outputs[body.no++] = vi("each", 1, 1, d1, NULL);
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("n", 7, 0, d0, NULL);
+  md.inputs[md.ni++] = vi("a", 1, 1, d1, NULL);
+  md.nodes[md.nn++] = node("Loop", "n,,a", "acc,all", attr_g("body", &body), NULL);
+  md.outputs[md.no++] = vi("acc", 1, 1, d1, NULL);
+  md.outputs[md.no++] = vi("all", 1, 2, (int64_t[]){4, 1}, NULL);
+  expect_error(&md, NULL, GP_ERR_UNSUPPORTED, "node 'acc,all' (Loop, opset 13)", "trip count is not known", NULL);
+  GPTensor *ins[2] = {gp_tensor_alloc(GP_DT_I64, 0, NULL, true), f32_tensor(1, d1, (float[]){10})}, *o[2];
+  *(int64_t *)ins[0]->dl.data = 4;
+  GPOnnxOptions opt = {.nvalues = 2, .values = ins};
+  GPModule *m = import(&md, &opt);
+  cr_assert(m, "%s", gp_error_message());
+  run_main(m, 2, ins, 2, o);
+  cr_assert_eq(*(const float *)o[0]->dl.data, 16); /* 10 + 0 + 1 + 2 + 3 */
+  cr_assert(o[1]->dl.ndim == 2 && o[1]->dl.shape[0] == 4 && o[1]->dl.shape[1] == 1);
+  const float *all = o[1]->dl.data;
+  cr_assert(all[0] == 10 && all[1] == 11 && all[2] == 13 && all[3] == 16);
+  for (int i = 0; i < 2; i++) gp_release(o[i]), gp_release(ins[i]);
+  gp_release(m);
+}
+
 Test(onnx, errors_name_the_node_and_what) {
   Model md = {.opset = 13};
   md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);

@@ -3,6 +3,7 @@
 #include "frontend/onnx/onnx_impl.h"
 #include "eval/eval.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +21,14 @@ struct OxImporter {
   GPVec pool;       /* expressions made for the current node (owned references) */
   GPVec objects;    /* tensors handed to converters (owned until the end) */
   GPVec allocs;     /* ox_alloc blocks */
+  const Gponnx__ModelProto *model; /* opsets */
+  GPPtrMap tensors; /* TensorProto -> GPTensor (borrowed from objects): a subgraph converted
+                     * several times (an unrolled Scan or Loop) reads its tensors once */
+  int32_t depth;    /* subgraphs being converted (nesting) */
 };
+
+/* Subgraphs nest at most this deep (If inside Loop inside ...). */
+#define OX_MAX_SUBGRAPH_DEPTH 32
 
 /* ------------------------------------------------------------------------------------------ */
 /* Errors                                                                                      */
@@ -57,10 +65,14 @@ static GPExpr *pooled(OxImporter *im, GPExpr *e) {
   return e;
 }
 
-static void pool_release(OxImporter *im) {
-  for (size_t i = 0; i < im->pool.len; i++) gp_release(im->pool.items[i]);
-  im->pool.len = 0;
+/* Release the pool's expressions from index mark on (a subgraph's nodes release theirs while
+ * the node that holds the subgraph keeps its own). */
+static void pool_release_to(OxImporter *im, size_t mark) {
+  for (size_t i = mark; i < im->pool.len; i++) gp_release(im->pool.items[i]);
+  im->pool.len = mark;
 }
+
+static void pool_release(OxImporter *im) { pool_release_to(im, 0); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Inputs                                                                                      */
@@ -325,15 +337,23 @@ const float *ox_attr_floats(const OxNode *n, const char *name, int32_t *count) {
   return a ? a->floats : NULL;
 }
 
+/* The tensor of TensorProto tp, read once (its raw_data is taken over by the first read);
+ * borrowed (owned by im->objects). */
+static GPTensor *proto_tensor(OxImporter *im, Gponnx__TensorProto *tp) {
+  GPTensor *t = gp_map_get(&im->tensors, tp);
+  if (t) return t;
+  t = ox_tensor_from_proto(tp, im->base_dir);
+  if (!t) return NULL;
+  gp_vec_push(&im->objects, t);
+  gp_map_put(&im->tensors, tp, t);
+  return t;
+}
+
 GPTensor *ox_attr_tensor(OxImporter *im, const OxNode *n, const char *name) {
   const Gponnx__AttributeProto *a = typed_attr(n, name, GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
   if (!a || !a->t) return NULL;
-  GPTensor *t = ox_tensor_from_proto(a->t, im->base_dir);
-  if (!t) {
-    gp_error_prefix("attribute '%s'", name);
-    return NULL;
-  }
-  gp_vec_push(&im->objects, t);
+  GPTensor *t = proto_tensor(im, a->t);
+  if (!t) gp_error_prefix("attribute '%s'", name);
   return t;
 }
 
@@ -462,7 +482,7 @@ static char *cv_key(const char *domain, const char *op) {
 }
 
 static void cv_build(void) {
-  const OxConverter *const tables[] = {ox_cv_core, ox_cv_math, ox_cv_reduce, ox_cv_tensor, ox_cv_nn, ox_cv_extra};
+  const OxConverter *const tables[] = {ox_cv_core, ox_cv_math, ox_cv_reduce, ox_cv_tensor, ox_cv_nn, ox_cv_extra, ox_cv_control};
   size_t total = 0;
   for (size_t t = 0; t < GP_ARRAY_LEN(tables); t++)
     for (const OxConverter *c = tables[t]; c->op_type; c++) total++;
@@ -588,7 +608,9 @@ static const GPType *input_type(OxImporter *im, const Gponnx__ValueInfoProto *vi
   return gp_type_tensor(dt, ndim, dims);
 }
 
-static int convert_node(OxImporter *im, const Gponnx__ModelProto *m, const Gponnx__NodeProto *p, size_t index) {
+static int convert_node(OxImporter *im, const Gponnx__NodeProto *p, size_t index) {
+  const Gponnx__ModelProto *m = im->model;
+  size_t mark = im->pool.len;
   OxNode n = {.proto = p};
   n.op_type = p->op_type ? p->op_type : "";
   n.domain = norm_domain(p->domain);
@@ -653,13 +675,145 @@ static int convert_node(OxImporter *im, const Gponnx__ModelProto *m, const Gponn
     }
     gp_strmap_put(&im->values, oname, gp_retain(outs[i]));
   }
-  pool_release(im);
+  pool_release_to(im, mark);
   return 0;
 fail:
   gp_error_prefix("node '%s' (%s%s%s, opset %lld)", n.name, *n.domain ? n.domain : "", *n.domain ? "." : "",
                   n.op_type, (long long)n.opset);
-  pool_release(im);
+  pool_release_to(im, mark);
   return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Subgraphs                                                                                   */
+
+static const Gponnx__GraphProto *graph_attr(const OxNode *n, const char *attr) {
+  const Gponnx__AttributeProto *a = typed_attr(n, attr, GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+  if (!a) {
+    if (!attr_type_error) ox_invalid("the graph attribute '%s' is missing", attr);
+    return NULL;
+  }
+  if (!a->g) ox_invalid("attribute '%s' holds no graph", attr);
+  return a->g;
+}
+
+int ox_subgraph_arity(const OxNode *n, const char *attr, int32_t *nin, int32_t *nout) {
+  const Gponnx__GraphProto *g = graph_attr(n, attr);
+  if (!g) return -1;
+  if (g->n_input > INT32_MAX || g->n_output > INT32_MAX) return ox_invalid("attribute '%s': too many inputs", attr);
+  *nin = (int32_t)g->n_input;
+  *nout = (int32_t)g->n_output;
+  return 0;
+}
+
+size_t ox_subgraph_size(const OxNode *n, const char *attr) {
+  const Gponnx__AttributeProto *a = find_attr(n, attr);
+  return a && a->g ? a->g->n_node : 0;
+}
+
+/* The names a subgraph defines (inputs, initializers, node outputs), each with what it shadows
+ * of the enclosing scopes (an owned reference, or NULL). */
+typedef struct Shadow {
+  const char *name;
+  GPExpr *outer;
+} Shadow;
+
+int ox_subgraph(OxImporter *im, const OxNode *n, const char *attr, int32_t nbind, GPExpr *const *binds,
+                int32_t nout, GPExpr **out) {
+  const Gponnx__GraphProto *g = graph_attr(n, attr);
+  if (!g) return -1;
+  if ((size_t)nbind != g->n_input)
+    return ox_invalid("attribute '%s': the graph has %zu inputs, the op binds %d", attr, g->n_input, (int)nbind);
+  if ((size_t)nout != g->n_output)
+    return ox_invalid("attribute '%s': the graph has %zu outputs, the op needs %d", attr, g->n_output, (int)nout);
+  if (im->depth >= OX_MAX_SUBGRAPH_DEPTH)
+    return ox_unsupported("attribute '%s': subgraphs nested more than %d deep", attr, OX_MAX_SUBGRAPH_DEPTH);
+  bool saved_attr_error = attr_type_error;
+  size_t ndef = g->n_input + g->n_initializer;
+  for (size_t i = 0; i < g->n_node; i++) ndef += g->node[i]->n_output;
+  Shadow *sh = gp_calloc(ndef ? ndef : 1, sizeof *sh);
+  size_t k = 0;
+  for (size_t i = 0; i < g->n_input; i++) sh[k++].name = g->input[i]->name ? g->input[i]->name : "";
+  for (size_t i = 0; i < g->n_initializer; i++) sh[k++].name = g->initializer[i]->name ? g->initializer[i]->name : "";
+  for (size_t i = 0; i < g->n_node; i++)
+    for (size_t j = 0; j < g->node[i]->n_output; j++) sh[k++].name = g->node[i]->output[j];
+  assert(k == ndef);
+  for (size_t i = 0; i < ndef; i++)
+    if (*sh[i].name) sh[i].outer = gp_strmap_remove(&im->values, sh[i].name);
+  int rc = -1;
+  im->depth++;
+  for (size_t i = 0; i < g->n_input; i++) {
+    if (!*sh[i].name) {
+      ox_invalid("input %zu has no name", i);
+      goto done;
+    }
+    if (gp_strmap_has(&im->values, sh[i].name)) {
+      ox_invalid("input '%s' is defined twice", sh[i].name);
+      goto done;
+    }
+    gp_strmap_put(&im->values, sh[i].name, gp_retain(binds[i]));
+  }
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    const char *name = sh[g->n_input + i].name;
+    if (!*name || gp_strmap_has(&im->values, name)) {
+      ox_invalid("initializer %zu ('%s') has no name or is defined twice", i, name);
+      goto done;
+    }
+    GPTensor *t = proto_tensor(im, g->initializer[i]);
+    GPConstant *c = t ? gp_constant_new(t) : NULL;
+    if (!c) {
+      gp_error_prefix("initializer '%s'", name);
+      goto done;
+    }
+    gp_strmap_put(&im->values, name, c);
+  }
+  for (size_t i = 0; i < g->n_node; i++)
+    if (convert_node(im, g->node[i], i) != 0) goto done;
+  for (int32_t i = 0; i < nout; i++) {
+    const char *name = g->output[i]->name ? g->output[i]->name : "";
+    GPExpr *e = gp_strmap_get(&im->values, name);
+    if (!e) {
+      ox_invalid("output '%s' is not produced by any node, initializer or input", name);
+      goto done;
+    }
+    out[i] = pooled(im, gp_retain(e));
+  }
+  rc = 0;
+done:
+  im->depth--;
+  for (size_t i = 0; i < ndef; i++)
+    if (*sh[i].name) gp_release(gp_strmap_remove(&im->values, sh[i].name));
+  for (size_t i = 0; i < ndef; i++)
+    if (sh[i].outer) gp_strmap_put(&im->values, sh[i].name, sh[i].outer);
+  gp_free(sh);
+  if (rc != 0) gp_error_prefix("%s", attr);
+  attr_type_error = saved_attr_error;
+  return rc;
+}
+
+GPTensor *ox_try_const(OxImporter *im, GPExpr *e) {
+  if (!e) return NULL;
+  GPTensor *t = ox_const(im, e, "a value");
+  if (!t && gp_error_kind() == GP_ERR_UNSUPPORTED) gp_error_clear();
+  return t;
+}
+
+GPExpr *ox_if(OxImporter *im, GPExpr *cond, GPExpr *then_e, GPExpr *else_e) {
+  if (!cond || !then_e || !else_e) return NULL;
+  if (then_e->checked_type != else_e->checked_type) {
+    GPBuf a = {0}, b = {0};
+    gp_type_print(&a, then_e->checked_type);
+    gp_type_print(&b, else_e->checked_type);
+    ox_unsupported("the branches give different types (%s and %s) and the condition is not known when importing",
+                   a.data, b.data);
+    gp_buf_free(&a);
+    gp_buf_free(&b);
+    return NULL;
+  }
+  GPIf *f = gp_if_new(cond, then_e, else_e);
+  if (!f) return NULL;
+  f->base.checked_type = then_e->checked_type;
+  return pooled(im, &f->base);
 }
 
 static void importer_free(OxImporter *im) {
@@ -681,6 +835,7 @@ static void importer_free(OxImporter *im) {
   gp_vec_free(&im->objects);
   for (size_t i = 0; i < im->allocs.len; i++) gp_free(im->allocs.items[i]);
   gp_vec_free(&im->allocs);
+  gp_map_free(&im->tensors);
   gp_free(im->base_dir);
 }
 
@@ -742,7 +897,7 @@ static GPModule *import_model(OxImporter *im, Gponnx__ModelProto *m, const GPOnn
     if (known) gp_map_put(&im->var_known, v, known);
   }
   for (size_t i = 0; i < g->n_node; i++)
-    if (convert_node(im, m, g->node[i], i) != 0) goto out;
+    if (convert_node(im, g->node[i], i) != 0) goto out;
   if (g->n_output == 0) {
     gp_error_set(GP_ERR_VALUE, "the graph has no outputs");
     goto out;
@@ -798,7 +953,7 @@ GPModule *gp_onnx_import(const void *data, size_t len, const char *path, const G
     gp_error_set(GP_ERR_PARSE, "%s: not an ONNX model (protobuf parse failed: the file is malformed or truncated)", src);
     return NULL;
   }
-  OxImporter im = {.path = src};
+  OxImporter im = {.path = src, .model = m};
   im.base_dir = gp_strdup(src);
   char *slash = strrchr(im.base_dir, '/');
   if (slash) *slash = 0;

@@ -55,6 +55,7 @@ extern const OxConverter ox_cv_reduce[]; /* cv_reduce.c: reductions, arg max/min
 extern const OxConverter ox_cv_tensor[]; /* cv_tensor.c: shape ops, slice, gather, scatter, pad, ... */
 extern const OxConverter ox_cv_nn[];     /* cv_nn.c: conv/pool variants, matmul, norms, softmax family */
 extern const OxConverter ox_cv_extra[];  /* cv_extra.c: resize, image ops, quantization, the rest */
+extern const OxConverter ox_cv_control[]; /* cv_control.c: If, Scan, Loop */
 /* An (op_type, domain) pair may appear in one table only (the importer checks at start-up). */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -87,6 +88,28 @@ GPTensor *ox_const(OxImporter *im, GPExpr *e, const char *what);
 int ox_const_ints(OxImporter *im, GPExpr *e, const char *what, const int64_t **vals, int32_t *count);
 /* ox_const of a tensor with one element, as a double. */
 int ox_const_scalar(OxImporter *im, GPExpr *e, const char *what, double *v);
+
+/* ox_const without an error: NULL when e's value is not known when importing (only a
+ * GP_ERR_UNSUPPORTED is cleared; another error, e.g. a kernel's, stays pending). */
+GPTensor *ox_try_const(OxImporter *im, GPExpr *e);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Subgraphs (the GRAPH attributes of If, Loop and Scan)                                        */
+
+/* The input and output counts of n's GRAPH attribute `attr` (-1 + error when missing). */
+int ox_subgraph_arity(const OxNode *n, const char *attr, int32_t *nin, int32_t *nout);
+/* Its node count (0 when missing). */
+size_t ox_subgraph_size(const OxNode *n, const char *attr);
+/* Convert the graph of attribute `attr` in the current scope: its inputs bound to
+ * binds[0..nbind) (nbind must equal its input count), the enclosing graphs' names visible, its
+ * own names (inputs, initializers, node outputs) dropped afterwards, so the same graph can be
+ * converted again (an unrolled loop).  out[0..nout) get its outputs (borrowed; nout must equal
+ * its output count).  Errors are prefixed with the attribute's name (and the inner node's). */
+int ox_subgraph(OxImporter *im, const OxNode *n, const char *attr, int32_t nbind, GPExpr *const *binds,
+                int32_t nout, GPExpr **out);
+/* Relay's if (cond: a scalar bool); both branches must have the same type (GP_ERR_UNSUPPORTED
+ * naming both otherwise). */
+GPExpr *ox_if(OxImporter *im, GPExpr *cond, GPExpr *then_e, GPExpr *else_e);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Attributes (absent -> the default; present with the wrong type -> GP_ERR_VALUE)            */

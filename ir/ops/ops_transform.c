@@ -816,7 +816,7 @@ static int stack_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *
         gp_error_set(GP_ERR_TYPE, "the result would have rank > %d", GP_OPS_MAX_RANK);
         return -1;
       }
-      memcpy(o, t->tensor.shape, (size_t)t->n * sizeof(int64_t));
+      if (t->n) memcpy(o, t->tensor.shape, (size_t)t->n * sizeof(int64_t));
       continue;
     }
     bool ok = t->n == first->n && gp_dtype_eq(t->tensor.dtype, first->tensor.dtype);
