@@ -110,33 +110,15 @@ static int check_unroll(const OxNode *n, int64_t iterations) {
   return 0;
 }
 
-static int cv_scan8(OxImporter *im, const OxNode *n, GPExpr **out) {
-  (void)im, (void)n, (void)out;
-  return ox_unsupported("Scan of opset 8 (batched, with sequence_lens)");
-}
-
-static int cv_scan(OxImporter *im, const OxNode *n, GPExpr **out) {
-  int64_t m = ox_attr_int(n, "num_scan_inputs", -1);
-  int32_t bin, bout;
-  if (gp_error_kind() || ox_subgraph_arity(n, "body", &bin, &bout) != 0) return -1;
-  if (m < 1 || m > n->nin) return ox_invalid("num_scan_inputs is %lld, the node has %d inputs", (long long)m, (int)n->nin);
-  int32_t ns = n->nin - (int32_t)m, ms = (int32_t)m, ks = bout - ns;
-  if (bin != n->nin || ks < 0 || n->nout != bout)
-    return ox_invalid("the body takes %d and gives %d values; the node has %d inputs (%d scanned) and %d outputs",
-                      (int)bin, (int)bout, (int)n->nin, ms, (int)n->nout);
-  int64_t *in_axes, *in_dirs, *out_axes, *out_dirs;
-  if (int_list(im, n, "scan_input_axes", ms, &in_axes) || int_list(im, n, "scan_input_directions", ms, &in_dirs) ||
-      int_list(im, n, "scan_output_axes", ks, &out_axes) || int_list(im, n, "scan_output_directions", ks, &out_dirs))
-    return -1;
+/* The unrolled scan: states init[0..ns), scan inputs xs[0..ms) along in_axes (normalized)
+ * in in_dirs; out[0..ns) the final states, out[ns..ns+ks) the scan outputs stacked along
+ * out_axes (may be negative) in out_dirs. */
+static int scan_core(OxImporter *im, const OxNode *n, int32_t ns, int32_t ms, int32_t ks, GPExpr *const *init,
+                     GPExpr *const *xs, const int64_t *in_axes, const int64_t *in_dirs, const int64_t *out_axes,
+                     const int64_t *out_dirs, GPExpr **out) {
   int64_t len = -1;
   for (int32_t j = 0; j < ms; j++) {
-    GPExpr *x = ox_req(n, ns + j);
-    if (!x) return -1;
-    int32_t r = ox_rank(x);
-    if (in_axes[j] < -r || in_axes[j] >= r)
-      return ox_invalid("scan_input_axes[%d] = %lld is out of range for rank %d", (int)j, (long long)in_axes[j], (int)r);
-    if (in_axes[j] < 0) in_axes[j] += r;
-    int64_t e = ox_shape(x)[in_axes[j]];
+    int64_t e = ox_shape(xs[j])[in_axes[j]];
     if (e == GP_DIM_ANY) return ox_unsupported("scan input %d has an unknown extent on its scan axis", (int)j);
     if (len >= 0 && e != len)
       return ox_invalid("the scan inputs have different extents on their scan axes (%lld and %lld)", (long long)len,
@@ -145,14 +127,14 @@ static int cv_scan(OxImporter *im, const OxNode *n, GPExpr **out) {
   }
   if (len == 0) return ox_unsupported("a Scan over 0 steps (its scan outputs' shapes are unknown)");
   if (check_unroll(n, len) != 0) return -1;
+  int32_t bin = ns + ms, bout = ns + ks;
   GPExpr **binds = ox_alloc(im, (size_t)bin * sizeof *binds), **res = ox_alloc(im, (size_t)bout * sizeof *res);
   GPExpr **parts = ox_alloc(im, (size_t)(ks ? ks : 1) * (size_t)len * sizeof *parts);
-  for (int32_t i = 0; i < ns; i++)
-    if (!(binds[i] = ox_req(n, i))) return -1;
+  for (int32_t i = 0; i < ns; i++) binds[i] = init[i];
   for (int64_t t = 0; t < len; t++) {
     for (int32_t j = 0; j < ms; j++) {
       GPExpr *idx = ox_scalar(im, GP_DT_I64, (double)(in_dirs[j] ? len - 1 - t : t));
-      GPExpr *args[2] = {n->in[ns + j], idx};
+      GPExpr *args[2] = {xs[j], idx};
       const char *k[] = {"axis"};
       GPAttrValue v[] = {gp_attr_int(in_axes[j])};
       if (!idx || !(binds[ns + j] = ox_call(im, "take", 2, args, 1, k, v))) return -1;
@@ -170,6 +152,90 @@ static int cv_scan(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (!(out[ns + k] = stack_parts(im, parts + (int64_t)k * len, len, out_dirs[k] != 0, ax < 0 ? ax + r : ax)))
       return -1;
   }
+  return 0;
+}
+
+/* The body's counts against the node's: ns states, ms scan inputs, ks scan outputs. */
+static int scan_counts(const OxNode *n, int32_t skip, int32_t *ns, int32_t *ms, int32_t *ks) {
+  int64_t m = ox_attr_int(n, "num_scan_inputs", -1);
+  int32_t bin, bout;
+  if (gp_error_kind() || ox_subgraph_arity(n, "body", &bin, &bout) != 0) return -1;
+  if (m < 1 || m > n->nin - skip)
+    return ox_invalid("num_scan_inputs is %lld, the node has %d inputs", (long long)m, (int)n->nin);
+  *ms = (int32_t)m;
+  *ns = n->nin - skip - *ms;
+  *ks = bout - *ns;
+  if (bin != *ns + *ms || *ks < 0 || n->nout != bout)
+    return ox_invalid("the body takes %d and gives %d values; the node has %d inputs (%d scanned) and %d outputs",
+                      (int)bin, (int)bout, (int)n->nin, (int)*ms, (int)n->nout);
+  return 0;
+}
+
+static int cv_scan(OxImporter *im, const OxNode *n, GPExpr **out) {
+  int32_t ns, ms, ks;
+  if (scan_counts(n, 0, &ns, &ms, &ks) != 0) return -1;
+  int64_t *in_axes, *in_dirs, *out_axes, *out_dirs;
+  if (int_list(im, n, "scan_input_axes", ms, &in_axes) || int_list(im, n, "scan_input_directions", ms, &in_dirs) ||
+      int_list(im, n, "scan_output_axes", ks, &out_axes) || int_list(im, n, "scan_output_directions", ks, &out_dirs))
+    return -1;
+  for (int32_t i = 0; i < ns + ms; i++)
+    if (!ox_req(n, i)) return -1;
+  for (int32_t j = 0; j < ms; j++) {
+    int32_t r = ox_rank(n->in[ns + j]);
+    if (in_axes[j] < -r || in_axes[j] >= r)
+      return ox_invalid("scan_input_axes[%d] = %lld is out of range for rank %d", (int)j, (long long)in_axes[j], (int)r);
+    if (in_axes[j] < 0) in_axes[j] += r;
+  }
+  return scan_core(im, n, ns, ms, ks, n->in, n->in + ns, in_axes, in_dirs, out_axes, out_dirs, out);
+}
+
+/* Opset 8: inputs (sequence_lens, states..., scan inputs...), all with a batch axis 0 and the
+ * scan axis 1; each batch item is scanned on its own and the results stacked on axis 0.
+ * sequence_lens, when given, must be known and equal to the scan extent. */
+static int cv_scan8(OxImporter *im, const OxNode *n, GPExpr **out) {
+  int32_t ns, ms, ks;
+  if (scan_counts(n, 1, &ns, &ms, &ks) != 0) return -1;
+  int64_t *dirs, *zeros;
+  if (int_list(im, n, "directions", ms, &dirs) || int_list(im, n, "scan_output_axes", ks, &zeros)) return -1;
+  memset(zeros, 0, (size_t)(ks ? ks : 1) * sizeof *zeros);
+  GPExpr *const *ins = n->in + 1;
+  int64_t batch = -1;
+  for (int32_t i = 0; i < ns + ms; i++) {
+    if (!ox_req(n, 1 + i)) return -1;
+    if (ox_rank(ins[i]) < (i < ns ? 1 : 2))
+      return ox_invalid("input %d must have a batch axis%s", (int)(1 + i), i < ns ? "" : " and a scan axis");
+    int64_t b = ox_shape(ins[i])[0];
+    if (b == GP_DIM_ANY) return ox_unsupported("input %d has an unknown batch size", (int)(1 + i));
+    if (batch >= 0 && b != batch) return ox_invalid("the inputs have different batch sizes");
+    batch = b;
+  }
+  if (batch <= 0) return ox_unsupported("a Scan over an empty batch");
+  if (ox_in(n, 0)) {
+    GPTensor *t = ox_try_const(im, n->in[0]);
+    if (!t) return gp_error_kind() ? -1 : ox_unsupported("sequence_lens is not known when importing");
+    if (t->dl.ndim != 1) return ox_invalid("sequence_lens must be 1-d");
+    int64_t want = ms ? ox_shape(ins[ns])[1] : -1;
+    for (int64_t b = 0; b < batch && b < t->dl.shape[0]; b++)
+      if (gp_tensor_get_i64(t, b) != want) return ox_unsupported("sequence_lens shorter than the scan axis");
+  }
+  if (check_unroll(n, batch) != 0) return -1;
+  int32_t nall = ns + ms, nres = ns + ks;
+  GPExpr **item = ox_alloc(im, (size_t)nall * sizeof *item), **res = ox_alloc(im, (size_t)nres * sizeof *res);
+  GPExpr **per = ox_alloc(im, (size_t)nres * (size_t)batch * sizeof *per);
+  int64_t *axes1 = ox_alloc(im, (size_t)(ms ? ms : 1) * sizeof *axes1);
+  for (int32_t j = 0; j < ms; j++) axes1[j] = 0;
+  for (int64_t b = 0; b < batch; b++) {
+    for (int32_t i = 0; i < nall; i++) {
+      GPExpr *args[2] = {ins[i], ox_scalar(im, GP_DT_I64, (double)b)};
+      const char *k[] = {"axis"};
+      GPAttrValue v[] = {gp_attr_int(0)};
+      if (!args[1] || !(item[i] = ox_call(im, "take", 2, args, 1, k, v))) return -1;
+    }
+    if (scan_core(im, n, ns, ms, ks, item, item + ns, axes1, dirs, zeros, zeros, res) != 0) return -1;
+    for (int32_t r = 0; r < nres; r++) per[(int64_t)r * batch + b] = res[r];
+  }
+  for (int32_t r = 0; r < nres; r++)
+    if (!(out[r] = stack_parts(im, per + (int64_t)r * batch, batch, false, 0))) return -1;
   return 0;
 }
 
