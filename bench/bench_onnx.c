@@ -5,8 +5,9 @@
  * import + pipeline (median of N).  For FoldConstant, the bytes it materializes and the time a
  * memset of that many fresh bytes takes.  Beside ResNet-50's figures, TVM v0.12's on this
  * machine kind (issue #5) and the ratio.
- *   usage: bench_onnx [light_dir] [plugin_dir] [runs]
- *   (defaults: ../shared/onnx/light, build/plugins, 5) */
+ *   usage: bench_onnx [light_dir] [plugin_dir] [runs] [pass]
+ *   (defaults: ../shared/onnx/light, build/plugins, 5; runs up to 1000).  With `pass`, only that
+ *   pass is timed (the others run once, untimed), for profiling with perf. */
 #include "../eval/eval.h"
 #include "../frontend/onnx/onnx.h"
 #include "../ir/ir.h"
@@ -83,6 +84,7 @@ static size_t new_constant_bytes(const GPModule *in, const GPModule *out) {
 
 static double memset_ms(size_t bytes, int runs) {
   double t[32];
+  if (runs > 32) runs = 32;
   for (int r = 0; r < runs; r++) {
     double t0 = now_ms();
     char *p = malloc(bytes ? bytes : 1);
@@ -109,12 +111,13 @@ static double tvm_ms(const char *pass, int index) {
   return 0;
 }
 
-static void bench_model(const char *path, int runs) {
+static void bench_model(const char *path, int runs, const char *only) {
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   bool resnet = strstr(base, "resnet50") != NULL;
-  double t[32];
+  double *t = gp_malloc((size_t)runs * sizeof *t);
   GPModule *m = NULL;
-  for (int r = 0; r < runs; r++) {
+  int import_runs = only ? 1 : runs;
+  for (int r = 0; r < import_runs; r++) {
     gp_release(m);
     double t0 = now_ms();
     m = gp_onnx_import_file(path, NULL);
@@ -124,7 +127,7 @@ static void bench_model(const char *path, int runs) {
       exit(1);
     }
   }
-  double import_ms = median(t, runs);
+  double import_ms = median(t, import_runs);
   printf("%-16s import %8.2f ms%s\n", base, import_ms, resnet ? "   (TVM from_onnx 7700 ms)" : "");
   GPPassContext *ctx = gp_ctx_new();
   gp_ctx_set_opt_level(ctx, 3);
@@ -134,11 +137,18 @@ static void bench_model(const char *path, int runs) {
     GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions") ? call_pass("InferType", cur, ctx)
                                                                                       : gp_retain(cur);
     GPModule *out = NULL;
-    for (int r = 0; r < runs; r++) {
+    int pass_runs = only && strcmp(only, name) ? 1 : runs;
+    for (int r = 0; r < pass_runs; r++) {
       gp_release(out);
       double t0 = now_ms();
       out = call_pass(name, in, ctx);
       t[r] = now_ms() - t0;
+    }
+    if (pass_runs < runs) {
+      gp_release(in);
+      gp_release(cur);
+      cur = out;
+      continue;
     }
     double ms = median(t, runs), tvm = resnet ? tvm_ms(name, (int)i) : 0;
     printf("  %-24s %9.3f ms", name, ms);
@@ -154,6 +164,12 @@ static void bench_model(const char *path, int runs) {
     cur = out;
   }
   gp_release(cur);
+  if (only) {
+    gp_free(t);
+    gp_release(m);
+    gp_ctx_free(ctx);
+    return;
+  }
   GPModule *whole = NULL;
   for (int r = 0; r < runs; r++) {
     gp_release(whole);
@@ -171,6 +187,7 @@ static void bench_model(const char *path, int runs) {
   gp_release(whole);
   gp_release(m);
   gp_ctx_free(ctx);
+  gp_free(t);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -179,7 +196,8 @@ int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "../shared/onnx/light";
   const char *plugin_dir = argc > 2 ? argv[2] : "build/plugins";
   int runs = argc > 3 ? atoi(argv[3]) : 5;
-  if (runs < 1 || runs > 31) runs = 5;
+  if (runs < 1 || runs > 1000) runs = 5;
+  const char *only = argc > 4 ? argv[4] : NULL;
   gp_ops_init();
   if (gp_plugin_load_dir(plugin_dir) != 0) {
     fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
@@ -203,7 +221,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) {
     GPBuf p = {0};
     gp_buf_printf(&p, "%s/%s", dir, names[i]);
-    bench_model(p.data, runs);
+    bench_model(p.data, runs, only);
     gp_buf_free(&p);
     gp_free(names[i]);
   }
