@@ -19,7 +19,18 @@ extern const GPHostAPI *gp_std_host;
 
 /* ---- support.c: what every pass needs */
 
-/* Pointer-keyed open-addressing map (plugin-local, libc allocator). */
+/* Buffers for the passes' arrays and tables (abort on out of memory; free with std_buf_free
+ * only).  Below 1 MiB a block comes from malloc; from 1 MiB it is a mapping of its own
+ * (mmap/mremap/munmap): a large request then never makes glibc sort the many small blocks an
+ * earlier pass freed (its large-request path walks them all, a cache miss each on a big
+ * graph), and growing a large array moves page tables instead of copying bytes.
+ * std_buf_zalloc(n, size) is zeroed. */
+void *std_buf_alloc(size_t n);
+void *std_buf_zalloc(size_t n, size_t size);
+void *std_buf_realloc(void *p, size_t n);
+void std_buf_free(void *p);
+
+/* Pointer-keyed open-addressing map (plugin-local; slots from std_buf_zalloc). */
 typedef struct PMapSlot {
   const void *key;
   void *val;
