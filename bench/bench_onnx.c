@@ -2,11 +2,12 @@
  * opt-level 3: ms to import; ms of each pass of the set, run on what the passes before it
  * produced (each pass function called directly, after an untimed InferType when the pass needs
  * types; median of N runs on the same input, which no pass changes); the whole pipeline and
- * import + pipeline (median of N).  For FoldConstant, the bytes it materializes and the time a
- * memset of that many fresh bytes takes.  Beside ResNet-50's figures, TVM v0.12's on this
+ * import + pipeline (median of N).  For FoldConstant, the bytes it materializes ("makes") and
+ * the time to write them into fresh memory ("fresh write": see fresh_write_ms), and the ratio.  Beside ResNet-50's figures, TVM v0.12's on this
  * machine kind (issue #5) and the ratio.
- *   usage: bench_onnx [light_dir] [plugin_dir] [runs]
- *   (defaults: ../shared/onnx/light, build/plugins, 5) */
+ *   usage: bench_onnx [light_dir] [plugin_dir] [runs] [pass]
+ *   (defaults: ../shared/onnx/light, build/plugins, 5; runs up to 1000).  With `pass`, only that
+ *   pass is timed (the others run once, untimed), for profiling with perf. */
 #include "../eval/eval.h"
 #include "../frontend/onnx/onnx.h"
 #include "../ir/ir.h"
@@ -14,6 +15,7 @@
 #include "../registry/registry.h"
 
 #include <dirent.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +53,10 @@ static GPModule *call_pass(const char *name, GPModule *m, GPPassContext *ctx) {
   return (GPModule *)res.v_obj;
 }
 
-/* Bytes of the constants in `out` whose tensors are not constants of `in` (what FoldConstant
- * made). */
-static size_t new_constant_bytes(const GPModule *in, const GPModule *out) {
+/* The tensors of the constants in `out` that are not constants of `in` (what FoldConstant
+ * made), each once, in post order (the order the rewrite materialized them); borrowed from
+ * `out`.  *bytes: their total size. */
+static GPTensor **new_constants(const GPModule *in, const GPModule *out, size_t *count, size_t *bytes) {
   GPPtrMap old = {0};
   GPExpr **order;
   size_t n;
@@ -63,35 +66,54 @@ static size_t new_constant_bytes(const GPModule *in, const GPModule *out) {
       if (gp_kind(order[i]) == GP_TI_CONSTANT) gp_map_put(&old, ((GPConstant *)order[i])->data, (void *)1);
     gp_free(order);
   }
-  size_t bytes = 0;
+  GPTensor **list = NULL;
+  size_t len = 0, cap = 0;
+  *bytes = 0;
   GPPtrMap seen = {0};
   for (int32_t f = 0; f < out->num_functions; f++) {
     if (gp_post_order(out->funcs[f]->body, &order, &n) != 0) exit(1);
     for (size_t i = 0; i < n; i++) {
       if (gp_kind(order[i]) != GP_TI_CONSTANT) continue;
       GPTensor *t = ((GPConstant *)order[i])->data;
-      if (gp_map_has(&old, t) || gp_map_has(&seen, t)) continue;
+      if (!t || gp_map_has(&old, t) || gp_map_has(&seen, t)) continue;
       gp_map_put(&seen, t, (void *)1);
-      bytes += gp_tensor_nbytes(t);
+      if (len == cap) cap = cap ? 2 * cap : 64, list = gp_realloc(list, cap * sizeof *list);
+      list[len++] = t;
+      *bytes += gp_tensor_nbytes(t);
     }
     gp_free(order);
   }
   gp_map_free(&old);
   gp_map_free(&seen);
-  return bytes;
+  *count = len;
+  return list;
 }
 
-static double memset_ms(size_t bytes, int runs) {
-  double t[32];
+/* The baseline of FoldConstant's figure: the time to write the bytes it materializes into
+ * fresh memory allocated the way its constants are.  Per run: one gp_tensor_alloc (the
+ * evaluator's allocation of an output) of each constant's dtype and shape, in the same order,
+ * then a memset of its bytes; all stay alive until the run is over, as the constants do, and
+ * the previous run's are released before the timing starts, as bench_model releases the
+ * previous FoldConstant result.  Median ms of `runs`. */
+static double fresh_write_ms(GPTensor *const *ts, size_t count, int runs) {
+  double *t = gp_malloc((size_t)runs * sizeof *t);
+  GPTensor **made = gp_calloc(count ? count : 1, sizeof *made);
   for (int r = 0; r < runs; r++) {
+    for (size_t i = 0; i < count; i++) gp_release(made[i]);
     double t0 = now_ms();
-    char *p = malloc(bytes ? bytes : 1);
-    memset(p, 1, bytes);
-    __asm__ volatile("" : : "r"(p) : "memory");
+    for (size_t i = 0; i < count; i++) {
+      made[i] = gp_tensor_alloc(ts[i]->dl.dtype, ts[i]->dl.ndim, ts[i]->dl.shape, true);
+      if (!made[i]) exit(1);
+      memset(made[i]->dl.data, 1, gp_tensor_nbytes(ts[i]));
+    }
+    __asm__ volatile("" : : : "memory");
     t[r] = now_ms() - t0;
-    free(p);
   }
-  return median(t, runs);
+  for (size_t i = 0; i < count; i++) gp_release(made[i]);
+  gp_free(made);
+  double ms = median(t, runs);
+  gp_free(t);
+  return ms;
 }
 
 static const char *const kSet[] = {"RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr",
@@ -109,12 +131,13 @@ static double tvm_ms(const char *pass, int index) {
   return 0;
 }
 
-static void bench_model(const char *path, int runs) {
+static void bench_model(const char *path, int runs, const char *only) {
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   bool resnet = strstr(base, "resnet50") != NULL;
-  double t[32];
+  double *t = gp_malloc((size_t)runs * sizeof *t);
   GPModule *m = NULL;
-  for (int r = 0; r < runs; r++) {
+  int import_runs = only ? 1 : runs;
+  for (int r = 0; r < import_runs; r++) {
     gp_release(m);
     double t0 = now_ms();
     m = gp_onnx_import_file(path, NULL);
@@ -124,7 +147,7 @@ static void bench_model(const char *path, int runs) {
       exit(1);
     }
   }
-  double import_ms = median(t, runs);
+  double import_ms = median(t, import_runs);
   printf("%-16s import %8.2f ms%s\n", base, import_ms, resnet ? "   (TVM from_onnx 7700 ms)" : "");
   GPPassContext *ctx = gp_ctx_new();
   gp_ctx_set_opt_level(ctx, 3);
@@ -134,19 +157,30 @@ static void bench_model(const char *path, int runs) {
     GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions") ? call_pass("InferType", cur, ctx)
                                                                                       : gp_retain(cur);
     GPModule *out = NULL;
-    for (int r = 0; r < runs; r++) {
+    int pass_runs = only && strcmp(only, name) ? 1 : runs;
+    for (int r = 0; r < pass_runs; r++) {
       gp_release(out);
       double t0 = now_ms();
       out = call_pass(name, in, ctx);
       t[r] = now_ms() - t0;
     }
+    if (pass_runs < runs) {
+      gp_release(in);
+      gp_release(cur);
+      cur = out;
+      continue;
+    }
     double ms = median(t, runs), tvm = resnet ? tvm_ms(name, (int)i) : 0;
     printf("  %-24s %9.3f ms", name, ms);
     if (tvm > 0) printf("   TVM %8.1f ms  x%.0f", tvm, tvm / ms);
     if (!strcmp(name, "FoldConstant")) {
-      size_t bytes = new_constant_bytes(in, out);
-      if (bytes >= (1u << 20)) printf("   materializes %.1f MB; memset of those bytes %.2f ms (ratio %.2f)", bytes / 1e6,
-                        memset_ms(bytes, runs), ms / memset_ms(bytes, runs));
+      size_t count, bytes;
+      GPTensor **made = new_constants(in, out, &count, &bytes);
+      if (bytes >= (1u << 20)) {
+        double fresh = fresh_write_ms(made, count, runs);
+        printf("   makes %.1f MB; fresh write %.2f ms (ratio %.2f)", bytes / 1e6, fresh, ms / fresh);
+      }
+      gp_free(made);
     }
     printf("\n");
     gp_release(in);
@@ -154,6 +188,12 @@ static void bench_model(const char *path, int runs) {
     cur = out;
   }
   gp_release(cur);
+  if (only) {
+    gp_free(t);
+    gp_release(m);
+    gp_ctx_free(ctx);
+    return;
+  }
   GPModule *whole = NULL;
   for (int r = 0; r < runs; r++) {
     gp_release(whole);
@@ -171,6 +211,7 @@ static void bench_model(const char *path, int runs) {
   gp_release(whole);
   gp_release(m);
   gp_ctx_free(ctx);
+  gp_free(t);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -179,7 +220,12 @@ int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "../shared/onnx/light";
   const char *plugin_dir = argc > 2 ? argv[2] : "build/plugins";
   int runs = argc > 3 ? atoi(argv[3]) : 5;
-  if (runs < 1 || runs > 31) runs = 5;
+  if (runs < 1 || runs > 1000) runs = 5;
+  /* A fixed mmap threshold (glibc otherwise raises it when a large block is freed): every
+   * buffer of 128 KiB or more is fresh memory from the kernel in every run, as in a single
+   * real run, for FoldConstant and for its baseline alike; smaller ones come from the heap. */
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  const char *only = argc > 4 ? argv[4] : NULL;
   gp_ops_init();
   if (gp_plugin_load_dir(plugin_dir) != 0) {
     fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
@@ -200,10 +246,13 @@ int main(int argc, char **argv) {
   closedir(d);
   qsort(names, (size_t)n, sizeof *names, cmp_str);
   printf("bench_onnx: %d runs per figure (median); ms\n", runs);
+  printf("FoldConstant: \"fresh write\" = for each constant it makes, a fresh gp_tensor_alloc of its shape\n"
+         "  (as the evaluator allocates it) and a memset of its bytes, all kept alive, as the constants are;\n"
+         "  buffers >= 128 KiB are fresh pages in every run (M_MMAP_THRESHOLD fixed at 128 KiB)\n");
   for (int i = 0; i < n; i++) {
     GPBuf p = {0};
     gp_buf_printf(&p, "%s/%s", dir, names[i]);
-    bench_model(p.data, runs);
+    bench_model(p.data, runs, only);
     gp_buf_free(&p);
     gp_free(names[i]);
   }

@@ -297,7 +297,8 @@ static inline bool gp_maybe_shared(const void *e) {
  * *out is gp_malloc'd. */
 int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count);
 /* See GPRewriteFn.  fn may be NULL (identity, i.e. rebuild nothing).  The rebuilt node passed
- * to fn has checked_type cleared when any child changed.  A var in a binding position (let var,
+ * to fn, when a child changed, keeps the node's checked_type if every new child has the checked
+ * type of the child it replaces (the same type InferType would give it), else has none.  A var in a binding position (let var,
  * function param) whose replacement is not a var keeps its binding occurrence, so a callback
  * may replace uses of a name by its value and then drop the let. */
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);

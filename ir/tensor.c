@@ -10,7 +10,8 @@
 
 typedef struct {
   GPTensor pub;
-  void *own_data;  /* buffer owned by the tensor, or NULL */
+  void *own_data;  /* buffer owned by the tensor (calloc'd; data is its first 64-byte aligned
+                   * address), or NULL */
   int64_t dims[];  /* shape[ndim] then strides[ndim] when the producer gave strides */
 } TensorImpl;
 
@@ -124,16 +125,18 @@ GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, 
   TensorImpl *t = tensor_new(dtype, ndim, shape, NULL);
   if (with_data) {
     size_t nbytes = gp_tensor_nbytes(&t->pub);
-    size_t alloc = (nbytes + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, alloc ? alloc : 64);
-    if (!p) {
+    /* calloc, not aligned_alloc + memset: memory the allocator knows is zero (fresh pages
+     * from the kernel, for large buffers) is not written twice, so the first write of a
+     * kernel filling the tensor is the only one.  64 spare bytes for the alignment. */
+    size_t alloc = ((nbytes + 63) & ~(size_t)63) + 64;
+    void *base = nbytes <= SIZE_MAX - 128 ? calloc(1, alloc) : NULL;
+    if (!base) {
       gp_release(t);
       gp_error_set(GP_ERR_MEMORY, "cannot allocate %zu bytes for a tensor", nbytes);
       return NULL;
     }
-    memset(p, 0, alloc ? alloc : 64);
-    t->own_data = p;
-    t->pub.dl.data = p;
+    t->own_data = base;
+    t->pub.dl.data = (void *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
   }
   return &t->pub;
 }

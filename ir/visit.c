@@ -165,6 +165,21 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
   return 0;
 }
 
+/* True when e is typed and every kid has the (interned) checked type of e's child at its
+ * position (or is that child).  A node's type is a function of its kind, its attrs and its children's types (an
+ * op's relation, a tuple's fields, a function's params and body, ...), so a copy of e with
+ * such kids has e's type: the rewrite keeps it, and a re-typing runs no relation for it (the
+ * same trust InferType gives an unchanged typed node). */
+static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
+  if (!e->checked_type) return false;
+  for (int32_t k = 0; k < nk; k++) {
+    const GPExpr *c = gp_expr_child_at(e, k);
+    if (kids[k] == c) continue; /* e.g. an op callee, which has no type */
+    if (!c->checked_type || kids[k]->checked_type != c->checked_type) return false;
+  }
+  return true;
+}
+
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
   GPNodeIndex ni;
   if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
@@ -183,6 +198,7 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
       if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = gp_expr_child_at(e, k);
     }
     GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
+    if (rebuilt && rebuilt != e && same_kid_types(e, kids, nk)) rebuilt->checked_type = e->checked_type;
     if (kids != kids_small) gp_free(kids);
     if (!rebuilt) {
       failed = true;

@@ -22,7 +22,7 @@
  *    a bool is an error naming the function and the node.
  * Linear expected time: candidates live in one open-addressing table keyed by a hash of
  * (op, attrs, argument identities / scalar values) or (tuple, index); no recursion.  The
- * result is re-typed; the input module is never changed. */
+ * result is re-typed when a node came back untyped; the input module is never changed. */
 #include "passes.h"
 
 #include <stdio.h>
@@ -44,6 +44,7 @@ typedef struct Ecse {
   Cand *slots;
   size_t len, cap; /* cap is 0 or a power of two */
   int64_t calls, items; /* replaced */
+  bool untyped;         /* a rewrite of the current function came back without a type */
 } Ecse;
 
 /* ---- hashing */
@@ -273,8 +274,7 @@ static int skip_node(Ecse *s, GPExpr *orig, GPExpr *node) {
   return res.v_int64 != 0;
 }
 
-static GPExpr *ecse_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
-  Ecse *s = user;
+static GPExpr *ecse_node(Ecse *s, GPExpr *orig, GPExpr *rebuilt) {
   uint64_t h;
   if (ekind(rebuilt) == GP_TI_CALL) {
     const GPCall *c = (const GPCall *)rebuilt;
@@ -301,8 +301,16 @@ static GPExpr *ecse_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   return gp_retain(rebuilt);
 }
 
+/* A replacement is an equal earlier node (same op, attrs and argument types: the same type), so
+ * the rewrite keeps every type and the result needs no re-typing when all came back typed. */
+static GPExpr *ecse_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
+  Ecse *s = user;
+  return std_note_typed(ecse_node(s, orig, rebuilt), &s->untyped);
+}
+
 static GPExpr *ecse_function(void *user, const GPModule *mod, int32_t index) {
   Ecse *s = user;
+  s->untyped = false;
   GPExpr *r = H->rewrite(&mod->funcs[index]->base, ecse_rewrite, s);
   table_clear(s); /* one table per global function; its nodes die with the rewrite */
   return r;
@@ -327,7 +335,7 @@ static int ecse(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     }
     s.skip_name = skip;
   }
-  GPModule *out = std_function_pass(mod, ecse_function, &s);
+  GPModule *out = std_function_pass_typed(mod, ecse_function, &s, &s.untyped);
   table_clear(&s);
   gp_release(s.skip);
   if (!out) return -1;

@@ -19,12 +19,42 @@ static GPExpr *keep(SBuild *b, GPExpr *e) {
   return e;
 }
 
+/* The type of the fresh call c of op (what the host's InferType would give it), or NULL when
+ * an argument is untyped or the relation fails: InferType then types it (and reports the error
+ * with its location).  Typing here lets the rewrite keep the types of the nodes above (see
+ * GPHostAPI.rewrite) so the re-typing runs no relation for them. */
+static const GPType *call_type(const GPOp *op, const GPCall *c) {
+  if (!op->type_rel || (op->num_inputs >= 0 && c->nargs != op->num_inputs) || c->nargs > 16) return NULL;
+  const GPType *tys[16];
+  for (int32_t i = 0; i < c->nargs; i++)
+    if (!(tys[i] = c->args[i]->checked_type)) return NULL;
+  const GPType *out = NULL;
+  if (op->type_rel(op, c->attrs, tys, c->nargs, &out, op->type_rel_user) != 0 || !out) {
+    H->error_clear();
+    return NULL;
+  }
+  return out;
+}
+
+/* The op named `name` (through the cache when there is one), or NULL + error. */
+static const GPOp *find_op(SBOps *ops, const char *name) {
+  if (ops)
+    for (int32_t i = 0; i < ops->n; i++)
+      if (ops->name[i] == name || strcmp(ops->name[i], name) == 0) return ops->op[i];
+  const GPOp *op = H->op_get(name);
+  if (op && ops && ops->n < SB_MAX_OPS) { /* op names are immortal: keep the op's own */
+    ops->name[ops->n] = op->name;
+    ops->op[ops->n++] = op;
+  }
+  return op;
+}
+
 GPExpr *sb_call(SBuild *b, const char *op_name, int32_t nargs, GPExpr *const *args, int32_t nattrs,
                 const char *const *keys, const GPAttrValue *vals) {
   if (b->failed) return NULL;
   for (int32_t i = 0; i < nargs; i++)
     if (!args[i]) return NULL;
-  const GPOp *op = H->op_get(op_name);
+  const GPOp *op = find_op(b->ops, op_name);
   if (!op) {
     b->failed = true;
     return NULL;
@@ -39,6 +69,7 @@ GPExpr *sb_call(SBuild *b, const char *op_name, int32_t nargs, GPExpr *const *ar
   }
   GPCall *c = H->call_new((GPExpr *)op, nargs, args, attrs);
   gp_release(attrs);
+  if (c) c->base.checked_type = call_type(op, c);
   return keep(b, (GPExpr *)c);
 }
 
@@ -112,6 +143,7 @@ GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
   }
   GPConstant *c = H->constant_new(t);
   gp_release(t);
+  if (c) c->base.checked_type = H->type_tensor(dt, 0, NULL); /* as InferType types it */
   return keep(b, (GPExpr *)c);
 }
 

@@ -12,10 +12,19 @@
 
 #define SB_MAX_TEMPS 48
 
+/* Ops by name, looked up once per pass run (ops are immortal); optional. */
+#define SB_MAX_OPS 16
+typedef struct SBOps {
+  const char *name[SB_MAX_OPS];
+  const GPOp *op[SB_MAX_OPS];
+  int32_t n;
+} SBOps;
+
 typedef struct SBuild {
   GPExpr *tmp[SB_MAX_TEMPS]; /* owned references */
   int32_t n;
   bool failed;
+  SBOps *ops; /* borrowed, may be NULL: a cache of op lookups shared by builders */
 } SBuild;
 
 /* A call of op `op` (by name) with args and attributes keys[i] = vals[i] (schema defaults for

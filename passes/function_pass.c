@@ -29,6 +29,11 @@ bool std_module_typed(const GPModule *m) {
 }
 
 GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *user) {
+  return std_function_pass_typed(mod, run, user, NULL);
+}
+
+GPModule *std_function_pass_typed(const GPModule *mod, StdFunctionRewrite run, void *user, const bool *untyped) {
+  bool retype = false;
   GPModule *typed = std_module_typed(mod) ? gp_retain((GPModule *)mod) : H->infer_types(mod);
   if (!typed) return NULL;
   GPModule *out = NULL;
@@ -37,6 +42,7 @@ GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *u
     if (std_function_skipped(fn)) continue;
     GPExpr *nf = run(user, typed, fi);
     if (!nf) goto fail;
+    retype = retype || !untyped || *untyped || !nf->checked_type;
     if (nf == &fn->base) {
       gp_release(nf);
       continue;
@@ -53,6 +59,7 @@ GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *u
   }
   if (!out) return typed;
   gp_release(typed);
+  if (!retype) return out;
   /* Rebuilt nodes lost their types: re-type (cheap where nothing changed). */
   GPModule *retyped = H->infer_types(out);
   gp_release(out);

@@ -54,32 +54,12 @@
 enum { P_ELEM = 0, P_BCAST = 1, P_INJ = 2, P_REDUCE = 3, P_OUTEW = 4, P_TUPLE = 7, P_OPAQUE = 8 };
 #define NO_EDGE 0xFFu
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) {
-    fputs("graphpass std plugin: out of memory\n", stderr);
-    abort();
-  }
-  return p;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) {
-    fputs("graphpass std plugin: out of memory\n", stderr);
-    abort();
-  }
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) {
-    fputs("graphpass std plugin: out of memory\n", stderr);
-    abort();
-  }
-  return p;
-}
+/* Arrays and scratch: std_buf_* (passes.h), so the large per-node arrays of a big graph are
+ * mappings of their own; every block below is released with xfree. */
+static inline void *xmalloc(size_t n) { return std_buf_alloc(n); }
+static inline void *xcalloc(size_t n, size_t size) { return std_buf_zalloc(n, size); }
+static inline void *xrealloc(void *p, size_t n) { return std_buf_realloc(p, n); }
+static inline void xfree(void *p) { std_buf_free(p); }
 
 static inline uint8_t pmax(uint8_t a, uint8_t b) { return a > b ? a : b; }
 
@@ -287,7 +267,7 @@ static int build_index(Fuser *F, GPFunctionExpr *fn) {
     if (nf) F->kid[fr[nf - 1].base + (size_t)(fr[nf - 1].next - 1)] = id;
   }
 #undef ENTER
-  free(fr);
+  xfree(fr);
   pmap_free(&shared);
   return rc;
 }
@@ -414,7 +394,7 @@ static int build_graph(Fuser *F) {
       F->opat[at] = F->kpat[s];
     }
   }
-  free(fill);
+  xfree(fill);
   return 0;
 }
 
@@ -503,9 +483,9 @@ static void build_postdom(Fuser *F) {
       F->djmx[id] = p;
     }
   }
-  free(F->djmp);
-  free(F->ddep);
-  free(F->djmx);
+  xfree(F->djmp);
+  xfree(F->ddep);
+  xfree(F->djmx);
   F->djmp = F->ddep = NULL;
   F->djmx = NULL;
 }
@@ -685,15 +665,19 @@ static Ginfo *ginfo_of(Fuser *F, int32_t root) {
     s = F->gfree[--F->nfree];
   } else {
     if (F->nginfo == F->capginfo) {
+      int32_t old = F->capginfo;
       F->capginfo = F->capginfo ? F->capginfo * 2 : 16;
       F->ginfo = xrealloc(F->ginfo, (size_t)F->capginfo * sizeof *F->ginfo);
+      memset(F->ginfo + old, 0, (size_t)(F->capginfo - old) * sizeof *F->ginfo);
       F->gfree = xrealloc(F->gfree, (size_t)F->capginfo * sizeof *F->gfree);
     }
     s = F->nginfo++;
   }
   F->gslot[root] = s;
+  /* a recycled slot keeps its (empty) params/args arrays from ginfo_close: no allocation */
   Ginfo *g = &F->ginfo[s];
-  memset(g, 0, sizeof *g);
+  g->n = 0;
+  g->has_call = false;
   g->reshape_only = true;
   return g;
 }
@@ -706,12 +690,25 @@ static void ginfo_close(Fuser *F, int32_t root) {
     gp_release(g->params[i]);
     gp_release(g->args[i]);
   }
-  free(g->params);
-  free(g->args);
+  g->n = 0; /* the arrays stay for the slot's next group; fuser_free frees them */
   pmap_free(&g->index);
-  memset(g, 0, sizeof *g);
   F->gslot[root] = -1;
   F->gfree[F->nfree++] = s;
+}
+
+/* Takes the new reference e: e with checked type t and location line:col.  A node just built
+ * by the caller (its only reference) is completed in place, as InferType completes the nodes it
+ * builds: nothing else can see it yet.  Otherwise an annotated copy (GPHostAPI.expr_annotate). */
+static GPExpr *annotate_fresh(GPExpr *e, const GPType *t, uint32_t line, uint32_t col) {
+  if (__atomic_load_n(&e->obj.ref_count, __ATOMIC_ACQUIRE) == 1 && ekind(e) != GP_TI_OP) {
+    e->checked_type = t;
+    e->line = line;
+    e->col = col;
+    return e;
+  }
+  GPExpr *r = H->expr_annotate(e, t, line, col);
+  gp_release(e);
+  return r;
 }
 
 /* `e` (a new reference, or NULL) with checked type t and the location of `loc`.  Every node the
@@ -722,9 +719,7 @@ static GPExpr *typed_as(Fuser *F, GPExpr *e, const GPType *t, const GPExpr *loc)
     F->untyped = true; /* the pass re-runs InferType on its output */
     return e;
   }
-  GPExpr *r = H->expr_annotate(e, t, loc->line, loc->col);
-  gp_release(e);
-  return r;
+  return annotate_fresh(e, t, loc->line, loc->col);
 }
 
 /* "p<n>" into buf (TVM's parameter names). */
@@ -755,8 +750,7 @@ static GPExpr *param_for(Fuser *F, int32_t root, GPExpr *arg, const GPType *type
   param_name(name, g->n);
   GPVar *v0 = H->var_new(name, type);
   if (!v0) return NULL;
-  GPVar *v = (GPVar *)H->expr_annotate(&v0->base, type, 0, 0); /* params have no location */
-  gp_release(v0);
+  GPVar *v = (GPVar *)annotate_fresh(&v0->base, type, 0, 0); /* params have no location */
   if (!v) return NULL;
   if (g->n == g->cap) {
     g->cap = g->cap ? g->cap * 2 : 4;
@@ -829,7 +823,7 @@ static GPExpr *make_function(Fuser *F, int32_t root, GPExpr *body) {
   const GPType **pt = g->n <= 8 ? pbuf : xmalloc((size_t)g->n * sizeof *pt);
   for (int32_t i = 0; i < g->n; i++) pt[i] = g->params[i]->type_annotation;
   const GPType *ft = H->type_func(g->n, pt, rt);
-  if (pt != pbuf) free(pt);
+  if (pt != pbuf) xfree(pt);
   const GPExpr *loc = F->node[root];
   if (attrs && ft) {
     GPExpr *fn = typed_as(F, (GPExpr *)H->function_new(g->n, g->params, body, rt, attrs), ft, loc);
@@ -873,7 +867,7 @@ static GPExpr *rebuild_untyped(Fuser *F, int32_t id) {
     GPExpr **args = c->nargs <= 8 ? stackbuf : xmalloc((size_t)c->nargs * sizeof *args);
     for (int32_t i = 0; i < c->nargs; i++) args[i] = KID(1 + i);
     GPExpr *r = (GPExpr *)H->call_new(KID(0), c->nargs, args, c->attrs);
-    if (args != stackbuf) free(args);
+    if (args != stackbuf) xfree(args);
     return r;
   }
   case GP_TI_TUPLE: {
@@ -882,7 +876,7 @@ static GPExpr *rebuild_untyped(Fuser *F, int32_t id) {
     GPExpr **fs = t->n <= 8 ? stackbuf : xmalloc((size_t)t->n * sizeof *fs);
     for (int32_t i = 0; i < t->n; i++) fs[i] = KID(i);
     GPExpr *r = (GPExpr *)H->tuple_new(t->n, fs);
-    if (fs != stackbuf) free(fs);
+    if (fs != stackbuf) xfree(fs);
     return r;
   }
   case GP_TI_TUPLE_GET_ITEM:
@@ -922,7 +916,7 @@ static GPExpr *rewrite_member(Fuser *F, int32_t id, int32_t root) {
     for (int32_t i = 0; i < c->nargs && !err; i++)
       args[i] = member_arg(F, root, b + 1 + (uint32_t)i, c->args[i], &err);
     if (!err) r = typed_as(F, (GPExpr *)H->call_new(c->op, c->nargs, args, c->attrs), e->checked_type, e);
-    if (args != stackbuf) free(args);
+    if (args != stackbuf) xfree(args);
     break;
   }
   case GP_TI_TUPLE: {
@@ -931,7 +925,7 @@ static GPExpr *rewrite_member(Fuser *F, int32_t id, int32_t root) {
     GPExpr **fs = t->n <= 8 ? stackbuf : xmalloc((size_t)t->n * sizeof *fs);
     for (int32_t i = 0; i < t->n && !err; i++) fs[i] = member_arg(F, root, b + (uint32_t)i, t->fields[i], &err);
     if (!err) r = typed_as(F, (GPExpr *)H->tuple_new(t->n, fs), e->checked_type, e);
-    if (fs != stackbuf) free(fs);
+    if (fs != stackbuf) xfree(fs);
     break;
   }
   case GP_TI_TUPLE_GET_ITEM: {
@@ -996,34 +990,38 @@ static GPExpr *rewrite_all(Fuser *F) {
 static void fuser_free(Fuser *F) {
   if (F->res) {
     for (size_t i = 0; i < F->n; i++) gp_release(F->res[i]);
-    free(F->res);
+    xfree(F->res);
   }
   if (F->gslot) {
     for (size_t i = 0; i < F->n; i++) ginfo_close(F, (int32_t)i);
-    free(F->gslot);
+    xfree(F->gslot);
   }
-  free(F->ginfo);
-  free(F->gfree);
-  free(F->node);
-  free(F->kbase);
-  free(F->kid);
-  free(F->kpat);
-  free(F->pat);
-  free(F->ext);
-  free(F->ooff);
-  free(F->onode);
-  free(F->opat);
-  free(F->dpar);
-  free(F->djmp);
-  free(F->ddep);
-  free(F->dpat);
-  free(F->djmx);
-  free(F->gpar);
-  free(F->gpat);
-  free(F->ganc);
-  free(F->gnum);
-  free(F->mark);
-  free(F->stack);
+  for (int32_t s = 0; s < F->nginfo; s++) {
+    xfree(F->ginfo[s].params);
+    xfree(F->ginfo[s].args);
+  }
+  xfree(F->ginfo);
+  xfree(F->gfree);
+  xfree(F->node);
+  xfree(F->kbase);
+  xfree(F->kid);
+  xfree(F->kpat);
+  xfree(F->pat);
+  xfree(F->ext);
+  xfree(F->ooff);
+  xfree(F->onode);
+  xfree(F->opat);
+  xfree(F->dpar);
+  xfree(F->djmp);
+  xfree(F->ddep);
+  xfree(F->dpat);
+  xfree(F->djmx);
+  xfree(F->gpar);
+  xfree(F->gpat);
+  xfree(F->ganc);
+  xfree(F->gnum);
+  xfree(F->mark);
+  xfree(F->stack);
   gp_release(F->prim1);
   gp_release(F->prim0);
   gp_release(F->prim_reshape);
@@ -1040,14 +1038,14 @@ static GPFunctionExpr *fuse_function(Fuser *F, GPFunctionExpr *fn) {
   if (build_graph(F) != 0) return NULL;
   if (partition(F) != 0) return NULL;
   /* what the rewrite no longer needs */
-  free(F->kpat);
-  free(F->ext);
-  free(F->ooff);
-  free(F->onode);
-  free(F->opat);
-  free(F->dpar);
-  free(F->dpat);
-  free(F->mark);
+  xfree(F->kpat);
+  xfree(F->ext);
+  xfree(F->ooff);
+  xfree(F->onode);
+  xfree(F->opat);
+  xfree(F->dpar);
+  xfree(F->dpat);
+  xfree(F->mark);
   F->kpat = F->ext = F->opat = F->dpat = NULL;
   F->ooff = NULL;
   F->mark = NULL;

@@ -19,7 +19,18 @@ extern const GPHostAPI *gp_std_host;
 
 /* ---- support.c: what every pass needs */
 
-/* Pointer-keyed open-addressing map (plugin-local, libc allocator). */
+/* Buffers for the passes' arrays and tables (abort on out of memory; free with std_buf_free
+ * only).  Below 1 MiB a block comes from malloc; from 1 MiB it is a mapping of its own
+ * (mmap/mremap/munmap): a large request then never makes glibc sort the many small blocks an
+ * earlier pass freed (its large-request path walks them all, a cache miss each on a big
+ * graph), and growing a large array moves page tables instead of copying bytes.
+ * std_buf_zalloc(n, size) is zeroed. */
+void *std_buf_alloc(size_t n);
+void *std_buf_zalloc(size_t n, size_t size);
+void *std_buf_realloc(void *p, size_t n);
+void std_buf_free(void *p);
+
+/* Pointer-keyed open-addressing map (plugin-local; slots from std_buf_zalloc). */
 typedef struct PMapSlot {
   const void *key;
   void *val;
@@ -53,6 +64,16 @@ typedef GPExpr *(*StdFunctionRewrite)(void *user, const GPModule *mod, int32_t i
  * != 0), re-types the result when something changed.  A new module reference (the typed
  * input when nothing changed) or NULL + error.  Never changes `mod`. */
 GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *user);
+/* As std_function_pass, and `*untyped` (when not NULL) is read after each run: false promises
+ * that every node of the new function carries the checked type InferType would give it (e.g.
+ * every result of the pass's rewrite callback was typed: see std_note_typed), so when that
+ * holds for every rewritten function the re-typing is skipped. */
+GPModule *std_function_pass_typed(const GPModule *mod, StdFunctionRewrite run, void *user, const bool *untyped);
+/* For a rewrite callback: returns r, setting *untyped when r is a node without a type. */
+static inline GPExpr *std_note_typed(GPExpr *r, bool *untyped) {
+  if (r && !r->checked_type && ((const GPObject *)r)->type_index != GP_TI_OP) *untyped = true;
+  return r;
+}
 bool std_function_skipped(const GPFunctionExpr *fn);
 /* Every function and its body carry a checked type. */
 bool std_module_typed(const GPModule *m);

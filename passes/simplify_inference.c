@@ -36,6 +36,8 @@ typedef struct Simp {
   GPPassContext *ctx;
   const char *source;
   int64_t batch_norm, dropout, layer_norm, instance_norm, group_norm, l2_normalize, kept;
+  bool untyped; /* a rewrite of the current function came back without a type */
+  SBOps ops;    /* the ops the builders looked up */
 } Simp;
 
 static void note(const Simp *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -109,7 +111,7 @@ static GPExpr *unpack_batch_norm(Simp *s, const GPExpr *orig, const GPCall *bn, 
   }
   DLDataType dt = t->tensor.dtype;
   GPExpr *const *a = bn->args; /* data, gamma, beta, moving_mean, moving_var */
-  SBuild b = {0};
+  SBuild b = {.ops = &s->ops};
   GPExpr *eps = sb_scalar(&b, dt, (float)attr_float(bn, "epsilon", 1e-5));
   GPExpr *scale = sb_call2(&b, "divide", sb_scalar(&b, dt, 1.0f),
                            sb_call1(&b, "sqrt", sb_call2(&b, "add", a[4], eps)));
@@ -161,7 +163,7 @@ static GPExpr *unpack_norm(Simp *s, const GPExpr *orig, const GPCall *c, const c
   double epsilon = attr_float(c, "epsilon", 1e-5);
   int64_t axes[72];
   int32_t naxes = 0;
-  SBuild b = {0};
+  SBuild b = {.ops = &s->ops};
   GPExpr *out;
   if (strcmp(op, "nn.layer_norm") == 0) {
     out = standardize(&b, c->args[0], dt, epsilon, 1, &raw_axis);
@@ -232,7 +234,7 @@ static GPExpr *unpack_l2(Simp *s, const GPExpr *orig, const GPCall *c, const GPT
     n = 1;
     axes = &one;
   }
-  SBuild b = {0};
+  SBuild b = {.ops = &s->ops};
   GPExpr *x = c->args[0];
   GPExpr *eps = sb_scalar(&b, t->tensor.dtype, (float)attr_float(c, "eps", 0.0));
   GPExpr *sum = sb_reduce(&b, "sum", sb_call2(&b, "multiply", x, x), n, axes);
@@ -243,8 +245,7 @@ static GPExpr *unpack_l2(Simp *s, const GPExpr *orig, const GPCall *c, const GPT
   return res;
 }
 
-static GPExpr *simp_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
-  Simp *s = user;
+static GPExpr *simp_node(Simp *s, GPExpr *orig, GPExpr *rebuilt) {
   if (ekind(rebuilt) == GP_TI_TUPLE_GET_ITEM) {
     const GPTupleGetItem *g = (const GPTupleGetItem *)rebuilt;
     const char *op = sb_op_name(g->tuple);
@@ -272,9 +273,17 @@ static GPExpr *simp_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   return norm ? unpack_norm(s, orig, c, op, t) : unpack_l2(s, orig, c, t);
 }
 
+/* Rewrites keep their types where they can (the builder types what it makes), so the result
+ * needs no re-typing when every node came back typed. */
+static GPExpr *simp_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
+  Simp *s = user;
+  return std_note_typed(simp_node(s, orig, rebuilt), &s->untyped);
+}
+
 static GPExpr *simp_function(void *user, const GPModule *mod, int32_t index) {
   Simp *s = user;
   s->source = mod->source_name;
+  s->untyped = false;
   return H->rewrite(&mod->funcs[index]->base, simp_rewrite, s);
 }
 
@@ -284,7 +293,7 @@ static int simplify_inference(void *self, const GPAny *args, int32_t nargs, GPAn
   GPPassContext *ctx;
   if (std_pass_args(PASS_NAME, args, nargs, &mod, &ctx) != 0) return -1;
   Simp s = {.ctx = ctx};
-  GPModule *out = std_function_pass(mod, simp_function, &s);
+  GPModule *out = std_function_pass_typed(mod, simp_function, &s, &s.untyped);
   if (!out) return -1;
   note(&s,
        "unpacked %lld batch_norm, %lld dropout, %lld layer_norm, %lld instance_norm, %lld group_norm, "

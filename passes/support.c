@@ -1,17 +1,87 @@
 /* support.c -- plugin-local helpers: a pointer map, child access, the pass calling convention. */
 #include "passes.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n, size);
-  if (!p) {
-    fputs("graphpass std plugin: out of memory\n", stderr);
-    abort();
+static _Noreturn void out_of_memory(void) {
+  fputs("graphpass std plugin: out of memory\n", stderr);
+  abort();
+}
+
+/* ---- buffers: see passes.h.  Layout: a 16-byte header (the mapping's length, 0 when the block
+ * is malloc'd) then the caller's bytes, 16-byte aligned either way. */
+
+#define BUF_HDR ((size_t)16)
+#define BUF_BIG ((size_t)1 << 20)
+
+static size_t page_round(size_t n) {
+  size_t pg = 4096;
+  if (n > SIZE_MAX - pg) out_of_memory();
+  return (n + pg - 1) & ~(pg - 1);
+}
+
+static void *buf_map(size_t n) {
+  size_t len = page_round(n + BUF_HDR);
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) out_of_memory();
+  *(size_t *)m = len;
+  return (char *)m + BUF_HDR;
+}
+
+void *std_buf_alloc(size_t n) {
+  if (n > SIZE_MAX - 2 * BUF_HDR) out_of_memory();
+  if (n >= BUF_BIG) return buf_map(n);
+  char *h = malloc(n + BUF_HDR);
+  if (!h) out_of_memory();
+  *(size_t *)h = 0;
+  return h + BUF_HDR;
+}
+
+void *std_buf_zalloc(size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes) || bytes > SIZE_MAX - 2 * BUF_HDR) out_of_memory();
+  if (bytes >= BUF_BIG) return buf_map(bytes); /* fresh pages are zero */
+  char *h = calloc(1, bytes + BUF_HDR);
+  if (!h) out_of_memory();
+  return h + BUF_HDR;
+}
+
+void *std_buf_realloc(void *p, size_t n) {
+  if (!p) return std_buf_alloc(n);
+  if (n > SIZE_MAX - 2 * BUF_HDR) out_of_memory();
+  char *h = (char *)p - BUF_HDR;
+  size_t len = *(size_t *)h;
+  if (len) { /* mapped: grow or shrink the mapping, moving page tables rather than bytes */
+    size_t nlen = page_round(n + BUF_HDR);
+    void *m = mremap(h, len, nlen, MREMAP_MAYMOVE);
+    if (m == MAP_FAILED) out_of_memory();
+    *(size_t *)m = nlen;
+    return (char *)m + BUF_HDR;
   }
-  return p;
+  if (n >= BUF_BIG) { /* outgrows the heap: move it to a mapping of its own */
+    char *q = buf_map(n);
+    size_t old = malloc_usable_size(h) - BUF_HDR;
+    memcpy(q, p, old < n ? old : n);
+    free(h);
+    return q;
+  }
+  h = realloc(h, n + BUF_HDR);
+  if (!h) out_of_memory();
+  return h + BUF_HDR;
+}
+
+void std_buf_free(void *p) {
+  if (!p) return;
+  char *h = (char *)p - BUF_HDR;
+  size_t len = *(size_t *)h;
+  if (len)
+    munmap(h, len);
+  else
+    free(h);
 }
 
 static size_t phash(const void *p) {
@@ -41,10 +111,10 @@ bool pmap_has(const PMap *m, const void *key) {
 void pmap_put(PMap *m, const void *key, void *val) {
   if ((m->len + 1) * 4 > m->cap * 3) {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    PMapSlot *ns = xcalloc(ncap, sizeof *ns);
+    PMapSlot *ns = std_buf_zalloc(ncap, sizeof *ns);
     for (size_t i = 0; i < m->cap; i++)
       if (m->slots[i].key) ns[pslot(ns, ncap, m->slots[i].key)] = m->slots[i];
-    free(m->slots);
+    std_buf_free(m->slots);
     m->slots = ns;
     m->cap = ncap;
   }
@@ -57,7 +127,7 @@ void pmap_put(PMap *m, const void *key, void *val) {
 }
 
 void pmap_free(PMap *m) {
-  free(m->slots);
+  std_buf_free(m->slots);
   memset(m, 0, sizeof *m);
 }
 

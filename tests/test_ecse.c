@@ -84,6 +84,11 @@ Test(ecse, output_is_typed_and_verified) {
   }
   cr_assert_eq(calls, 6, "add, relu, exp, concatenate, subtract, sum: got %zu calls", calls);
   gp_free(nodes);
+  /* the pass keeps types instead of re-typing: InferType finds nothing to redo */
+  GPModule *again = gp_infer_types(out);
+  cr_assert(again, "%s", gp_error_message());
+  cr_expect_eq(again->funcs[0], out->funcs[0], "InferType rebuilt @main");
+  gp_release(again);
   gp_release(out);
 }
 

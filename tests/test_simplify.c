@@ -212,6 +212,34 @@ Test(simplify, conv_batch_norm_unpacked) {
   golden(DATA "simplify_conv_bn.before.relay", DATA "simplify_conv_bn.after.relay", "SimplifyInference");
 }
 
+/* SimplifyInference types what it builds and the rewrite keeps the types of the nodes above
+ * it, so the pass skips the re-typing: its result must still be typed everywhere, with types
+ * the verifier finds consistent (each node's type is what its children's types give), and
+ * InferType must find nothing to change. */
+Test(simplify, result_typed_without_retyping) {
+  static const char *const files[] = {"simplify_conv_bn", "simplify_bn", "simplify_bn_nhwc", "simplify_layer_norm",
+                                      "simplify_instance_norm", "simplify_group_norm", "simplify_group_norm_nhwc",
+                                      "simplify_dropout"};
+  for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
+    char path[256];
+    snprintf(path, sizeof path, DATA "%s.before.relay", files[f]);
+    GPModule *out = run_file(path, "SimplifyInference", 2);
+    GPExpr **nodes;
+    size_t n;
+    cr_assert_eq(gp_post_order(&gp_module_lookup(out, "main")->base, &nodes, &n), 0);
+    for (size_t i = 0; i < n; i++)
+      cr_expect(gp_kind(nodes[i]) == GP_TI_OP || nodes[i]->checked_type, "%s: node %zu (%s) has no type", files[f], i,
+                gp_expr_kind_name(nodes[i]));
+    gp_free(nodes);
+    cr_expect_eq(gp_verify(out), 0, "%s: %s", files[f], gp_error_message());
+    GPModule *again = gp_infer_types(out);
+    cr_assert(again, "%s: %s", files[f], gp_error_message());
+    cr_expect_eq(again->funcs[0], out->funcs[0], "%s: InferType rebuilt @main", files[f]);
+    gp_release(again);
+    gp_release(out);
+  }
+}
+
 static const GPTensor *const_data(const GPExpr *e) {
   cr_assert_eq(gp_kind(e), GP_TI_CONSTANT, "expected a constant, got type index %d", gp_kind(e));
   const GPTensor *t = GP_AS(const GPConstant, e)->data;
