@@ -1,0 +1,439 @@
+/* gemm.c -- single-precision GEMM of our own (see gemm.h for the contract).
+ *
+ * Why not OpenBLAS here: OpenBLAS's Haswell SGEMM kernel (this machine's environment sets
+ * OPENBLAS_CORETYPE=Haswell) rounds alternate blocks of output columns differently, so two
+ * output channels with equal weights can differ in their last bit; ONNX's SqueezeNet test (1000
+ * equal logits of 9.5e9) then gets a wrong softmax.  Here every element of C goes through the
+ * same operations: per block of KC k's, acc = 0, fused multiply-adds in increasing k, c += acc.
+ *
+ * Structure (BLIS's, with the vector dimension along N): for each KC block of K, for each MC
+ * block of rows, op(A)'s block is packed into MR-row panels (k-major); for each NC block of
+ * columns, op(B)'s block into NR-column panels (k-major, zero-padded to NR); then the
+ * micro-kernel runs over (row panel, column panel) pairs, the row panel (in L1) outer, the
+ * column panels (in L2) inner.  Its tile lives in registers and is added to C once per KC block;
+ * edge tiles compute on zero-padded panels and store only their valid part (masked stores or
+ * a scratch tile), so an edge element gets exactly the operations of an inner one.
+ *
+ * Threads split N (or M, when it is longer) into chunks of whole panels; each thread packs
+ * what it multiplies.  Calls with m < GP_SGEMM_GEMV_M skip packing (gemv_*): each element is
+ * then a dot product computed by one function, the same for all.
+ */
+#include "eval/gemm.h"
+
+#include "eval/kernel.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define GP_X86 1
+#include <immintrin.h>
+#endif
+
+/* One micro-kernel call: the MR x NR tile of C at c (row stride ldc), of which the top-left
+ * mr x nr part is inside C, += the packed a (kc x MR) times the packed b (kc x NR), as one
+ * KC block of the contract's sequence. */
+typedef void (*KernelFn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr, int64_t nr);
+/* c[j] += dot(x, row j of B) for j in [j0, j1), B n x k with row stride ldb (the tb GEMV). */
+typedef void (*DotRowsFn)(int64_t k, const float *x, const float *b, int64_t ldb, float *c, int64_t j0, int64_t j1);
+/* c[j] += sum_k x[k] b[k][j] for j in [j0, j1), B k x n with row stride ldb, in KC blocks. */
+typedef void (*AxpyRowsFn)(int64_t k, int64_t kcb, const float *x, const float *b, int64_t ldb, float *c, int64_t j0,
+                           int64_t j1);
+
+typedef struct Path {
+  const char *name;
+  int64_t mr, nr, kc, mc, nc; /* micro tile; blocks (mc a multiple of mr, nc of nr) */
+  KernelFn kernel;
+  DotRowsFn dot_rows;
+  AxpyRowsFn axpy_rows;
+} Path;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Portable C                                                                                  */
+
+#define G_MR 4
+#define G_NR 16
+
+static void kernel_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                           int64_t nr) {
+  float acc[G_MR][G_NR];
+  memset(acc, 0, sizeof acc);
+  for (int64_t k = 0; k < kc; k++, a += G_MR, b += G_NR)
+    for (int i = 0; i < G_MR; i++)
+      for (int j = 0; j < G_NR; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < nr; j++) c[i * ldc + j] += acc[i][j];
+}
+
+static void dot_rows_generic(int64_t k, const float *x, const float *b, int64_t ldb, float *c, int64_t j0,
+                             int64_t j1) {
+  for (int64_t j = j0; j < j1; j++) {
+    const float *r = b + j * ldb;
+    float acc = 0;
+    for (int64_t p = 0; p < k; p++) acc = fmaf(x[p], r[p], acc);
+    c[j] += acc;
+  }
+}
+
+static void axpy_rows_generic(int64_t k, int64_t kcb, const float *x, const float *b, int64_t ldb, float *c,
+                              int64_t j0, int64_t j1) {
+  enum { W = 64 };
+  for (int64_t j = j0; j < j1; j += W) {
+    int64_t w = j1 - j < W ? j1 - j : W;
+    for (int64_t p0 = 0; p0 < k; p0 += kcb) {
+      int64_t p1 = p0 + kcb < k ? p0 + kcb : k;
+      float acc[W] = {0};
+      for (int64_t p = p0; p < p1; p++)
+        for (int64_t q = 0; q < w; q++) acc[q] = fmaf(x[p], b[p * ldb + j + q], acc[q]);
+      for (int64_t q = 0; q < w; q++) c[j + q] += acc[q];
+    }
+  }
+}
+
+static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, kernel_generic, dot_rows_generic,
+                                  axpy_rows_generic};
+
+#ifdef GP_X86
+/* ------------------------------------------------------------------------------------------ */
+/* AVX2 + FMA: 6 x 16 tile in 12 ymm registers                                                 */
+
+#define A2_MR 6
+#define A2_NR 16
+
+#define A2_TARGET __attribute__((target("avx2,fma")))
+
+A2_TARGET static void kernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                                  int64_t nr) {
+  __m256 acc[A2_MR][2];
+  for (int i = 0; i < A2_MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; k++, a += A2_MR, b += A2_NR) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#define A2_ROW(i)                                                                                                 \
+  {                                                                                                               \
+    __m256 x = _mm256_broadcast_ss(a + i);                                                                        \
+    acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);                                                                \
+    acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);                                                                \
+  }
+    A2_ROW(0) A2_ROW(1) A2_ROW(2) A2_ROW(3) A2_ROW(4) A2_ROW(5)
+#undef A2_ROW
+  }
+  if (mr == A2_MR && nr == A2_NR) {
+    for (int i = 0; i < A2_MR; i++) {
+      float *ci = c + i * ldc;
+      _mm256_storeu_ps(ci, _mm256_add_ps(_mm256_loadu_ps(ci), acc[i][0]));
+      _mm256_storeu_ps(ci + 8, _mm256_add_ps(_mm256_loadu_ps(ci + 8), acc[i][1]));
+    }
+    return;
+  }
+  float tmp[A2_MR * A2_NR] __attribute__((aligned(32)));
+  for (int i = 0; i < A2_MR; i++) {
+    _mm256_store_ps(tmp + i * A2_NR, acc[i][0]);
+    _mm256_store_ps(tmp + i * A2_NR + 8, acc[i][1]);
+  }
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < nr; j++) c[i * ldc + j] += tmp[i * A2_NR + j];
+}
+
+static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, kernel_avx2, dot_rows_generic,
+                               axpy_rows_generic};
+
+/* ------------------------------------------------------------------------------------------ */
+/* AVX-512: 14 x 32 tile in 28 zmm registers (14 x 16 for panels of at most 16 valid columns)  */
+
+#define Z_MR 14
+#define Z_NR 32
+
+#define Z_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
+
+#define Z_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+
+/* The mask of the first n of 16 lanes (n clamped to [0, 16]). */
+Z_TARGET static inline __mmask16 z_mask(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* nr in (16, 32]: two vectors per row. */
+Z_TARGET static void kernel_z2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                               int64_t nr) {
+#define Z2_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+  Z_ROWS(Z2_DECL)
+#undef Z2_DECL
+  for (int64_t k = 0; k < kc; k++, a += Z_MR, b += Z_NR) {
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#define Z2_STEP(i)                                                                                                \
+  {                                                                                                               \
+    __m512 x = _mm512_set1_ps(a[i]);                                                                              \
+    c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                                                    \
+    c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                                                    \
+  }
+    Z_ROWS(Z2_STEP)
+#undef Z2_STEP
+  }
+  __mmask16 m1 = z_mask(nr - 16);
+#define Z2_SAVE(i)                                                                                                \
+  if (i < mr) {                                                                                                   \
+    float *r = c + i * ldc;                                                                                       \
+    _mm512_storeu_ps(r, _mm512_add_ps(_mm512_loadu_ps(r), c##i##0));                                              \
+    _mm512_mask_storeu_ps(r + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, r + 16), c##i##1));                 \
+  }
+  Z_ROWS(Z2_SAVE)
+#undef Z2_SAVE
+}
+
+/* nr in [1, 16]: one vector per row (the panel is still Z_NR wide; its right half is unused). */
+Z_TARGET static void kernel_z1(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                               int64_t nr) {
+#define Z1_DECL(i) __m512 c##i = _mm512_setzero_ps();
+  Z_ROWS(Z1_DECL)
+#undef Z1_DECL
+  for (int64_t k = 0; k < kc; k++, a += Z_MR, b += Z_NR) {
+    __m512 b0 = _mm512_load_ps(b);
+#define Z1_STEP(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i);
+    Z_ROWS(Z1_STEP)
+#undef Z1_STEP
+  }
+  __mmask16 m0 = z_mask(nr);
+#define Z1_SAVE(i)                                                                                                \
+  if (i < mr) {                                                                                                   \
+    float *r = c + i * ldc;                                                                                       \
+    _mm512_mask_storeu_ps(r, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, r), c##i));                              \
+  }
+  Z_ROWS(Z1_SAVE)
+#undef Z1_SAVE
+}
+
+static void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                          int64_t nr) {
+  if (nr > 16)
+    kernel_z2(kc, a, b, c, ldc, mr, nr);
+  else
+    kernel_z1(kc, a, b, c, ldc, mr, nr);
+}
+
+/* The dot product of x and r over k, as 4 x 16 partial sums (k in steps of 64, then of 16,
+ * then a masked step), summed in a fixed order: the same operations for every row. */
+Z_TARGET static inline float z_dot(int64_t k, const float *x, const float *r) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  int64_t p = 0;
+  for (; p + 64 <= k; p += 64) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + p), _mm512_loadu_ps(r + p), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + p + 16), _mm512_loadu_ps(r + p + 16), s1);
+    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + p + 32), _mm512_loadu_ps(r + p + 32), s2);
+    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + p + 48), _mm512_loadu_ps(r + p + 48), s3);
+  }
+  for (; p + 16 <= k; p += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + p), _mm512_loadu_ps(r + p), s0);
+  if (p < k) {
+    __mmask16 m = z_mask(k - p);
+    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + p), _mm512_maskz_loadu_ps(m, r + p), s0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+Z_TARGET static void dot_rows_avx512(int64_t k, const float *x, const float *b, int64_t ldb, float *c, int64_t j0,
+                                     int64_t j1) {
+  for (int64_t j = j0; j < j1; j++) c[j] += z_dot(k, x, b + j * ldb);
+}
+
+/* 64 columns at a time (4 vectors, masked at the right edge), in KC blocks of k. */
+Z_TARGET static void axpy_rows_avx512(int64_t k, int64_t kcb, const float *x, const float *b, int64_t ldb, float *c,
+                                      int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; j += 64) {
+    __mmask16 m[4];
+    for (int v = 0; v < 4; v++) m[v] = z_mask(j1 - j - 16 * v);
+    for (int64_t p0 = 0; p0 < k; p0 += kcb) {
+      int64_t p1 = p0 + kcb < k ? p0 + kcb : k;
+      __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+      for (int64_t p = p0; p < p1; p++) {
+        __m512 xv = _mm512_set1_ps(x[p]);
+        const float *r = b + p * ldb + j;
+        for (int v = 0; v < 4; v++)
+          if (m[v]) s[v] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m[v], r + 16 * v), s[v]);
+      }
+      for (int v = 0; v < 4; v++)
+        if (m[v]) _mm512_mask_storeu_ps(c + j + 16 * v, m[v], _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + j + 16 * v), s[v]));
+    }
+  }
+}
+
+static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, 384, 1008, 384, kernel_avx512, dot_rows_avx512,
+                                 axpy_rows_avx512};
+#endif /* GP_X86 */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Path selection                                                                              */
+
+static bool cpu_has(GPSgemmIsa isa) {
+#ifdef GP_X86
+  __builtin_cpu_init();
+  if (isa == GP_SGEMM_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == GP_SGEMM_AVX512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+#endif
+  return isa == GP_SGEMM_GENERIC;
+}
+
+static _Atomic(int) forced = GP_SGEMM_AUTO;
+
+int gp_sgemm_force_isa(GPSgemmIsa isa) {
+  if (isa != GP_SGEMM_AUTO && !cpu_has(isa)) return -1;
+  forced = (int)isa;
+  return 0;
+}
+
+static const Path *path_now(void) {
+  int f = forced;
+#ifdef GP_X86
+  if (f == GP_SGEMM_AVX512 || (f == GP_SGEMM_AUTO && cpu_has(GP_SGEMM_AVX512))) return &PATH_AVX512;
+  if (f == GP_SGEMM_AVX2 || (f == GP_SGEMM_AUTO && cpu_has(GP_SGEMM_AVX2))) return &PATH_AVX2;
+#endif
+  return &PATH_GENERIC;
+}
+
+const char *gp_sgemm_isa_name(void) { return path_now()->name; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Packing                                                                                     */
+
+typedef struct Gemm {
+  const Path *p;
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  const float *a, *b;
+  float *c;
+  int64_t chunk; /* threads: rows (split_m) or columns per chunk */
+  bool split_m;
+} Gemm;
+
+/* Rows [i0, i0 + mc) x k's [p0, p0 + kc) of op(A) into MR-row panels (dst[panel][k][i]),
+ * rows past mc zeroed. */
+static void pack_a(const Gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst) {
+  const int64_t MR = g->p->mr;
+  for (int64_t ir = 0; ir < mc; ir += MR, dst += kc * MR) {
+    int64_t mr = mc - ir < MR ? mc - ir : MR;
+    if (mr < MR) memset(dst, 0, (size_t)(kc * MR) * sizeof(float));
+    if (!g->ta) {
+      for (int64_t i = 0; i < mr; i++) {
+        const float *src = g->a + (i0 + ir + i) * g->lda + p0;
+        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
+      }
+    } else {
+      for (int64_t k = 0; k < kc; k++) memcpy(dst + k * MR, g->a + (p0 + k) * g->lda + i0 + ir, (size_t)mr * sizeof(float));
+    }
+  }
+}
+
+/* k's [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) into NR-column panels (dst[panel][k][j]),
+ * columns past nc zeroed. */
+static void pack_b(const Gemm *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst) {
+  const int64_t NR = g->p->nr;
+  int64_t full = nc / NR * NR;
+  if (full < nc) memset(dst + full * kc, 0, (size_t)(kc * NR) * sizeof(float));
+  if (!g->tb) {
+    for (int64_t k = 0; k < kc; k++) {
+      const float *src = g->b + (p0 + k) * g->ldb + j0;
+      int64_t jr = 0;
+      for (; jr < full; jr += NR) memcpy(dst + jr * kc + k * NR, src + jr, (size_t)NR * sizeof(float));
+      if (jr < nc) memcpy(dst + jr * kc + k * NR, src + jr, (size_t)(nc - jr) * sizeof(float));
+    }
+  } else {
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+      int64_t nr = nc - jr < NR ? nc - jr : NR;
+      for (int64_t j = 0; j < nr; j++) {
+        const float *src = g->b + (j0 + jr + j) * g->ldb + p0;
+        for (int64_t k = 0; k < kc; k++) dst[jr * kc + k * NR + j] = src[k];
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Drivers                                                                                     */
+
+static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
+
+/* A 64-byte aligned view of a gp_malloc'd buffer of at least n floats (*raw is what to free). */
+static float *aligned_floats(int64_t n, void **raw) {
+  *raw = gp_malloc((size_t)n * sizeof(float) + 64);
+  uintptr_t u = ((uintptr_t)*raw + 63) & ~(uintptr_t)63;
+  return (float *)u;
+}
+
+/* C[m0, m1) x [n0, n1) += op(A) op(B), on the calling thread. */
+static void gemm_block(const Gemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const Path *p = g->p;
+  int64_t kcap = min64(g->k, p->kc), mcap = min64(round_up(m1 - m0, p->mr), p->mc);
+  int64_t ncap = min64(round_up(n1 - n0, p->nr), p->nc);
+  void *araw, *braw;
+  float *ap = aligned_floats(mcap * kcap, &araw), *bp = aligned_floats(ncap * kcap, &braw);
+  for (int64_t pc = 0; pc < g->k; pc += p->kc) {
+    int64_t kc = min64(g->k - pc, p->kc);
+    for (int64_t ic = m0; ic < m1; ic += p->mc) {
+      int64_t mc = min64(m1 - ic, p->mc);
+      pack_a(g, ic, mc, pc, kc, ap);
+      for (int64_t jc = n0; jc < n1; jc += p->nc) {
+        int64_t nc = min64(n1 - jc, p->nc);
+        pack_b(g, pc, kc, jc, nc, bp);
+        for (int64_t ir = 0; ir < mc; ir += p->mr) {
+          float *crow = g->c + (ic + ir) * g->ldc + jc;
+          for (int64_t jr = 0; jr < nc; jr += p->nr)
+            p->kernel(kc, ap + ir * kc, bp + jr * kc, crow + jr, g->ldc, min64(p->mr, mc - ir), min64(p->nr, nc - jr));
+        }
+      }
+    }
+  }
+  gp_free(araw);
+  gp_free(braw);
+}
+
+/* Rows of op(A) with m < GP_SGEMM_GEMV_M: each row of C from one pass over B. */
+static void gemv_block(const Gemm *g, int64_t n0, int64_t n1) {
+  void *raw = NULL;
+  float *x = g->ta ? gp_malloc((size_t)g->k * sizeof(float)) : NULL;
+  raw = x;
+  for (int64_t i = 0; i < g->m; i++) {
+    const float *xi = g->a + i * g->lda;
+    if (g->ta) {
+      for (int64_t p = 0; p < g->k; p++) x[p] = g->a[p * g->lda + i];
+      xi = x;
+    }
+    float *ci = g->c + i * g->ldc;
+    if (g->tb)
+      g->p->dot_rows(g->k, xi, g->b, g->ldb, ci, n0, n1);
+    else
+      g->p->axpy_rows(g->k, g->p->kc, xi, g->b, g->ldb, ci, n0, n1);
+  }
+  gp_free(raw);
+}
+
+static void run_chunks(void *ctx, int64_t c0, int64_t c1) {
+  const Gemm *g = ctx;
+  int64_t lo = c0 * g->chunk, hi = min64(c1 * g->chunk, g->split_m ? g->m : g->n);
+  if (g->m < GP_SGEMM_GEMV_M)
+    gemv_block(g, lo, hi);
+  else if (g->split_m)
+    gemm_block(g, lo, hi, 0, g->n);
+  else
+    gemm_block(g, 0, g->m, lo, hi);
+}
+
+/* Multiply-adds below which a call stays on the calling thread (starting a thread costs tens
+ * of microseconds). */
+#define PAR_MIN_MACS (1 << 22)
+
+void gp_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+              int64_t ldb, float *c, int64_t ldc, int32_t nthreads) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  assert(lda >= (ta ? m : k) && ldb >= (tb ? k : n) && ldc >= n);
+  Gemm g = {path_now(), ta, tb, m, n, k, lda, ldb, ldc, a, b, c, 0, false};
+  if (nthreads < 1 || (double)m * (double)n * (double)k < PAR_MIN_MACS) nthreads = 1;
+  /* chunks of whole panels: columns for the GEMV path and when N is the longer side */
+  g.split_m = m >= GP_SGEMM_GEMV_M && m > n;
+  int64_t dim = g.split_m ? m : n, unit = g.split_m ? g.p->mr : (m < GP_SGEMM_GEMV_M ? 64 : g.p->nr);
+  g.chunk = round_up((dim + nthreads - 1) / nthreads, unit);
+  int64_t chunks = (dim + g.chunk - 1) / g.chunk;
+  gp_k_parallel_for(nthreads, chunks, 1, run_chunks, &g);
+}
