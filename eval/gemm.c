@@ -45,6 +45,7 @@ typedef void (*AxpyRowsFn)(int64_t k, int64_t kcb, const float *x, const float *
 typedef struct Path {
   const char *name;
   int64_t mr, nr, kc, mc, nc; /* micro tile; blocks (mc a multiple of mr, nc of nr) */
+  bool a_rows; /* A panels row by row (a[i * kc_max + k]), not k by k (a[k * mr + i]) */
   KernelFn kernel;
   DotRowsFn dot_rows;
   AxpyRowsFn axpy_rows;
@@ -92,7 +93,7 @@ static void axpy_rows_generic(int64_t k, int64_t kcb, const float *x, const floa
   }
 }
 
-static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, kernel_generic, dot_rows_generic,
+static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, false, kernel_generic, dot_rows_generic,
                                   axpy_rows_generic};
 
 #ifdef GP_X86
@@ -136,7 +137,7 @@ A2_TARGET static void kernel_avx2(int64_t kc, const float *a, const float *b, fl
     for (int64_t j = 0; j < nr; j++) c[i * ldc + j] += tmp[i * A2_NR + j];
 }
 
-static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, kernel_avx2, dot_rows_generic,
+static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, false, kernel_avx2, dot_rows_generic,
                                axpy_rows_generic};
 
 /* ------------------------------------------------------------------------------------------ */
@@ -144,6 +145,7 @@ static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, kernel_avx2
 
 #define Z_MR 14
 #define Z_NR 32
+#define Z_KC 384 /* also the row stride of the packed A panels (a_rows), so a[i * Z_KC] */
 
 #define Z_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
 
@@ -154,17 +156,19 @@ Z_TARGET static inline __mmask16 z_mask(int64_t n) {
   return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
+/* a is a row-wise A panel (row i at a + i * Z_KC: constant displacements from one pointer). */
+
 /* nr in (16, 32]: two vectors per row. */
 Z_TARGET static void kernel_z2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
                                int64_t nr) {
 #define Z2_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
   Z_ROWS(Z2_DECL)
 #undef Z2_DECL
-  for (int64_t k = 0; k < kc; k++, a += Z_MR, b += Z_NR) {
+  for (int64_t k = 0; k < kc; k++, a++, b += Z_NR) {
     __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #define Z2_STEP(i)                                                                                                \
   {                                                                                                               \
-    __m512 x = _mm512_set1_ps(a[i]);                                                                              \
+    __m512 x = _mm512_set1_ps(a[i * Z_KC]);                                                                       \
     c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                                                    \
     c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                                                    \
   }
@@ -188,9 +192,9 @@ Z_TARGET static void kernel_z1(int64_t kc, const float *a, const float *b, float
 #define Z1_DECL(i) __m512 c##i = _mm512_setzero_ps();
   Z_ROWS(Z1_DECL)
 #undef Z1_DECL
-  for (int64_t k = 0; k < kc; k++, a += Z_MR, b += Z_NR) {
+  for (int64_t k = 0; k < kc; k++, a++, b += Z_NR) {
     __m512 b0 = _mm512_load_ps(b);
-#define Z1_STEP(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i);
+#define Z1_STEP(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i * Z_KC]), b0, c##i);
     Z_ROWS(Z1_STEP)
 #undef Z1_STEP
   }
@@ -257,7 +261,7 @@ Z_TARGET static void axpy_rows_avx512(int64_t k, int64_t kcb, const float *x, co
   }
 }
 
-static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, 384, 1008, 384, kernel_avx512, dot_rows_avx512,
+static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, Z_KC, 1008, 384, true, kernel_avx512, dot_rows_avx512,
                                  axpy_rows_avx512};
 #endif /* GP_X86 */
 
@@ -307,12 +311,26 @@ typedef struct Gemm {
   bool split_m;
 } Gemm;
 
-/* Rows [i0, i0 + mc) x k's [p0, p0 + kc) of op(A) into MR-row panels (dst[panel][k][i]),
- * rows past mc zeroed. */
+/* The floats one packed A panel takes: MR rows of kc (k-wise) or of the path's kc (row-wise). */
+static int64_t a_panel(const Path *p, int64_t kc) { return p->mr * (p->a_rows ? p->kc : kc); }
+
+/* Rows [i0, i0 + mc) x k's [p0, p0 + kc) of op(A) into MR-row panels, rows past mc zeroed:
+ * k-wise (dst[panel][k][i]) or, with a_rows, row-wise (dst[panel][i][k], rows p->kc apart). */
 static void pack_a(const Gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst) {
-  const int64_t MR = g->p->mr;
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += kc * MR) {
+  const int64_t MR = g->p->mr, KS = g->p->a_rows ? g->p->kc : 0;
+  for (int64_t ir = 0; ir < mc; ir += MR, dst += a_panel(g->p, kc)) {
     int64_t mr = mc - ir < MR ? mc - ir : MR;
+    if (KS) {
+      for (int64_t i = 0; i < mr; i++) {
+        float *d = dst + i * KS;
+        if (!g->ta)
+          memcpy(d, g->a + (i0 + ir + i) * g->lda + p0, (size_t)kc * sizeof(float));
+        else
+          for (int64_t k = 0; k < kc; k++) d[k] = g->a[(p0 + k) * g->lda + i0 + ir + i];
+      }
+      for (int64_t i = mr; i < MR; i++) memset(dst + i * KS, 0, (size_t)kc * sizeof(float));
+      continue;
+    }
     if (mr < MR) memset(dst, 0, (size_t)(kc * MR) * sizeof(float));
     if (!g->ta) {
       for (int64_t i = 0; i < mr; i++) {
@@ -368,7 +386,7 @@ static void gemm_block(const Gemm *g, int64_t m0, int64_t m1, int64_t n0, int64_
   int64_t kcap = min64(g->k, p->kc), mcap = min64(round_up(m1 - m0, p->mr), p->mc);
   int64_t ncap = min64(round_up(n1 - n0, p->nr), p->nc);
   void *araw, *braw;
-  float *ap = aligned_floats(mcap * kcap, &araw), *bp = aligned_floats(ncap * kcap, &braw);
+  float *ap = aligned_floats(mcap / p->mr * a_panel(p, kcap), &araw), *bp = aligned_floats(ncap * kcap, &braw);
   for (int64_t pc = 0; pc < g->k; pc += p->kc) {
     int64_t kc = min64(g->k - pc, p->kc);
     for (int64_t ic = m0; ic < m1; ic += p->mc) {
@@ -380,7 +398,7 @@ static void gemm_block(const Gemm *g, int64_t m0, int64_t m1, int64_t n0, int64_
         for (int64_t ir = 0; ir < mc; ir += p->mr) {
           float *crow = g->c + (ic + ir) * g->ldc + jc;
           for (int64_t jr = 0; jr < nc; jr += p->nr)
-            p->kernel(kc, ap + ir * kc, bp + jr * kc, crow + jr, g->ldc, min64(p->mr, mc - ir), min64(p->nr, nc - jr));
+            p->kernel(kc, ap + ir / p->mr * a_panel(p, kc), bp + jr * kc, crow + jr, g->ldc, min64(p->mr, mc - ir), min64(p->nr, nc - jr));
         }
       }
     }
