@@ -1,6 +1,6 @@
 /* bench_eval.c -- the evaluator's speed on ResNet-50 shapes.
  *
- *   ./build/bin/bench_eval [runs]
+ *   ./build/bin/bench_eval [runs] [kernels|resnet]   (default: both parts)
  *
  * 1. For ResNet-50 convolutions (batch 1, NCHW float32; one NHWC) and dense 2048->1000: GFLOP/s
  *    of our kernel through gp_eval_op (output allocation included), of our gp_sgemm alone and
@@ -394,7 +394,8 @@ int main(int argc, char **argv) {
   printf("bench_eval: %d threads, %d runs per figure (median); gp_sgemm path %s; cblas_sgemm is OpenBLAS's %s "
          "kernel (OPENBLAS_CORETYPE=%s)\n\n",
          (int)threads, runs, gp_sgemm_isa_name(), gp_blas_corename(), ct ? ct : "unset");
-  bench_kernels(threads, runs);
-  bench_resnet(threads, runs);
+  const char *part = argc > 2 ? argv[2] : "";
+  if (strcmp(part, "resnet") != 0) bench_kernels(threads, runs);
+  if (strcmp(part, "kernels") != 0) bench_resnet(threads, runs);
   return 0;
 }

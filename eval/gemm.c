@@ -42,6 +42,10 @@ typedef void (*DotRowsFn)(int64_t k, const float *x, const float *b, int64_t ldb
 typedef void (*AxpyRowsFn)(int64_t k, int64_t kcb, const float *x, const float *b, int64_t ldb, float *c, int64_t j0,
                            int64_t j1);
 
+/* Rows [p0, p0 + kc) of a row-major k x n B (row stride ldb), columns [j0, j0 + nc), into
+ * nr-column panels (dst[panel][k][j]), columns past nc zeroed (the !tb case of pack_b). */
+typedef void (*PackRowsFn)(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
+
 typedef struct Path {
   const char *name;
   int64_t mr, nr, kc, mc, nc; /* micro tile; blocks (mc a multiple of mr, nc of nr) */
@@ -49,6 +53,7 @@ typedef struct Path {
   KernelFn kernel;
   DotRowsFn dot_rows;
   AxpyRowsFn axpy_rows;
+  PackRowsFn pack_rows; /* NULL: the portable copy in pack_b */
 } Path;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -94,7 +99,7 @@ static void axpy_rows_generic(int64_t k, int64_t kcb, const float *x, const floa
 }
 
 static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, false, kernel_generic, dot_rows_generic,
-                                  axpy_rows_generic};
+                                  axpy_rows_generic, NULL};
 
 #ifdef GP_X86
 /* ------------------------------------------------------------------------------------------ */
@@ -138,7 +143,7 @@ A2_TARGET static void kernel_avx2(int64_t kc, const float *a, const float *b, fl
 }
 
 static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, false, kernel_avx2, dot_rows_generic,
-                               axpy_rows_generic};
+                               axpy_rows_generic, NULL};
 
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512: 14 x 32 tile in 28 zmm registers (14 x 16 for panels of at most 16 valid columns)  */
@@ -261,8 +266,29 @@ Z_TARGET static void axpy_rows_avx512(int64_t k, int64_t kcb, const float *x, co
   }
 }
 
+/* pack_rows for Z_NR = 32: two vector copies per row and panel; the last panel's masked loads
+ * read only inside B and store zeros past nc. */
+Z_TARGET static void pack_rows_avx512(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                                      float *dst) {
+  int64_t full = nc / Z_NR * Z_NR;
+  __mmask16 m0 = z_mask(nc - full), m1 = z_mask(nc - full - 16);
+  for (int64_t k = 0; k < kc; k++) {
+    const float *src = b + (p0 + k) * ldb + j0;
+    float *d = dst + k * Z_NR;
+    int64_t jr = 0;
+    for (; jr < full; jr += Z_NR, d += kc * Z_NR) {
+      _mm512_store_ps(d, _mm512_loadu_ps(src + jr));
+      _mm512_store_ps(d + 16, _mm512_loadu_ps(src + jr + 16));
+    }
+    if (jr < nc) {
+      _mm512_store_ps(d, _mm512_maskz_loadu_ps(m0, src + jr));
+      _mm512_store_ps(d + 16, m1 ? _mm512_maskz_loadu_ps(m1, src + jr + 16) : _mm512_setzero_ps());
+    }
+  }
+}
+
 static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, Z_KC, 1008, 384, true, kernel_avx512, dot_rows_avx512,
-                                 axpy_rows_avx512};
+                                 axpy_rows_avx512, pack_rows_avx512};
 #endif /* GP_X86 */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -347,6 +373,10 @@ static void pack_a(const Gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
  * columns past nc zeroed. */
 static void pack_b(const Gemm *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst) {
   const int64_t NR = g->p->nr;
+  if (!g->tb && g->p->pack_rows) {
+    g->p->pack_rows(g->b, g->ldb, p0, kc, j0, nc, dst);
+    return;
+  }
   int64_t full = nc / NR * NR;
   if (full < nc) memset(dst + full * kc, 0, (size_t)(kc * NR) * sizeof(float));
   if (!g->tb) {
