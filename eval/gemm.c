@@ -154,71 +154,75 @@ static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, false, kern
 
 #define Z_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
 
-#define Z_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define Z_ROWS14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define Z_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define Z_ROWS4(X) X(0) X(1) X(2) X(3)
 
 /* The mask of the first n of 16 lanes (n clamped to [0, 16]). */
 Z_TARGET static inline __mmask16 z_mask(int64_t n) {
   return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
-/* a is a row-wise A panel (row i at a + i * Z_KC: constant displacements from one pointer). */
-
-/* nr in (16, 32]: two vectors per row. */
-Z_TARGET static void kernel_z2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
-                               int64_t nr) {
+/* The kernels, by the rows they compute (ROWS: 14, or 8 or 4 for a last panel with fewer
+ * valid rows) and the vectors per row (2: nr in (16, 32]; 1: nr in [1, 16], the panel still
+ * Z_NR wide).  a is a row-wise A panel (row i at a + i * Z_KC: constant displacements from one
+ * pointer).  Every variant gives each element the same operations. */
 #define Z2_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
-  Z_ROWS(Z2_DECL)
-#undef Z2_DECL
-  for (int64_t k = 0; k < kc; k++, a++, b += Z_NR) {
-    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #define Z2_STEP(i)                                                                                                \
   {                                                                                                               \
     __m512 x = _mm512_set1_ps(a[i * Z_KC]);                                                                       \
     c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                                                    \
     c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                                                    \
   }
-    Z_ROWS(Z2_STEP)
-#undef Z2_STEP
-  }
-  __mmask16 m1 = z_mask(nr - 16);
 #define Z2_SAVE(i)                                                                                                \
   if (i < mr) {                                                                                                   \
     float *r = c + i * ldc;                                                                                       \
     _mm512_storeu_ps(r, _mm512_add_ps(_mm512_loadu_ps(r), c##i##0));                                              \
     _mm512_mask_storeu_ps(r + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, r + 16), c##i##1));                 \
   }
-  Z_ROWS(Z2_SAVE)
-#undef Z2_SAVE
-}
-
-/* nr in [1, 16]: one vector per row (the panel is still Z_NR wide; its right half is unused). */
-Z_TARGET static void kernel_z1(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
-                               int64_t nr) {
-#define Z1_DECL(i) __m512 c##i = _mm512_setzero_ps();
-  Z_ROWS(Z1_DECL)
-#undef Z1_DECL
-  for (int64_t k = 0; k < kc; k++, a++, b += Z_NR) {
-    __m512 b0 = _mm512_load_ps(b);
-#define Z1_STEP(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i * Z_KC]), b0, c##i);
-    Z_ROWS(Z1_STEP)
-#undef Z1_STEP
+#define Z_KERNEL2(name, ROWS)                                                                                     \
+  Z_TARGET static void name(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,        \
+                            int64_t nr) {                                                                         \
+    ROWS(Z2_DECL)                                                                                                 \
+    for (int64_t k = 0; k < kc; k++, a++, b += Z_NR) {                                                            \
+      __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                                                 \
+      ROWS(Z2_STEP)                                                                                               \
+    }                                                                                                             \
+    __mmask16 m1 = z_mask(nr - 16);                                                                               \
+    ROWS(Z2_SAVE)                                                                                                 \
   }
-  __mmask16 m0 = z_mask(nr);
+
+#define Z1_DECL(i) __m512 c##i = _mm512_setzero_ps();
+#define Z1_STEP(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i * Z_KC]), b0, c##i);
 #define Z1_SAVE(i)                                                                                                \
   if (i < mr) {                                                                                                   \
     float *r = c + i * ldc;                                                                                       \
     _mm512_mask_storeu_ps(r, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, r), c##i));                              \
   }
-  Z_ROWS(Z1_SAVE)
-#undef Z1_SAVE
-}
+#define Z_KERNEL1(name, ROWS)                                                                                     \
+  Z_TARGET static void name(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,        \
+                            int64_t nr) {                                                                         \
+    ROWS(Z1_DECL)                                                                                                 \
+    for (int64_t k = 0; k < kc; k++, a++, b += Z_NR) {                                                            \
+      __m512 b0 = _mm512_load_ps(b);                                                                              \
+      ROWS(Z1_STEP)                                                                                               \
+    }                                                                                                             \
+    __mmask16 m0 = z_mask(nr);                                                                                    \
+    ROWS(Z1_SAVE)                                                                                                 \
+  }
+
+Z_KERNEL2(kernel_z2_14, Z_ROWS14)
+Z_KERNEL2(kernel_z2_8, Z_ROWS8)
+Z_KERNEL2(kernel_z2_4, Z_ROWS4)
+Z_KERNEL1(kernel_z1_14, Z_ROWS14)
+Z_KERNEL1(kernel_z1_8, Z_ROWS8)
+Z_KERNEL1(kernel_z1_4, Z_ROWS4)
 
 static void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
                           int64_t nr) {
-  if (nr > 16)
-    kernel_z2(kc, a, b, c, ldc, mr, nr);
-  else
-    kernel_z1(kc, a, b, c, ldc, mr, nr);
+  static const KernelFn k2[3] = {kernel_z2_4, kernel_z2_8, kernel_z2_14}, k1[3] = {kernel_z1_4, kernel_z1_8, kernel_z1_14};
+  int rows = mr <= 4 ? 0 : mr <= 8 ? 1 : 2;
+  (nr > 16 ? k2 : k1)[rows](kc, a, b, c, ldc, mr, nr);
 }
 
 /* The dot product of x and r over k, as 4 x 16 partial sums (k in steps of 64, then of 16,
