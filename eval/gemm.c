@@ -24,6 +24,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -337,8 +338,9 @@ typedef struct Gemm {
   int64_t m, n, k, lda, ldb, ldc;
   const float *a, *b;
   float *c;
-  int64_t chunk; /* threads: rows (split_m) or columns per chunk */
+  int64_t chunk, chunks; /* threads: rows (split_m) or columns per chunk; how many */
   bool split_m;
+  atomic_llong next; /* the next chunk to take (a thread slowed down takes fewer) */
 } Gemm;
 
 /* The floats one packed A panel takes: MR rows of kc (k-wise) or of the path's kc (row-wise). */
@@ -414,13 +416,29 @@ static float *aligned_floats(int64_t n, void **raw) {
   return (float *)u;
 }
 
-/* C[m0, m1) x [n0, n1) += op(A) op(B), on the calling thread. */
-static void gemm_block(const Gemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+/* A thread's packing buffers, for blocks of at most mspan x nspan of C. */
+typedef struct Bufs {
+  void *araw, *braw; /* what to free */
+  float *ap, *bp;
+} Bufs;
+
+static void bufs_init(const Gemm *g, int64_t mspan, int64_t nspan, Bufs *bf) {
   const Path *p = g->p;
-  int64_t kcap = min64(g->k, p->kc), mcap = min64(round_up(m1 - m0, p->mr), p->mc);
-  int64_t ncap = min64(round_up(n1 - n0, p->nr), p->nc);
-  void *araw, *braw;
-  float *ap = aligned_floats(mcap / p->mr * a_panel(p, kcap), &araw), *bp = aligned_floats(ncap * kcap, &braw);
+  int64_t kcap = min64(g->k, p->kc), mcap = min64(round_up(mspan, p->mr), p->mc);
+  int64_t ncap = min64(round_up(nspan, p->nr), p->nc);
+  bf->ap = aligned_floats(mcap / p->mr * a_panel(p, kcap), &bf->araw);
+  bf->bp = aligned_floats(ncap * kcap, &bf->braw);
+}
+
+static void bufs_free(Bufs *bf) {
+  gp_free(bf->araw);
+  gp_free(bf->braw);
+}
+
+/* C[m0, m1) x [n0, n1) += op(A) op(B), on the calling thread, with buffers for that size. */
+static void gemm_block(const Gemm *g, const Bufs *bf, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const Path *p = g->p;
+  float *ap = bf->ap, *bp = bf->bp;
   for (int64_t pc = 0; pc < g->k; pc += p->kc) {
     int64_t kc = min64(g->k - pc, p->kc);
     for (int64_t ic = m0; ic < m1; ic += p->mc) {
@@ -432,13 +450,12 @@ static void gemm_block(const Gemm *g, int64_t m0, int64_t m1, int64_t n0, int64_
         for (int64_t ir = 0; ir < mc; ir += p->mr) {
           float *crow = g->c + (ic + ir) * g->ldc + jc;
           for (int64_t jr = 0; jr < nc; jr += p->nr)
-            p->kernel(kc, ap + ir / p->mr * a_panel(p, kc), bp + jr * kc, crow + jr, g->ldc, min64(p->mr, mc - ir), min64(p->nr, nc - jr));
+            p->kernel(kc, ap + ir / p->mr * a_panel(p, kc), bp + jr * kc, crow + jr, g->ldc, min64(p->mr, mc - ir),
+                      min64(p->nr, nc - jr));
         }
       }
     }
   }
-  gp_free(araw);
-  gp_free(braw);
 }
 
 /* Rows of op(A) with m < GP_SGEMM_GEMV_M: each row of C from one pass over B. */
@@ -461,31 +478,46 @@ static void gemv_block(const Gemm *g, int64_t n0, int64_t n1) {
   gp_free(raw);
 }
 
-static void run_chunks(void *ctx, int64_t c0, int64_t c1) {
-  const Gemm *g = ctx;
-  int64_t lo = c0 * g->chunk, hi = min64(c1 * g->chunk, g->split_m ? g->m : g->n);
-  if (g->m < GP_SGEMM_GEMV_M)
-    gemv_block(g, lo, hi);
-  else if (g->split_m)
-    gemm_block(g, lo, hi, 0, g->n);
-  else
-    gemm_block(g, 0, g->m, lo, hi);
+/* One thread's work: chunks taken one at a time until none is left (runs once per thread). */
+static void run_worker(void *ctx, int64_t t0, int64_t t1) {
+  GP_UNUSED(t0), GP_UNUSED(t1);
+  Gemm *g = ctx;
+  bool gemv = g->m < GP_SGEMM_GEMV_M;
+  Bufs bf = {0};
+  if (!gemv) bufs_init(g, g->split_m ? g->chunk : g->m, g->split_m ? g->n : g->chunk, &bf);
+  for (int64_t i; (i = (int64_t)atomic_fetch_add(&g->next, 1)) < g->chunks;) {
+    int64_t lo = i * g->chunk, hi = min64(lo + g->chunk, g->split_m ? g->m : g->n);
+    if (gemv)
+      gemv_block(g, lo, hi);
+    else if (g->split_m)
+      gemm_block(g, &bf, lo, hi, 0, g->n);
+    else
+      gemm_block(g, &bf, 0, g->m, lo, hi);
+  }
+  if (!gemv) bufs_free(&bf);
 }
 
 /* Multiply-adds below which a call stays on the calling thread (starting a thread costs tens
  * of microseconds). */
 #define PAR_MIN_MACS (1 << 22)
+#define CHUNKS_PER_THREAD 4
+#define MIN_CHUNK 96
 
 void gp_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
               int64_t ldb, float *c, int64_t ldc, int32_t nthreads) {
   if (m <= 0 || n <= 0 || k <= 0) return;
   assert(lda >= (ta ? m : k) && ldb >= (tb ? k : n) && ldc >= n);
-  Gemm g = {path_now(), ta, tb, m, n, k, lda, ldb, ldc, a, b, c, 0, false};
+  Gemm g = {path_now(), ta, tb, m, n, k, lda, ldb, ldc, a, b, c, 0, 0, false, 0};
   if (nthreads < 1 || (double)m * (double)n * (double)k < PAR_MIN_MACS) nthreads = 1;
-  /* chunks of whole panels: columns for the GEMV path and when N is the longer side */
+  /* chunks of whole panels: columns for the GEMV path and when N is the longer side; up to
+   * CHUNKS_PER_THREAD per thread, so that a thread that started late or shares its core takes
+   * fewer, but at least MIN_CHUNK long (each chunk repacks the other operand) */
   g.split_m = m >= GP_SGEMM_GEMV_M && m > n;
   int64_t dim = g.split_m ? m : n, unit = g.split_m ? g.p->mr : (m < GP_SGEMM_GEMV_M ? 64 : g.p->nr);
-  g.chunk = round_up((dim + nthreads - 1) / nthreads, unit);
-  int64_t chunks = (dim + g.chunk - 1) / g.chunk;
-  gp_k_parallel_for(nthreads, chunks, 1, run_chunks, &g);
+  int64_t want = nthreads == 1 ? 1 : min64((int64_t)nthreads * CHUNKS_PER_THREAD, dim / MIN_CHUNK);
+  if (want < nthreads) want = nthreads;
+  g.chunk = round_up((dim + want - 1) / want, unit);
+  g.chunks = (dim + g.chunk - 1) / g.chunk;
+  int32_t workers = g.chunks < nthreads ? (int32_t)g.chunks : nthreads;
+  gp_k_parallel_for(workers, workers, 1, run_worker, &g);
 }
