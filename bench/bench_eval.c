@@ -1,6 +1,8 @@
 /* bench_eval.c -- the evaluator's speed on ResNet-50 shapes.
  *
- *   ./build/bin/bench_eval [runs] [kernels|resnet]   (default: both parts)
+ *   ./build/bin/bench_eval [runs] [kernels|resnet|all] [threads]
+ *
+ * (default: 7 runs, both parts, gp_eval_default_threads() threads; OpenBLAS gets as many)
  *
  * 1. For ResNet-50 convolutions (batch 1, NCHW float32; one NHWC) and dense 2048->1000: GFLOP/s
  *    of our kernel through gp_eval_op (output allocation included), of our gp_sgemm alone and
@@ -389,7 +391,7 @@ static void bench_resnet(int32_t threads, int runs) {
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 7;
   if (runs < 1) runs = 1;
-  int32_t threads = gp_eval_default_threads();
+  int32_t threads = argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : gp_eval_default_threads();
   const char *ct = getenv("OPENBLAS_CORETYPE");
   printf("bench_eval: %d threads, %d runs per figure (median); gp_sgemm path %s; cblas_sgemm is OpenBLAS's %s "
          "kernel (OPENBLAS_CORETYPE=%s)\n\n",

@@ -261,6 +261,16 @@ static void split_rows(void *vctx, int64_t r0, int64_t r1) {
   }
 }
 
+/* One im2col output row of OW elements: zeros in [0, ow0) and [ow1, OW), src's contiguous
+ * ow1 - ow0 elements in between.  The zeros (the padding: a few elements) by loops, which
+ * cost less than memset calls. */
+static inline void put_row(char *dst, const char *src, int64_t ow0, int64_t ow1, int64_t OW, size_t es) {
+  int64_t z0 = ow0 * (int64_t)es, z1 = (OW - ow1) * (int64_t)es;
+  for (int64_t j = 0; j < z0; j++) dst[j] = 0;
+  memcpy(dst + z0, src, (size_t)(ow1 - ow0) * es);
+  for (int64_t j = 0; j < z1; j++) dst[ow1 * (int64_t)es + j] = 0;
+}
+
 /* NCHW: col is K x bw (bw = (oh1 - oh0) * OW), rows (c, kh, kw); fills rows [r0, r1). */
 static void im2col_nchw(void *vctx, int64_t r0, int64_t r1) {
   const Im2col *c = vctx;
@@ -279,15 +289,16 @@ static void im2col_nchw(void *vctx, int64_t r0, int64_t r1) {
         memset(dst, 0, row);
         continue;
       }
-      memset(dst, 0, (size_t)ow0 * es);
       int64_t iw0 = ow0 * g->sw - lo; /* >= 0 */
-      if (c->wq) /* phase iw0 % sw of row ih, from slot iw0 / sw on */
-        memcpy(dst + ow0 * (int64_t)es,
-               plane + (size_t)((ih * g->sw + iw0 % g->sw) * c->wq + iw0 / g->sw) * es,
-               (size_t)(ow1 - ow0) * es);
-      else
+      if (c->wq) { /* phase iw0 % sw of row ih, from slot iw0 / sw on */
+        put_row(dst, plane + (size_t)((ih * g->sw + iw0 % g->sw) * c->wq + iw0 / g->sw) * es, ow0, ow1, g->OW, es);
+      } else if (g->sw == 1) {
+        put_row(dst, plane + (size_t)(ih * g->W + iw0) * es, ow0, ow1, g->OW, es);
+      } else {
+        memset(dst, 0, (size_t)ow0 * es);
         copy_strided(dst + ow0 * (int64_t)es, plane + (size_t)(ih * g->W + iw0) * es, ow1 - ow0, g->sw, es);
-      memset(dst + ow1 * (int64_t)es, 0, (size_t)(g->OW - ow1) * es);
+        memset(dst + ow1 * (int64_t)es, 0, (size_t)(g->OW - ow1) * es);
+      }
     }
   }
 }
