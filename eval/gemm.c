@@ -108,43 +108,129 @@ static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, false, k
 
 #define A2_MR 6
 #define A2_NR 16
+#define A2_KC 256 /* also the row stride of the packed A panels (a_rows) */
 
 #define A2_TARGET __attribute__((target("avx2,fma")))
 
-A2_TARGET static void kernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
-                                  int64_t nr) {
-  __m256 acc[A2_MR][2];
-  for (int i = 0; i < A2_MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; k++, a += A2_MR, b += A2_NR) {
-    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-#define A2_ROW(i)                                                                                                 \
-  {                                                                                                               \
-    __m256 x = _mm256_broadcast_ss(a + i);                                                                        \
-    acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);                                                                \
-    acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);                                                                \
-  }
-    A2_ROW(0) A2_ROW(1) A2_ROW(2) A2_ROW(3) A2_ROW(4) A2_ROW(5)
-#undef A2_ROW
-  }
-  if (mr == A2_MR && nr == A2_NR) {
-    for (int i = 0; i < A2_MR; i++) {
-      float *ci = c + i * ldc;
-      _mm256_storeu_ps(ci, _mm256_add_ps(_mm256_loadu_ps(ci), acc[i][0]));
-      _mm256_storeu_ps(ci + 8, _mm256_add_ps(_mm256_loadu_ps(ci + 8), acc[i][1]));
-    }
-    return;
-  }
-  float tmp[A2_MR * A2_NR] __attribute__((aligned(32)));
-  for (int i = 0; i < A2_MR; i++) {
-    _mm256_store_ps(tmp + i * A2_NR, acc[i][0]);
-    _mm256_store_ps(tmp + i * A2_NR + 8, acc[i][1]);
-  }
-  for (int64_t i = 0; i < mr; i++)
-    for (int64_t j = 0; j < nr; j++) c[i * ldc + j] += tmp[i * A2_NR + j];
+/* The mask of the first n of 8 lanes (n clamped to [0, 8]), for maskload/maskstore. */
+A2_TARGET static inline __m256i a2_mask(int64_t n) {
+  int v = n < 0 ? 0 : n > 8 ? 8 : (int)n;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, 256, 120, 1024, false, kernel_avx2, dot_rows_generic,
-                               axpy_rows_generic, NULL};
+/* a is a row-wise A panel (row i at a + i * A2_KC).  Edge columns are masked. */
+A2_TARGET static void kernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                                  int64_t nr) {
+#define A2_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define A2_DECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
+  A2_ROWS(A2_DECL)
+#undef A2_DECL
+  for (int64_t k = 0; k < kc; k++, a++, b += A2_NR) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#define A2_STEP(i)                                                                                                \
+  {                                                                                                               \
+    __m256 x = _mm256_broadcast_ss(a + i * A2_KC);                                                                \
+    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
+    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);                                                                    \
+  }
+    A2_ROWS(A2_STEP)
+#undef A2_STEP
+  }
+  __m256i m0 = a2_mask(nr), m1 = a2_mask(nr - 8);
+#define A2_SAVE(i)                                                                                                \
+  if (i < mr) {                                                                                                   \
+    float *r = c + i * ldc;                                                                                       \
+    if (nr == A2_NR) {                                                                                            \
+      _mm256_storeu_ps(r, _mm256_add_ps(_mm256_loadu_ps(r), c##i##0));                                            \
+      _mm256_storeu_ps(r + 8, _mm256_add_ps(_mm256_loadu_ps(r + 8), c##i##1));                                    \
+    } else {                                                                                                      \
+      _mm256_maskstore_ps(r, m0, _mm256_add_ps(_mm256_maskload_ps(r, m0), c##i##0));                              \
+      if (nr > 8) _mm256_maskstore_ps(r + 8, m1, _mm256_add_ps(_mm256_maskload_ps(r + 8, m1), c##i##1));          \
+    }                                                                                                             \
+  }
+  A2_ROWS(A2_SAVE)
+#undef A2_SAVE
+#undef A2_ROWS
+}
+
+/* The dot product of x and r over k, as 4 x 8 partial sums (k in steps of 32, then of 8, then
+ * a masked step), summed in a fixed order: the same operations for every row. */
+A2_TARGET static inline float a2_dot(int64_t k, const float *x, const float *r) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 32 <= k; p += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p), _mm256_loadu_ps(r + p), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p + 8), _mm256_loadu_ps(r + p + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p + 16), _mm256_loadu_ps(r + p + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p + 24), _mm256_loadu_ps(r + p + 24), s3);
+  }
+  for (; p + 8 <= k; p += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p), _mm256_loadu_ps(r + p), s0);
+  if (p < k) {
+    __m256i m = a2_mask(k - p);
+    s0 = _mm256_fmadd_ps(_mm256_maskload_ps(x + p, m), _mm256_maskload_ps(r + p, m), s0);
+  }
+  __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+A2_TARGET static void dot_rows_avx2(int64_t k, const float *x, const float *b, int64_t ldb, float *c, int64_t j0,
+                                    int64_t j1) {
+  for (int64_t j = j0; j < j1; j++) c[j] += a2_dot(k, x, b + j * ldb);
+}
+
+/* 32 columns at a time (4 vectors, masked at the right edge), in KC blocks of k. */
+A2_TARGET static void axpy_rows_avx2(int64_t k, int64_t kcb, const float *x, const float *b, int64_t ldb, float *c,
+                                     int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; j += 32) {
+    int64_t w = j1 - j;
+    __m256i m[4];
+    for (int v = 0; v < 4; v++) m[v] = a2_mask(w - 8 * v);
+    int nv = w >= 32 ? 4 : (int)((w + 7) / 8);
+    for (int64_t p0 = 0; p0 < k; p0 += kcb) {
+      int64_t p1 = p0 + kcb < k ? p0 + kcb : k;
+      __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+      for (int64_t p = p0; p < p1; p++) {
+        __m256 xv = _mm256_broadcast_ss(x + p);
+        const float *r = b + p * ldb + j;
+        s0 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r, m[0]), s0);
+        if (nv > 1) s1 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r + 8, m[1]), s1);
+        if (nv > 2) s2 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r + 16, m[2]), s2);
+        if (nv > 3) s3 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r + 24, m[3]), s3);
+      }
+      __m256 sv[4] = {s0, s1, s2, s3};
+      for (int v = 0; v < nv; v++)
+        _mm256_maskstore_ps(c + j + 8 * v, m[v], _mm256_add_ps(_mm256_maskload_ps(c + j + 8 * v, m[v]), sv[v]));
+    }
+  }
+}
+
+/* pack_rows for A2_NR = 16: two vector copies per row and panel, masked at the right edge. */
+A2_TARGET static void pack_rows_avx2(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                                     float *dst) {
+  int64_t full = nc / A2_NR * A2_NR, rest = nc - full;
+  __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rest), lane);
+  __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rest - 8), lane);
+  for (int64_t k = 0; k < kc; k++) {
+    const float *src = b + (p0 + k) * ldb + j0;
+    float *d = dst + k * A2_NR;
+    int64_t jr = 0;
+    for (; jr < full; jr += A2_NR, d += kc * A2_NR) {
+      _mm256_store_ps(d, _mm256_loadu_ps(src + jr));
+      _mm256_store_ps(d + 8, _mm256_loadu_ps(src + jr + 8));
+    }
+    if (rest) {
+      _mm256_store_ps(d, _mm256_maskload_ps(src + jr, m0));
+      _mm256_store_ps(d + 8, rest > 8 ? _mm256_maskload_ps(src + jr + 8, m1) : _mm256_setzero_ps());
+    }
+  }
+}
+
+static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, A2_KC, 1020, 512, true, kernel_avx2, dot_rows_avx2,
+                               axpy_rows_avx2, pack_rows_avx2};
 
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512: 14 x 32 tile in 28 zmm registers (14 x 16 for panels of at most 16 valid columns)  */
