@@ -1271,6 +1271,26 @@ static void bmm_int_rows(void *vctx, int64_t r0, int64_t r1) {
   }
 }
 
+/* float32 batches, each a single-threaded gp_sgemm, spread over the threads (for batches too
+ * small to split one by one). */
+typedef struct BmmF32 {
+  const float *x, *y;
+  float *z;
+  int64_t B1, B2, M, N, K;
+  bool ta, tb;
+} BmmF32;
+
+static void bmm_f32_items(void *vctx, int64_t b0, int64_t b1) {
+  const BmmF32 *c = vctx;
+  for (int64_t b = b0; b < b1; b++)
+    gp_sgemm(c->ta, c->tb, c->M, c->N, c->K, c->x + (c->B1 == 1 ? 0 : b) * c->M * c->K, c->ta ? c->M : c->K,
+             c->y + (c->B2 == 1 ? 0 : b) * c->K * c->N, c->tb ? c->K : c->N, c->z + b * c->M * c->N, c->N, 1);
+}
+
+/* Multiply-adds per batch item below which float32 batch_matmul spreads the items over the
+ * threads instead of splitting each item's GEMM. */
+#define BMM_ITEM_MACS (1 << 22)
+
 int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
   GP_UNUSED(user);
   if (a->num_inputs != 2 || a->num_outputs != 1) {
@@ -1313,7 +1333,10 @@ int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
   char *zbuf = NULL;
   char *zp = (char *)zt->data + zt->byte_offset;
   if (kz != ct) zp = zbuf = gp_calloc((size_t)nz, es);
-  if (isf) {
+  if (isf && ct == GP_K_F32 && B > 1 && M * N * K < BMM_ITEM_MACS) {
+    BmmF32 c = {(const float *)xp, (const float *)wp, (float *)zp, B1, B2, M, N, K, ta, tb};
+    gp_k_parallel_for(nth, B, grain_for(M * N * K / 64), bmm_f32_items, &c);
+  } else if (isf) {
     bool dbl = ct == GP_K_F64;
     int blas_old = blas_threads(dbl, nth);
     for (int64_t b = 0; b < B; b++)
