@@ -55,6 +55,9 @@ typedef void (*AxpyRowsFn)(int64_t k, int64_t kcb, const float *x, const float *
  * nr-column panels (dst[panel][k][j]), columns past nc zeroed (the !tb case of pack_b). */
 typedef void (*PackRowsFn)(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
 
+/* The same from an n x k B (the tb case): columns [j0, j0 + nc) of op(B) are rows of B. */
+typedef void (*PackColsFn)(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
+
 typedef struct Path {
   const char *name;
   int64_t mr, nr, kc, mc, nc; /* micro tile; blocks (mc a multiple of mr, nc of nr) */
@@ -63,6 +66,7 @@ typedef struct Path {
   DotRowsFn dot_rows;
   AxpyRowsFn axpy_rows;
   PackRowsFn pack_rows; /* NULL: the portable copy in pack_b */
+  PackColsFn pack_cols; /* NULL: the portable transposition in pack_b */
 } Path;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -108,7 +112,7 @@ static void axpy_rows_generic(int64_t k, int64_t kcb, const float *x, const floa
 }
 
 static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, false, kernel_generic, dot_rows_generic,
-                                  axpy_rows_generic, NULL};
+                                  axpy_rows_generic, NULL, NULL};
 
 #ifdef GP_X86
 /* ------------------------------------------------------------------------------------------ */
@@ -238,7 +242,7 @@ A2_TARGET static void pack_rows_avx2(const float *b, int64_t ldb, int64_t p0, in
 }
 
 static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, A2_KC, 1020, 512, true, kernel_avx2, dot_rows_avx2,
-                               axpy_rows_avx2, pack_rows_avx2};
+                               axpy_rows_avx2, pack_rows_avx2, NULL};
 
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512: 14 x 32 tile in 28 zmm registers (14 x 16 for panels of at most 16 valid columns)  */
@@ -386,8 +390,54 @@ Z_TARGET static void pack_rows_avx512(const float *b, int64_t ldb, int64_t p0, i
   }
 }
 
+/* r[0..15] (16 rows of 16) transposed in place: r[t] becomes element t of every row. */
+Z_TARGET static inline void z_transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  /* u[4i + q], 128-bit lane L: element 4L + q of rows 4i .. 4i + 3 */
+  for (int i = 0; i < 4; i++) {
+    u[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int q = 0; q < 4; q++) {
+    __m512 a0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x88), a1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xDD);
+    __m512 b0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x88), b1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xDD);
+    r[q] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+    r[8 + q] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+    r[4 + q] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+    r[12 + q] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+  }
+}
+
+/* pack_cols for Z_NR = 32: 16 x 16 blocks of B (16 rows j, 16 k's; masked past kc, zero rows
+ * past nc) transposed into the panels. */
+Z_TARGET static void pack_cols_avx512(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                                      float *dst) {
+  for (int64_t jr = 0; jr < nc; jr += Z_NR) {
+    float *pd = dst + jr * kc;
+    for (int64_t h = 0; h < Z_NR; h += 16) {
+      int64_t rows = nc - jr - h;
+      if (rows > 16) rows = 16;
+      for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+        int64_t kk = kc - k0 < 16 ? kc - k0 : 16;
+        __mmask16 m = z_mask(kk);
+        __m512 r[16];
+        for (int64_t t = 0; t < 16; t++)
+          r[t] = t < rows ? _mm512_maskz_loadu_ps(m, b + (j0 + jr + h + t) * ldb + p0 + k0) : _mm512_setzero_ps();
+        z_transpose16(r);
+        for (int64_t t = 0; t < kk; t++) _mm512_store_ps(pd + (k0 + t) * Z_NR + h, r[t]);
+      }
+    }
+  }
+}
+
 static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, Z_KC, 1008, 384, true, kernel_avx512, dot_rows_avx512,
-                                 axpy_rows_avx512, pack_rows_avx512};
+                                 axpy_rows_avx512, pack_rows_avx512, pack_cols_avx512};
 #endif /* GP_X86 */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -475,6 +525,10 @@ static void pack_b(const Gemm *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc
   const int64_t NR = g->p->nr;
   if (!g->tb && g->p->pack_rows) {
     g->p->pack_rows(g->b, g->ldb, p0, kc, j0, nc, dst);
+    return;
+  }
+  if (g->tb && g->p->pack_cols) {
+    g->p->pack_cols(g->b, g->ldb, p0, kc, j0, nc, dst);
     return;
   }
   int64_t full = nc / NR * NR;
