@@ -58,6 +58,10 @@ typedef void (*PackRowsFn)(const float *b, int64_t ldb, int64_t p0, int64_t kc, 
 /* The same from an n x k B (the tb case): columns [j0, j0 + nc) of op(B) are rows of B. */
 typedef void (*PackColsFn)(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
 
+/* One row-wise A panel from a k x m A (the ta case): rows [0, mr) of op(A) (mr <= MR) and k's
+ * [0, kc) from a0 = &op(A)[0][0], row t to dst + t * kc_max. */
+typedef void (*PackATFn)(const float *a0, int64_t lda, int64_t mr, int64_t kc, float *dst);
+
 typedef struct Path {
   const char *name;
   int64_t mr, nr, kc, mc, nc; /* micro tile; blocks (mc a multiple of mr, nc of nr) */
@@ -67,6 +71,7 @@ typedef struct Path {
   AxpyRowsFn axpy_rows;
   PackRowsFn pack_rows; /* NULL: the portable copy in pack_b */
   PackColsFn pack_cols; /* NULL: the portable transposition in pack_b */
+  PackATFn pack_a_t;    /* a_rows only; NULL: the portable transposition in pack_a */
 } Path;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -112,7 +117,7 @@ static void axpy_rows_generic(int64_t k, int64_t kcb, const float *x, const floa
 }
 
 static const Path PATH_GENERIC = {"generic", G_MR, G_NR, 256, 128, 512, false, kernel_generic, dot_rows_generic,
-                                  axpy_rows_generic, NULL, NULL};
+                                  axpy_rows_generic, NULL, NULL, NULL};
 
 #ifdef GP_X86
 /* ------------------------------------------------------------------------------------------ */
@@ -242,7 +247,7 @@ A2_TARGET static void pack_rows_avx2(const float *b, int64_t ldb, int64_t p0, in
 }
 
 static const Path PATH_AVX2 = {"avx2", A2_MR, A2_NR, A2_KC, 1020, 512, true, kernel_avx2, dot_rows_avx2,
-                               axpy_rows_avx2, pack_rows_avx2, NULL};
+                               axpy_rows_avx2, pack_rows_avx2, NULL, NULL};
 
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512: 14 x 32 tile in 28 zmm registers (14 x 16 for panels of at most 16 valid columns)  */
@@ -436,8 +441,22 @@ Z_TARGET static void pack_cols_avx512(const float *b, int64_t ldb, int64_t p0, i
   }
 }
 
+/* pack_a_t for Z_MR <= 16: 16 x 16 blocks of A (16 k's, mr i's; masked) transposed. */
+Z_TARGET static void pack_a_t_avx512(const float *a0, int64_t lda, int64_t mr, int64_t kc, float *dst) {
+  __mmask16 mi = z_mask(mr);
+  for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+    int64_t kk = kc - k0 < 16 ? kc - k0 : 16;
+    __mmask16 mk = z_mask(kk);
+    __m512 r[16];
+    for (int64_t t = 0; t < 16; t++)
+      r[t] = t < kk ? _mm512_maskz_loadu_ps(mi, a0 + (k0 + t) * lda) : _mm512_setzero_ps();
+    z_transpose16(r);
+    for (int64_t t = 0; t < mr; t++) _mm512_mask_storeu_ps(dst + t * Z_KC + k0, mk, r[t]);
+  }
+}
+
 static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, Z_KC, 1008, 384, true, kernel_avx512, dot_rows_avx512,
-                                 axpy_rows_avx512, pack_rows_avx512, pack_cols_avx512};
+                                 axpy_rows_avx512, pack_rows_avx512, pack_cols_avx512, pack_a_t_avx512};
 #endif /* GP_X86 */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -490,32 +509,47 @@ typedef struct Gemm {
 /* The floats one packed A panel takes: MR rows of kc (k-wise) or of the path's kc (row-wise). */
 static int64_t a_panel(const Path *p, int64_t kc) { return p->mr * (p->a_rows ? p->kc : kc); }
 
+/* One row-wise panel (row i at dst + i * p->kc) of mr rows of op(A) from a0 = &op(A)[0][0];
+ * rows mr .. MR - 1 zeroed. */
+static void pack_a_rows(const Path *p, bool ta, const float *a0, int64_t lda, int64_t mr, int64_t kc, float *dst) {
+  const int64_t KS = p->kc;
+  if (ta && p->pack_a_t) {
+    p->pack_a_t(a0, lda, mr, kc, dst);
+  } else {
+    for (int64_t i = 0; i < mr; i++) {
+      float *d = dst + i * KS;
+      if (!ta)
+        memcpy(d, a0 + i * lda, (size_t)kc * sizeof(float));
+      else
+        for (int64_t k = 0; k < kc; k++) d[k] = a0[k * lda + i];
+    }
+  }
+  for (int64_t i = mr; i < p->mr; i++) memset(dst + i * KS, 0, (size_t)kc * sizeof(float));
+}
+
+/* One k-major panel (dst[k * MR + i]) of mr rows of op(A) from a0; rows mr .. MR - 1 zeroed. */
+static void pack_a_kmajor(int64_t MR, bool ta, const float *a0, int64_t lda, int64_t mr, int64_t kc, float *dst) {
+  if (mr < MR) memset(dst, 0, (size_t)(kc * MR) * sizeof(float));
+  if (!ta) {
+    for (int64_t i = 0; i < mr; i++)
+      for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = a0[i * lda + k];
+  } else {
+    for (int64_t k = 0; k < kc; k++) memcpy(dst + k * MR, a0 + k * lda, (size_t)mr * sizeof(float));
+  }
+}
+
 /* Rows [i0, i0 + mc) x k's [p0, p0 + kc) of op(A) into MR-row panels, rows past mc zeroed:
  * k-wise (dst[panel][k][i]) or, with a_rows, row-wise (dst[panel][i][k], rows p->kc apart). */
 static void pack_a(const Gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst) {
-  const int64_t MR = g->p->mr, KS = g->p->a_rows ? g->p->kc : 0;
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += a_panel(g->p, kc)) {
+  const Path *p = g->p;
+  const int64_t MR = p->mr;
+  for (int64_t ir = 0; ir < mc; ir += MR, dst += a_panel(p, kc)) {
     int64_t mr = mc - ir < MR ? mc - ir : MR;
-    if (KS) {
-      for (int64_t i = 0; i < mr; i++) {
-        float *d = dst + i * KS;
-        if (!g->ta)
-          memcpy(d, g->a + (i0 + ir + i) * g->lda + p0, (size_t)kc * sizeof(float));
-        else
-          for (int64_t k = 0; k < kc; k++) d[k] = g->a[(p0 + k) * g->lda + i0 + ir + i];
-      }
-      for (int64_t i = mr; i < MR; i++) memset(dst + i * KS, 0, (size_t)kc * sizeof(float));
-      continue;
-    }
-    if (mr < MR) memset(dst, 0, (size_t)(kc * MR) * sizeof(float));
-    if (!g->ta) {
-      for (int64_t i = 0; i < mr; i++) {
-        const float *src = g->a + (i0 + ir + i) * g->lda + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
-      }
-    } else {
-      for (int64_t k = 0; k < kc; k++) memcpy(dst + k * MR, g->a + (p0 + k) * g->lda + i0 + ir, (size_t)mr * sizeof(float));
-    }
+    const float *a0 = g->ta ? g->a + p0 * g->lda + i0 + ir : g->a + (i0 + ir) * g->lda + p0; /* element (0, 0) */
+    if (p->a_rows)
+      pack_a_rows(p, g->ta, a0, g->lda, mr, kc, dst);
+    else
+      pack_a_kmajor(MR, g->ta, a0, g->lda, mr, kc, dst);
   }
 }
 
