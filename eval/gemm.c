@@ -513,6 +513,7 @@ static int64_t a_panel(const Path *p, int64_t kc) { return p->mr * (p->a_rows ? 
  * rows mr .. MR - 1 zeroed. */
 static void pack_a_rows(const Path *p, bool ta, const float *a0, int64_t lda, int64_t mr, int64_t kc, float *dst) {
   const int64_t KS = p->kc;
+  assert(mr >= 1 && mr <= p->mr && kc >= 1 && kc <= KS);
   if (ta && p->pack_a_t) {
     p->pack_a_t(a0, lda, mr, kc, dst);
   } else {
@@ -621,6 +622,7 @@ static void bufs_free(Bufs *bf) {
 static void gemm_block(const Gemm *g, const Bufs *bf, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const Path *p = g->p;
   float *ap = bf->ap, *bp = bf->bp;
+  assert(m0 < m1 && n0 < n1 && m1 <= g->m && n1 <= g->n);
   for (int64_t pc = 0; pc < g->k; pc += p->kc) {
     int64_t kc = min64(g->k - pc, p->kc);
     for (int64_t ic = m0; ic < m1; ic += p->mc) {
