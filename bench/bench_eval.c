@@ -224,7 +224,8 @@ static void bench_kernels(int32_t threads, int runs) {
     gp_release(w);
   }
   {
-    GPTensor *x = rand_tensor(2, (const int64_t[]){1, 2048}, -1, 1), *w = rand_tensor(2, (const int64_t[]){1000, 2048}, -1, 1);
+    GPTensor *x = rand_tensor(2, (const int64_t[]){1, 2048}, -1, 1);
+    GPTensor *w = rand_tensor(2, (const int64_t[]){1000, 2048}, -1, 1);
     Pair p = {dense, NULL, {x, w}, threads, 1, 1000, 2048, true, NULL, NULL, NULL};
     double tk, tp, tg;
     time_pair(&p, runs, &tk, &tp, &tg);

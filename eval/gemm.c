@@ -324,7 +324,8 @@ Z_KERNEL1(kernel_z1_4, Z_ROWS4)
 
 static void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
                           int64_t nr) {
-  static const KernelFn k2[3] = {kernel_z2_4, kernel_z2_8, kernel_z2_14}, k1[3] = {kernel_z1_4, kernel_z1_8, kernel_z1_14};
+  static const KernelFn k2[3] = {kernel_z2_4, kernel_z2_8, kernel_z2_14};
+  static const KernelFn k1[3] = {kernel_z1_4, kernel_z1_8, kernel_z1_14};
   int rows = mr <= 4 ? 0 : mr <= 8 ? 1 : 2;
   (nr > 16 ? k2 : k1)[rows](kc, a, b, c, ldc, mr, nr);
 }
@@ -369,7 +370,10 @@ Z_TARGET static void axpy_rows_avx512(int64_t k, int64_t kcb, const float *x, co
           if (m[v]) s[v] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m[v], r + 16 * v), s[v]);
       }
       for (int v = 0; v < 4; v++)
-        if (m[v]) _mm512_mask_storeu_ps(c + j + 16 * v, m[v], _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + j + 16 * v), s[v]));
+        if (m[v]) {
+          float *cv = c + j + 16 * v;
+          _mm512_mask_storeu_ps(cv, m[v], _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], cv), s[v]));
+        }
     }
   }
 }

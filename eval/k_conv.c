@@ -105,7 +105,8 @@ void gp_knn_store_from(DLTensor *out, const void *src, int ksrc) {
  * a float64 kernel either runs its GEMMs on OpenBLAS's threads, or runs OpenBLAS single-threaded
  * inside its own threads (gp_k_parallel_for) for the large spatial sizes, where cache-sized
  * im2col blocks per thread win.  blas_threads() sets OpenBLAS's count and returns the previous
- * one for blas_restore() (both do nothing unless dbl).  float32 never touches OpenBLAS: gp_sgemm runs on our threads. */
+ * one for blas_restore() (both do nothing unless dbl).  float32 never touches OpenBLAS:
+ * gp_sgemm runs on our threads. */
 static int blas_threads(bool dbl, int n) {
   if (!dbl) return 0;
   int old = openblas_get_num_threads();
