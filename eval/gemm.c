@@ -459,7 +459,7 @@ Z_TARGET static void pack_a_t_avx512(const float *a0, int64_t lda, int64_t mr, i
   }
 }
 
-static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, Z_KC, 1008, 384, true, kernel_avx512, dot_rows_avx512,
+static const Path PATH_AVX512 = {"avx512", Z_MR, Z_NR, Z_KC, 336, 384, true, kernel_avx512, dot_rows_avx512,
                                  axpy_rows_avx512, pack_rows_avx512, pack_cols_avx512, pack_a_t_avx512};
 #endif /* GP_X86 */
 

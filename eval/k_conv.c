@@ -528,7 +528,10 @@ static void conv_float(const ConvGeom *g, bool dbl, const char *x, const char *w
     }
   } else {
     char *xs = NULL;
-    if (!g->nhwc && g->sw > 1) {
+    /* the phase split copies the whole input; it pays when im2col reads each input element
+     * more than once (KH * KW > sh * sw: not for a 1x1 stride-2 convolution, which reads a
+     * quarter of it) */
+    if (!g->nhwc && g->sw > 1 && g->KH * g->KW > g->sh * g->sw) {
       Split sp = {g, x, NULL, es, (g->W + g->sw - 1) / g->sw};
       int64_t rows = g->N * g->C * g->H;
       xs = sp.xs = gp_malloc((size_t)(rows * g->sw * sp.wq) * es);
