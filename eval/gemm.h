@@ -12,7 +12,8 @@
  *
  * Paths, chosen at run time: AVX-512 (14x32 micro-kernel), AVX2+FMA (6x16), portable C.
  * Never reads or writes outside the matrices (edges are zero-padded in the packed panels and
- * stored with masks or through a scratch tile).  Threads split M or N, never K.
+ * only their valid part is stored).  Threads split M or N, never K, so a call's result does
+ * not depend on its thread count.
  */
 #ifndef GP_GEMM_H
 #define GP_GEMM_H
