@@ -98,6 +98,24 @@ Test(gemm, threads) {
   }
 }
 
+/* The thread count changes how the work is split, never a result's bits. */
+Test(gemm, threads_do_not_change_bits) {
+  static const int64_t shapes[][3] = {{300, 50, 700}, {60, 301, 250}, {2, 3001, 800}};
+  for (size_t i = 0; i < NISA; i++) {
+    if (gp_sgemm_force_isa(ISAS[i]) != 0) continue;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+      float *a = mat(m, k, k), *b = mat(n, k, k), *c1 = calloc((size_t)(m * n), sizeof(float));
+      float *c3 = calloc((size_t)(m * n), sizeof(float));
+      gp_sgemm(false, true, m, n, k, a, k, b, k, c1, n, 1);
+      gp_sgemm(false, true, m, n, k, a, k, b, k, c3, n, 3);
+      cr_assert(!memcmp(c1, c3, (size_t)(m * n) * sizeof(float)), "%s %lldx%lldx%lld", gp_sgemm_isa_name(),
+                (long long)m, (long long)n, (long long)k);
+      free(a), free(b), free(c1), free(c3);
+    }
+  }
+}
+
 Test(gemm, auto_path) {
   cr_assert_eq(gp_sgemm_force_isa(GP_SGEMM_AUTO), 0);
   const char *name = gp_sgemm_isa_name();
