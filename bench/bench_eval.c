@@ -1,11 +1,15 @@
 /* bench_eval.c -- the evaluator's speed on ResNet-50 shapes.
  *
- *   ./build/bin/bench_eval [runs]
+ *   ./build/bin/bench_eval [runs] [kernels|resnet|all] [threads]
+ *
+ * (default: 7 runs, both parts, gp_eval_default_threads() threads; OpenBLAS gets as many)
  *
  * 1. For ResNet-50 convolutions (batch 1, NCHW float32; one NHWC) and dense 2048->1000: GFLOP/s
- *    of our kernel through gp_eval_op (output allocation included) next to cblas_sgemm alone (on
- *    OpenBLAS's threads, preallocated operands) on the GEMM the convolution lowers to (same M,
- *    N, K), and the ratio; medians of `runs` (default 7) after warm-up calls (time_pair).
+ *    of our kernel through gp_eval_op (output allocation included), of our gp_sgemm alone and
+ *    of cblas_sgemm alone (on OpenBLAS's threads, with the core type OpenBLAS runs, which the
+ *    header names) on the GEMM the convolution lowers to (same M, N, K, preallocated operands),
+ *    and the ratio kernel / cblas_sgemm; medians of `runs` (default 7) after warm-up calls
+ *    (time_pair).
  * 2. The time of gp_eval_function on a whole ResNet-50 (v1.5: stride in the 3x3 convolutions;
  *    224x224, batch 1, random weights, inference batch_norm) built with the IR constructors:
  *    median of `runs` (at least 3) after one warm-up run.
@@ -15,6 +19,7 @@
 #include "ir/ir.h"
 
 #include "eval/blas.h"
+#include "eval/gemm.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +123,12 @@ static double run_ours(Pair *p) {
   return t;
 }
 
+static double run_gp_sgemm(Pair *p) {
+  double t0 = now();
+  gp_sgemm(false, p->trans_b, p->M, p->N, p->K, p->a, p->K, p->b, p->trans_b ? p->K : p->N, p->c, p->N, p->threads);
+  return now() - t0;
+}
+
 static double run_sgemm(Pair *p) {
   double t0 = now();
   cblas_sgemm(CblasRowMajor, CblasNoTrans, p->trans_b ? CblasTrans : CblasNoTrans, (blasint)p->M, (blasint)p->N,
@@ -130,20 +141,25 @@ static double run_sgemm(Pair *p) {
  * over the first few calls (until then each call maps and faults in fresh pages). */
 #define WARMUP 10
 
-/* Median times of ours and of the baseline, in adjacent series (the machine may be shared, so
- * they run close in time): a pause (settle), WARMUP + runs calls of ours, then WARMUP + runs
- * sgemm calls (the first ones wake OpenBLAS's pool). */
-static void time_pair(Pair *p, int runs, double *ours, double *base) {
+/* Median times of ours, of gp_sgemm and of the baseline, in adjacent series (the machine may be
+ * shared, so they run close in time): a pause (settle), WARMUP + runs calls of ours, as many of
+ * gp_sgemm, then WARMUP + runs sgemm calls (the first ones wake OpenBLAS's pool). */
+static void time_pair(Pair *p, int runs, double *ours, double *gp, double *base) {
   int64_t M = p->M, N = p->N, K = p->K;
   p->a = malloc(sizeof(float) * (size_t)(M * K)), p->b = malloc(sizeof(float) * (size_t)(K * N));
-  p->c = malloc(sizeof(float) * (size_t)(M * N));
+  p->c = calloc((size_t)(M * N), sizeof(float));
   for (int64_t i = 0; i < M * K; i++) p->a[i] = frand();
   for (int64_t i = 0; i < K * N; i++) p->b[i] = frand();
   double *to = malloc(sizeof(double) * (size_t)runs), *tb = malloc(sizeof(double) * (size_t)runs);
+  double *tg = malloc(sizeof(double) * (size_t)runs);
   settle();
   for (int r = -WARMUP; r < runs; r++) {
     double t = run_ours(p);
     if (r >= 0) to[r] = t;
+  }
+  for (int r = -WARMUP; r < runs; r++) { /* C += A B: C only grows, as a sum of at most 17 products */
+    double t = run_gp_sgemm(p);
+    if (r >= 0) tg[r] = t;
   }
   openblas_set_num_threads(p->threads); /* the kernels restore it; for clarity */
   for (int r = -WARMUP; r < runs; r++) {
@@ -152,6 +168,8 @@ static void time_pair(Pair *p, int runs, double *ours, double *base) {
   }
   *ours = median(to, runs);
   *base = median(tb, runs);
+  *gp = median(tg, runs);
+  free(tg);
   free(to);
   free(tb);
   free(p->a);
@@ -175,8 +193,8 @@ static void bench_kernels(int32_t threads, int runs) {
   };
   const GPOp *conv = gp_op_get("nn.conv2d"), *dense = gp_op_get("nn.dense");
   if (!conv || !dense) die("ops");
-  printf("%-32s %6s %6s %6s  %9s %9s %6s\n", "kernel (batch 1, float32)", "M", "N", "K", "ours GF/s", "sgemm GF/s",
-         "ratio");
+  printf("%-32s %6s %6s %6s  %9s %9s %10s %6s\n", "kernel (batch 1, float32)", "M", "N", "K", "ours GF/s",
+         "gp_sgemm", "cblas_sgemm", "ratio");
   double worst = 1e9;
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const ConvShape *s = &shapes[i];
@@ -194,26 +212,27 @@ static void bench_kernels(int32_t threads, int runs) {
     GPAttrs *a = attrs_of(conv, kv, 4);
     /* NHWC lowers to (P x K) * (K x O): the same GEMM transposed */
     Pair p = {conv, a, {x, w}, threads, s->nhwc ? N : M, s->nhwc ? M : N, K, false, NULL, NULL, NULL};
-    double tk, tg;
-    time_pair(&p, runs, &tk, &tg);
+    double tk, tp, tg;
+    time_pair(&p, runs, &tk, &tp, &tg);
     double fl = 2.0 * (double)M * (double)N * (double)K;
     double r = tg / tk;
     if (r < worst) worst = r;
-    printf("%-32s %6lld %6lld %6lld  %9.1f %9.1f %5.0f%%\n", s->name, (long long)M, (long long)N, (long long)K,
-           fl / tk * 1e-9, fl / tg * 1e-9, 100 * r);
+    printf("%-32s %6lld %6lld %6lld  %9.1f %9.1f %10.1f %5.0f%%\n", s->name, (long long)M, (long long)N, (long long)K,
+           fl / tk * 1e-9, fl / tp * 1e-9, fl / tg * 1e-9, 100 * r);
     gp_release(a);
     gp_release(x);
     gp_release(w);
   }
   {
-    GPTensor *x = rand_tensor(2, (const int64_t[]){1, 2048}, -1, 1), *w = rand_tensor(2, (const int64_t[]){1000, 2048}, -1, 1);
+    GPTensor *x = rand_tensor(2, (const int64_t[]){1, 2048}, -1, 1);
+    GPTensor *w = rand_tensor(2, (const int64_t[]){1000, 2048}, -1, 1);
     Pair p = {dense, NULL, {x, w}, threads, 1, 1000, 2048, true, NULL, NULL, NULL};
-    double tk, tg;
-    time_pair(&p, runs, &tk, &tg);
+    double tk, tp, tg;
+    time_pair(&p, runs, &tk, &tp, &tg);
     double fl = 2.0 * 1000 * 2048, r = tg / tk;
     if (r < worst) worst = r;
-    printf("%-32s %6d %6d %6d  %9.1f %9.1f %5.0f%%\n", "dense 2048->1000", 1, 1000, 2048, fl / tk * 1e-9,
-           fl / tg * 1e-9, 100 * r);
+    printf("%-32s %6d %6d %6d  %9.1f %9.1f %10.1f %5.0f%%\n", "dense 2048->1000", 1, 1000, 2048, fl / tk * 1e-9,
+           fl / tp * 1e-9, fl / tg * 1e-9, 100 * r);
     gp_release(x);
     gp_release(w);
   }
@@ -373,9 +392,13 @@ static void bench_resnet(int32_t threads, int runs) {
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 7;
   if (runs < 1) runs = 1;
-  int32_t threads = gp_eval_default_threads();
-  printf("bench_eval: %d threads, %d runs per figure (median)\n\n", (int)threads, runs);
-  bench_kernels(threads, runs);
-  bench_resnet(threads, runs);
+  int32_t threads = argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : gp_eval_default_threads();
+  const char *ct = getenv("OPENBLAS_CORETYPE");
+  printf("bench_eval: %d threads, %d runs per figure (median); gp_sgemm path %s; cblas_sgemm is OpenBLAS's %s "
+         "kernel (OPENBLAS_CORETYPE=%s)\n\n",
+         (int)threads, runs, gp_sgemm_isa_name(), gp_blas_corename(), ct ? ct : "unset");
+  const char *part = argc > 2 ? argv[2] : "";
+  if (strcmp(part, "resnet") != 0) bench_kernels(threads, runs);
+  if (strcmp(part, "kernels") != 0) bench_resnet(threads, runs);
   return 0;
 }

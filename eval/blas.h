@@ -1,6 +1,9 @@
 /*
  * blas.h -- the BLAS the kernels call: OpenBLAS, loaded at the first call (eval/blas.c), with
  * the CBLAS names and constants the kernels use, so a kernel includes this instead of <cblas.h>.
+ * The float64 GEMMs of conv2d, dense and batch_matmul use it; their float32 GEMMs are ours
+ * (eval/gemm.h), which computes every output element the same way whatever OpenBLAS's core
+ * type.  cblas_sgemm stays for comparisons (bench/bench_eval.c).
  *
  * Why loaded, not linked: OpenBLAS picks its kernels for the CPU when it is loaded, from
  * OPENBLAS_CORETYPE or its own detection.  Debian 12's OpenBLAS (0.3.21) does not recognize

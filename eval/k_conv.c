@@ -8,8 +8,10 @@
  * itself is the operand.  NCHW rows with a horizontal stride are first split into their phases
  * so that im2col copies contiguous runs.  Large outputs (P >= MIN_BLOCKED_P) are cut into
  * blocks of output rows whose im2col fits in L2; each thread makes a block and multiplies it
- * with a single-threaded GEMM.  Small outputs run one im2col and a GEMM on OpenBLAS's threads
- * (see blas_threads).  Depthwise convolutions (one input channel per group) run a direct loop.
+ * with a single-threaded GEMM.  Small outputs run one im2col and a GEMM split over the threads.
+ * float32 GEMMs are ours (eval/gemm.h: every output element computed the same way, so equal
+ * weights give bit-equal channels) on our threads; float64 ones are OpenBLAS's cblas_dgemm (see
+ * blas_threads).  Depthwise convolutions (one input channel per group) run a direct loop.
  * float16 (and mixed float dtypes) compute in float32 (float64 when any side is float64) and
  * convert on store; integer convolutions run a plain loop that accumulates in uint64 (wrapping,
  * no overflow UB).  A kernel layout that is another permutation of OIHW is repacked; other
@@ -18,6 +20,7 @@
 #include "eval/kernel.h"
 
 #include "eval/blas.h"
+#include "eval/gemm.h"
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -96,71 +99,80 @@ void gp_knn_store_from(DLTensor *out, const void *src, int ksrc) {
   }
 }
 
-/* Threads: OpenBLAS's own threading is best for one GEMM on small spatial sizes (it shares the
- * packed panels between its threads), but the workers of its pool spin for about 0.1 s after
- * each threaded call and then compete with any other thread for the cores.  So a kernel either
- * runs its GEMMs on OpenBLAS's threads, or runs OpenBLAS single-threaded inside its own threads
- * (gp_k_parallel_for) for the large spatial sizes, where cache-sized im2col blocks per thread
- * win.  blas_threads() sets OpenBLAS's count and returns the previous one for blas_restore(). */
-static int blas_threads(int n) {
+/* Threads (float64, OpenBLAS): OpenBLAS's own threading is best for one GEMM on small spatial
+ * sizes (it shares the packed panels between its threads), but the workers of its pool spin for
+ * about 0.1 s after each threaded call and then compete with any other thread for the cores.  So
+ * a float64 kernel either runs its GEMMs on OpenBLAS's threads, or runs OpenBLAS single-threaded
+ * inside its own threads (gp_k_parallel_for) for the large spatial sizes, where cache-sized
+ * im2col blocks per thread win.  blas_threads() sets OpenBLAS's count and returns the previous
+ * one for blas_restore() (both do nothing unless dbl).  float32 never touches OpenBLAS:
+ * gp_sgemm runs on our threads. */
+static int blas_threads(bool dbl, int n) {
+  if (!dbl) return 0;
   int old = openblas_get_num_threads();
   if (n < 1) n = 1;
   if (old != n) openblas_set_num_threads(n);
   return old;
 }
 
-static void blas_restore(int old) {
-  if (openblas_get_num_threads() != old) openblas_set_num_threads(old);
+static void blas_restore(bool dbl, int old) {
+  if (dbl && openblas_get_num_threads() != old) openblas_set_num_threads(old);
 }
 
-/* C += op(A) op(B), row-major.  Every C here is zero-filled (the evaluator's outputs are, and
- * the temporaries are calloc'd), and beta 1 spares OpenBLAS a pass that zeroes C. */
-static void gemm(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
-                 int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
+/* C += op(A) op(B), row-major.  float32: gp_sgemm on up to nthreads of our threads; float64:
+ * cblas_dgemm on OpenBLAS's current thread count (nthreads unused).  Every C here is
+ * zero-filled (the evaluator's outputs are, and the temporaries are calloc'd), and beta 1
+ * spares OpenBLAS a pass that zeroes C. */
+static void gemm(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                 const void *b, int64_t ldb, void *c, int64_t ldc, int32_t nthreads) {
+  if (!dbl) {
+    gp_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, nthreads);
+    return;
+  }
   enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  if (dbl)
-    cblas_dgemm(CblasRowMajor, TA, TB, (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b,
-                (blasint)ldb, 1.0, c, (blasint)ldc);
-  else
-    cblas_sgemm(CblasRowMajor, TA, TB, (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)lda, b,
-                (blasint)ldb, 1.0f, c, (blasint)ldc);
+  cblas_dgemm(CblasRowMajor, TA, TB, (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b, (blasint)ldb,
+              1.0, c, (blasint)ldc);
 }
 
-/* One GEMM (row-major C += op(A) op(B)) split over threads along the longer of M and N,
- * in chunks that are multiples of 16. */
+/* One float64 GEMM (row-major C += op(A) op(B)) split over threads along the longer of M and
+ * N, in chunks that are multiples of 16, each a single-threaded cblas_dgemm. */
 typedef struct ParGemm {
-  bool dbl, ta, tb, split_n;
+  bool ta, tb, split_n;
   int64_t M, N, K, lda, ldb, ldc, chunk;
-  const char *A, *B;
-  char *C;
-  size_t es;
+  const double *A, *B;
+  double *C;
 } ParGemm;
 
 static void par_gemm_part(void *vctx, int64_t i0, int64_t i1) {
   const ParGemm *p = vctx;
-  size_t es = p->es;
   for (int64_t i = i0; i < i1; i++) {
     int64_t lo = i * p->chunk, hi = lo + p->chunk, dim = p->split_n ? p->N : p->M;
     if (hi > dim) hi = dim;
     if (p->split_n)
-      gemm(p->dbl, p->ta, p->tb, p->M, hi - lo, p->K, p->A, p->lda,
-           p->B + (size_t)(p->tb ? lo * p->ldb : lo) * es, p->ldb, p->C + (size_t)lo * es, p->ldc);
+      gemm(true, p->ta, p->tb, p->M, hi - lo, p->K, p->A, p->lda, p->B + (p->tb ? lo * p->ldb : lo), p->ldb,
+           p->C + lo, p->ldc, 1);
     else
-      gemm(p->dbl, p->ta, p->tb, hi - lo, p->N, p->K, p->A + (size_t)(p->ta ? lo : lo * p->lda) * es, p->lda,
-           p->B, p->ldb, p->C + (size_t)(lo * p->ldc) * es, p->ldc);
+      gemm(true, p->ta, p->tb, hi - lo, p->N, p->K, p->A + (p->ta ? lo : lo * p->lda), p->lda, p->B, p->ldb,
+           p->C + lo * p->ldc, p->ldc, 1);
   }
 }
 
-/* Multiply-adds below which a GEMM stays on the calling thread (a quarter of a millisecond or
- * so: starting a thread on an idle core, a virtual one above all, costs tens of microseconds). */
+/* Multiply-adds below which a float64 GEMM stays on the calling thread (a quarter of a
+ * millisecond or so: starting a thread on an idle core, a virtual one above all, costs tens of
+ * microseconds). */
 #define PAR_GEMM_MIN_MACS (1 << 24)
 
+/* C += op(A) op(B) on up to nthreads of our threads (float32: gp_sgemm splits it itself). */
 static void par_gemm(int32_t nthreads, bool dbl, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                      const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
-  ParGemm p = {dbl, ta, tb, n >= m, m, n, k, lda, ldb, ldc, 0, a, b, c, dbl ? sizeof(double) : sizeof(float)};
+  if (!dbl) {
+    gp_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, nthreads);
+    return;
+  }
+  ParGemm p = {ta, tb, n >= m, m, n, k, lda, ldb, ldc, 0, a, b, c};
   int64_t dim = p.split_n ? n : m;
   if (nthreads <= 1 || dim < 32 || m * n * k < PAR_GEMM_MIN_MACS) {
-    gemm(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    gemm(true, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, 1);
     return;
   }
   p.chunk = ((dim + nthreads - 1) / nthreads + 15) / 16 * 16;
@@ -250,6 +262,16 @@ static void split_rows(void *vctx, int64_t r0, int64_t r1) {
   }
 }
 
+/* One im2col output row of OW elements: zeros in [0, ow0) and [ow1, OW), src's contiguous
+ * ow1 - ow0 elements in between.  The zeros (the padding: a few elements) by loops, which
+ * cost less than memset calls. */
+static inline void put_row(char *dst, const char *src, int64_t ow0, int64_t ow1, int64_t OW, size_t es) {
+  int64_t z0 = ow0 * (int64_t)es, z1 = (OW - ow1) * (int64_t)es;
+  for (int64_t j = 0; j < z0; j++) dst[j] = 0;
+  memcpy(dst + z0, src, (size_t)(ow1 - ow0) * es);
+  for (int64_t j = 0; j < z1; j++) dst[ow1 * (int64_t)es + j] = 0;
+}
+
 /* NCHW: col is K x bw (bw = (oh1 - oh0) * OW), rows (c, kh, kw); fills rows [r0, r1). */
 static void im2col_nchw(void *vctx, int64_t r0, int64_t r1) {
   const Im2col *c = vctx;
@@ -268,15 +290,16 @@ static void im2col_nchw(void *vctx, int64_t r0, int64_t r1) {
         memset(dst, 0, row);
         continue;
       }
-      memset(dst, 0, (size_t)ow0 * es);
       int64_t iw0 = ow0 * g->sw - lo; /* >= 0 */
-      if (c->wq) /* phase iw0 % sw of row ih, from slot iw0 / sw on */
-        memcpy(dst + ow0 * (int64_t)es,
-               plane + (size_t)((ih * g->sw + iw0 % g->sw) * c->wq + iw0 / g->sw) * es,
-               (size_t)(ow1 - ow0) * es);
-      else
+      if (c->wq) { /* phase iw0 % sw of row ih, from slot iw0 / sw on */
+        put_row(dst, plane + (size_t)((ih * g->sw + iw0 % g->sw) * c->wq + iw0 / g->sw) * es, ow0, ow1, g->OW, es);
+      } else if (g->sw == 1) {
+        put_row(dst, plane + (size_t)(ih * g->W + iw0) * es, ow0, ow1, g->OW, es);
+      } else {
+        memset(dst, 0, (size_t)ow0 * es);
         copy_strided(dst + ow0 * (int64_t)es, plane + (size_t)(ih * g->W + iw0) * es, ow1 - ow0, g->sw, es);
-      memset(dst + ow1 * (int64_t)es, 0, (size_t)(g->OW - ow1) * es);
+        memset(dst + ow1 * (int64_t)es, 0, (size_t)(g->OW - ow1) * es);
+      }
     }
   }
 }
@@ -454,7 +477,8 @@ static void conv_direct_items(void *vctx, int64_t t0, int64_t t1) {
   for (int64_t i; (i = (int64_t)atomic_fetch_add(&j->next, 1)) < j->items;) {
     int64_t n = i / g->G, gi = i % g->G;
     gemm(j->dbl, false, false, g->Og, P, K, j->w + (size_t)(gi * g->Og * K) * es, K,
-         j->x + (size_t)((n * g->C + gi * g->Ig) * P) * es, P, j->y + (size_t)((n * g->O + gi * g->Og) * P) * es, P);
+         j->x + (size_t)((n * g->C + gi * g->Ig) * P) * es, P, j->y + (size_t)((n * g->O + gi * g->Og) * P) * es, P,
+         1);
   }
 }
 
@@ -474,10 +498,10 @@ static void conv_float(const ConvGeom *g, bool dbl, const char *x, const char *w
                         &d);
     return;
   }
-  /* large spatial sizes on our threads (OpenBLAS single-threaded inside), small ones on
-   * OpenBLAS's threads */
-  bool ours = P * (g->nhwc ? g->N : 1) >= MIN_BLOCKED_P;
-  int blas_old = blas_threads(ours ? 1 : nthreads);
+  /* float32 always, float64 on large spatial sizes: on our threads (OpenBLAS single-threaded
+   * inside); small float64 ones on OpenBLAS's threads */
+  bool ours = !dbl || P * (g->nhwc ? g->N : 1) >= MIN_BLOCKED_P;
+  int blas_old = blas_threads(dbl, ours ? 1 : nthreads);
   /* our threads for im2col and GEMM splits; 1 when OpenBLAS's spinning workers hold the cores */
   int32_t nt = ours ? nthreads : 1;
   ConvJob j = {g, dbl, wtrans, es, x, w, y, g->OH, 1, 0, 0, 0};
@@ -504,7 +528,10 @@ static void conv_float(const ConvGeom *g, bool dbl, const char *x, const char *w
     }
   } else {
     char *xs = NULL;
-    if (!g->nhwc && g->sw > 1) {
+    /* the phase split copies the whole input; it pays when im2col reads each input element
+     * more than once (KH * KW > sh * sw: not for a 1x1 stride-2 convolution, which reads a
+     * quarter of it) */
+    if (!g->nhwc && g->sw > 1 && g->KH * g->KW > g->sh * g->sw) {
       Split sp = {g, x, NULL, es, (g->W + g->sw - 1) / g->sw};
       int64_t rows = g->N * g->C * g->H;
       xs = sp.xs = gp_malloc((size_t)(rows * g->sw * sp.wq) * es);
@@ -529,7 +556,7 @@ static void conv_float(const ConvGeom *g, bool dbl, const char *x, const char *w
     }
     gp_free(xs);
   }
-  blas_restore(blas_old);
+  blas_restore(dbl, blas_old);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -844,9 +871,10 @@ int gp_knn_dense(const GPKernelArgs *a, void *user) {
     wp = gp_knn_load_as(wt, ct, &ws);
   }
   if (isf) { /* on OpenBLAS's threads */
-    int blas_old = blas_threads(nth);
-    gemm(ct == GP_K_F64, false, true, M, N, K, xp, K, wp, ldw, yp, N);
-    blas_restore(blas_old);
+    bool dbl = ct == GP_K_F64;
+    int blas_old = blas_threads(dbl, nth);
+    gemm(dbl, false, true, M, N, K, xp, K, wp, ldw, yp, N, nth);
+    blas_restore(dbl, blas_old);
   } else {
     IntDense d = {xp, wp, (int64_t *)yp, N, K};
     gp_k_parallel_for(nth, M, grain_for(N * K), dense_int_rows, &d);
@@ -1176,7 +1204,7 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
     j.xi = (const int64_t *)x, j.wi = (const int64_t *)w, j.yi = (uint64_t *)y; /* int64 buffer: same bits */
     gp_k_parallel_for(nth, g.N * g.O, grain_for(g.Pout * K), transpose ? convnd_t_int : convnd_int, &j);
   } else if (!transpose) {
-    int blas_old = blas_threads(nth);
+    int blas_old = blas_threads(dbl, nth);
     char *col = gp_malloc((size_t)(K * g.Pout) * es);
     j.col = col;
     for (int64_t n = 0; n < g.N; n++)
@@ -1184,12 +1212,12 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
         j.x = x + (size_t)((n * g.C + gi * g.Ig) * g.Pin) * es;
         gp_k_parallel_for(nth, K, grain_for(g.Pout), dbl ? im2col_nd_f64 : im2col_nd_f32, &j);
         gemm(dbl, false, false, g.Og, g.Pout, K, w + (size_t)(gi * g.Og * K) * es, K, col, g.Pout,
-             y + (size_t)((n * g.O + gi * g.Og) * g.Pout) * es, g.Pout);
+             y + (size_t)((n * g.O + gi * g.Og) * g.Pout) * es, g.Pout, nth);
       }
     gp_free(col);
-    blas_restore(blas_old);
+    blas_restore(dbl, blas_old);
   } else {
-    int blas_old = blas_threads(nth);
+    int blas_old = blas_threads(dbl, nth);
     int64_t R = g.Og * g.KK;
     char *col = gp_malloc((size_t)(R * g.Pin) * es);
     j.col = col;
@@ -1198,12 +1226,12 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
         memset(col, 0, (size_t)(R * g.Pin) * es);
         /* col (R x Pin) = W_g^T (R x Ig) * x_g (Ig x Pin); W_g is (Ig x R) */
         gemm(dbl, true, false, R, g.Pin, g.Ig, w + (size_t)(gi * g.Ig * R) * es, R,
-             x + (size_t)((n * g.C + gi * g.Ig) * g.Pin) * es, g.Pin, col, g.Pin);
+             x + (size_t)((n * g.C + gi * g.Ig) * g.Pin) * es, g.Pin, col, g.Pin, nth);
         j.x = y + (size_t)((n * g.O + gi * g.Og) * g.Pout) * es;
         gp_k_parallel_for(nth, g.Og, grain_for(g.KK * g.Pin), dbl ? col2im_nd_f64 : col2im_nd_f32, &j);
       }
     gp_free(col);
-    blas_restore(blas_old);
+    blas_restore(dbl, blas_old);
   }
   if (ybuf) gp_knn_store_from(yt, ybuf, ct);
   gp_free(ybuf);
@@ -1247,6 +1275,26 @@ static void bmm_int_rows(void *vctx, int64_t r0, int64_t r1) {
   }
 }
 
+/* float32 batches, each a single-threaded gp_sgemm, spread over the threads (for batches too
+ * small to split one by one). */
+typedef struct BmmF32 {
+  const float *x, *y;
+  float *z;
+  int64_t B1, B2, M, N, K;
+  bool ta, tb;
+} BmmF32;
+
+static void bmm_f32_items(void *vctx, int64_t b0, int64_t b1) {
+  const BmmF32 *c = vctx;
+  for (int64_t b = b0; b < b1; b++)
+    gp_sgemm(c->ta, c->tb, c->M, c->N, c->K, c->x + (c->B1 == 1 ? 0 : b) * c->M * c->K, c->ta ? c->M : c->K,
+             c->y + (c->B2 == 1 ? 0 : b) * c->K * c->N, c->tb ? c->K : c->N, c->z + b * c->M * c->N, c->N, 1);
+}
+
+/* Multiply-adds per batch item below which float32 batch_matmul spreads the items over the
+ * threads instead of splitting each item's GEMM. */
+#define BMM_ITEM_MACS (1 << 22)
+
 int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
   GP_UNUSED(user);
   if (a->num_inputs != 2 || a->num_outputs != 1) {
@@ -1289,12 +1337,16 @@ int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
   char *zbuf = NULL;
   char *zp = (char *)zt->data + zt->byte_offset;
   if (kz != ct) zp = zbuf = gp_calloc((size_t)nz, es);
-  if (isf) {
-    int blas_old = blas_threads(nth);
+  if (isf && ct == GP_K_F32 && B > 1 && M * N * K < BMM_ITEM_MACS) {
+    BmmF32 c = {(const float *)xp, (const float *)wp, (float *)zp, B1, B2, M, N, K, ta, tb};
+    gp_k_parallel_for(nth, B, grain_for(M * N * K / 64), bmm_f32_items, &c);
+  } else if (isf) {
+    bool dbl = ct == GP_K_F64;
+    int blas_old = blas_threads(dbl, nth);
     for (int64_t b = 0; b < B; b++)
-      gemm(ct == GP_K_F64, ta, tb, M, N, K, xp + (size_t)((B1 == 1 ? 0 : b) * M * K) * es, ta ? M : K,
-           wp + (size_t)((B2 == 1 ? 0 : b) * K * N) * es, tb ? K : N, zp + (size_t)(b * M * N) * es, N);
-    blas_restore(blas_old);
+      gemm(dbl, ta, tb, M, N, K, xp + (size_t)((B1 == 1 ? 0 : b) * M * K) * es, ta ? M : K,
+           wp + (size_t)((B2 == 1 ? 0 : b) * K * N) * es, tb ? K : N, zp + (size_t)(b * M * N) * es, N, nth);
+    blas_restore(dbl, blas_old);
   } else {
     IntBmm c = {(const int64_t *)xp, (const int64_t *)wp, (int64_t *)zp, B1, B2, M, N, K, ta, tb};
     gp_k_parallel_for(nth, B * M, grain_for(N * K), bmm_int_rows, &c);
