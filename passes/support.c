@@ -23,7 +23,7 @@ static _Noreturn void out_of_memory(void) {
  * 1 KiB or more.  Mappings a thread frees are kept in a small per-thread cache (at most
  * CACHE_N mappings, CACHE_BYTES in all) and reused, so a pass on a small graph makes no system
  * call in the steady state; a thread's cache is unmapped when the thread exits (and the
- * loading thread's when the plugin is unloaded). */
+ * unloading thread's when the plugin is unloaded). */
 
 #define BUF_HDR ((size_t)16)
 #define BUF_BIG ((size_t)1 << 10)
@@ -49,10 +49,18 @@ static void cache_drop(MapCache *c) {
 }
 
 static void cache_thread_exit(void *c) { cache_drop(c); }
+static bool cache_once_done; /* set inside pthread_once: cache_key is valid or -1 */
 static void cache_key_make(void) {
   if (pthread_key_create(&cache_key, cache_thread_exit) != 0) cache_key = (pthread_key_t)-1;
+  __atomic_store_n(&cache_once_done, true, __ATOMIC_RELEASE);
 }
-__attribute__((destructor)) static void cache_unload(void) { cache_drop(&cache); }
+/* At unload: drop this thread's cache and delete the key, so no thread that exits later calls
+ * a destructor in the unloaded plugin (their caches, if any, stay mapped: at most CACHE_BYTES
+ * each). */
+__attribute__((destructor)) static void cache_unload(void) {
+  cache_drop(&cache);
+  if (__atomic_load_n(&cache_once_done, __ATOMIC_ACQUIRE) && cache_key != (pthread_key_t)-1) pthread_key_delete(cache_key);
+}
 
 static size_t page_round(size_t n) {
   size_t pg = 4096;
