@@ -8,12 +8,22 @@ static void expr_deleter(GPObject *o) { gp_object_drain(o, expr_free); }
 
 static void *expr_alloc(size_t size, int32_t ti) { return gp_object_alloc(size, ti, expr_deleter); }
 
+/* A var made by gp_var_new keeps its name in the same block, right after the struct, and a
+ * function made by gp_function_new its params array: one allocation per node instead of two.
+ * Copies (copy_with) own separate ones; expr_free tells them apart by address. */
+static inline char *var_inline_name(GPVar *v) { return (char *)(v + 1); }
+static inline GPVar **fn_inline_params(GPFunctionExpr *f) { return (GPVar **)(f + 1); }
+
 /* Frees the node itself; children are released with gp_release_child, so a child whose count
  * drops to zero is queued on the drain loop instead of freed recursively. */
 static void expr_free(GPObject *o) {
   GPExpr *e = (GPExpr *)o;
   switch (o->type_index) {
-  case GP_TI_VAR: gp_free((char *)GP_AS(GPVar, e)->name); break;
+  case GP_TI_VAR: {
+    GPVar *v = GP_AS(GPVar, e);
+    if (v->name != var_inline_name(v)) gp_free((char *)v->name); /* a copy's own name */
+    break;
+  }
   case GP_TI_GLOBAL_VAR: gp_free((char *)GP_AS(GPGlobalVar, e)->name); break;
   case GP_TI_CONSTANT: gp_release_child(GP_AS(GPConstant, e)->data); break;
   case GP_TI_CALL: {
@@ -32,7 +42,7 @@ static void expr_free(GPObject *o) {
   case GP_TI_FUNCTION_EXPR: {
     GPFunctionExpr *f = GP_AS(GPFunctionExpr, e);
     for (int32_t i = 0; i < f->nparams; i++) gp_release_child(f->params[i]);
-    gp_free(f->params);
+    if (f->params != fn_inline_params(f)) gp_free(f->params); /* a copy's own array */
     gp_release_child(f->body);
     gp_release_child(f->attrs);
     break;
@@ -65,8 +75,11 @@ static bool check_expr(const void *e, const char *what) {
 }
 
 GPVar *gp_var_new(const char *name, const GPType *annotation) {
-  GPVar *v = expr_alloc(sizeof *v, GP_TI_VAR);
-  v->name = gp_strdup(name && *name ? name : "x");
+  const char *nm = name && *name ? name : "x";
+  size_t len = strlen(nm);
+  GPVar *v = expr_alloc(sizeof *v + len + 1, GP_TI_VAR);
+  memcpy(var_inline_name(v), nm, len + 1);
+  v->name = var_inline_name(v);
   v->type_annotation = annotation;
   v->base.checked_type = annotation;
   return v;
@@ -158,9 +171,9 @@ GPFunctionExpr *gp_function_new(int32_t nparams, GPVar *const *params, GPExpr *b
       return NULL;
     }
   if (!check_expr(body, "function: body")) return NULL;
-  GPFunctionExpr *f = expr_alloc(sizeof *f, GP_TI_FUNCTION_EXPR);
+  GPFunctionExpr *f = expr_alloc(sizeof *f + (size_t)nparams * sizeof(GPVar *), GP_TI_FUNCTION_EXPR);
   f->nparams = nparams;
-  f->params = nparams ? gp_malloc((size_t)nparams * sizeof(GPVar *)) : NULL;
+  f->params = nparams ? fn_inline_params(f) : NULL;
   for (int32_t i = 0; i < nparams; i++) f->params[i] = gp_retain(params[i]);
   f->body = gp_retain(body);
   f->ret_type = ret_type;

@@ -20,10 +20,10 @@ extern const GPHostAPI *gp_std_host;
 /* ---- support.c: what every pass needs */
 
 /* Buffers for the passes' arrays and tables (abort on out of memory; free with std_buf_free
- * only).  Below 1 MiB a block comes from malloc; from 1 MiB it is a mapping of its own
- * (mmap/mremap/munmap): a large request then never makes glibc sort the many small blocks an
- * earlier pass freed (its large-request path walks them all, a cache miss each on a big
- * graph), and growing a large array moves page tables instead of copying bytes.
+ * only).  Below 1 KiB a block comes from malloc; from 1 KiB it is a mapping (mmap/mremap,
+ * reused through a small per-thread cache): a request of 1 KiB or more then never makes glibc
+ * consolidate the many small blocks an earlier pass freed (a cache miss each on a big graph),
+ * and growing a large array moves page tables instead of copying bytes.  See support.c.
  * std_buf_zalloc(n, size) is zeroed. */
 void *std_buf_alloc(size_t n);
 void *std_buf_zalloc(size_t n, size_t size);

@@ -2,6 +2,7 @@
 #include "passes.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,53 @@ static _Noreturn void out_of_memory(void) {
 }
 
 /* ---- buffers: see passes.h.  Layout: a 16-byte header (the mapping's length, 0 when the block
- * is malloc'd) then the caller's bytes, 16-byte aligned either way. */
+ * is malloc'd) then the caller's bytes, 16-byte aligned either way.
+ *
+ * Why mappings from 1 KiB: glibc's malloc, on any request of 1 KiB or more while it holds freed
+ * small blocks in its fast bins, first consolidates all of them (malloc_consolidate).  After a
+ * pass over a 10M-node graph released its result, that is ~10M scattered blocks: perf showed
+ * it as 27% of the next FuseOps run.  The passes' own arrays therefore never ask malloc for
+ * 1 KiB or more.  Mappings a thread frees are kept in a small per-thread cache (at most
+ * CACHE_N mappings, CACHE_BYTES in all) and reused, so a pass on a small graph makes no system
+ * call in the steady state; a thread's cache is unmapped when the thread exits (and the
+ * unloading thread's when the plugin is unloaded). */
 
 #define BUF_HDR ((size_t)16)
-#define BUF_BIG ((size_t)1 << 20)
+#define BUF_BIG ((size_t)1 << 10)
+#define CACHE_N 16
+#define CACHE_BYTES ((size_t)64 << 20)
+
+typedef struct MapCache {
+  void *map[CACHE_N];
+  size_t len[CACHE_N];
+  int32_t n;
+  size_t bytes;
+  bool registered; /* the thread-exit destructor knows this cache */
+} MapCache;
+
+static _Thread_local MapCache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_drop(MapCache *c) {
+  for (int32_t i = 0; i < c->n; i++) munmap(c->map[i], c->len[i]);
+  c->n = 0;
+  c->bytes = 0;
+}
+
+static void cache_thread_exit(void *c) { cache_drop(c); }
+static bool cache_once_done; /* set inside pthread_once: cache_key is valid or -1 */
+static void cache_key_make(void) {
+  if (pthread_key_create(&cache_key, cache_thread_exit) != 0) cache_key = (pthread_key_t)-1;
+  __atomic_store_n(&cache_once_done, true, __ATOMIC_RELEASE);
+}
+/* At unload: drop this thread's cache and delete the key, so no thread that exits later calls
+ * a destructor in the unloaded plugin (their caches, if any, stay mapped: at most CACHE_BYTES
+ * each). */
+__attribute__((destructor)) static void cache_unload(void) {
+  cache_drop(&cache);
+  if (__atomic_load_n(&cache_once_done, __ATOMIC_ACQUIRE) && cache_key != (pthread_key_t)-1) pthread_key_delete(cache_key);
+}
 
 static size_t page_round(size_t n) {
   size_t pg = 4096;
@@ -24,17 +68,54 @@ static size_t page_round(size_t n) {
   return (n + pg - 1) & ~(pg - 1);
 }
 
-static void *buf_map(size_t n) {
-  size_t len = page_round(n + BUF_HDR);
-  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) out_of_memory();
-  *(size_t *)m = len;
-  return (char *)m + BUF_HDR;
+/* A cached mapping of at least len bytes and at most 4 * len (the smallest such), or NULL. */
+static void *cache_take(size_t len, size_t *got) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < cache.n; i++)
+    if (cache.len[i] >= len && cache.len[i] / 4 <= len && (best < 0 || cache.len[i] < cache.len[best])) best = i;
+  if (best < 0) return NULL;
+  void *m = cache.map[best];
+  *got = cache.len[best];
+  cache.bytes -= *got;
+  cache.map[best] = cache.map[--cache.n];
+  cache.len[best] = cache.len[cache.n];
+  return m;
+}
+
+/* Keep mapping m (len bytes) for reuse, or unmap it when the cache is full. */
+static void cache_give(void *m, size_t len) {
+  if (!cache.registered) {
+    pthread_once(&cache_once, cache_key_make);
+    if (cache_key != (pthread_key_t)-1) pthread_setspecific(cache_key, &cache);
+    cache.registered = true;
+  }
+  if (cache.n == CACHE_N || len > CACHE_BYTES - cache.bytes) {
+    munmap(m, len);
+    return;
+  }
+  cache.map[cache.n] = m;
+  cache.len[cache.n++] = len;
+  cache.bytes += len;
+}
+
+/* A mapping for n bytes after the header; zeroed when `zero` (fresh pages are). */
+static void *buf_map(size_t n, bool zero) {
+  size_t len = page_round(n + BUF_HDR), got;
+  char *m = cache_take(len, &got);
+  if (m) {
+    if (zero) memset(m + BUF_HDR, 0, n);
+  } else {
+    m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) out_of_memory();
+    got = len;
+  }
+  *(size_t *)m = got;
+  return m + BUF_HDR;
 }
 
 void *std_buf_alloc(size_t n) {
   if (n > SIZE_MAX - 2 * BUF_HDR) out_of_memory();
-  if (n >= BUF_BIG) return buf_map(n);
+  if (n + BUF_HDR >= BUF_BIG) return buf_map(n, false);
   char *h = malloc(n + BUF_HDR);
   if (!h) out_of_memory();
   *(size_t *)h = 0;
@@ -44,7 +125,7 @@ void *std_buf_alloc(size_t n) {
 void *std_buf_zalloc(size_t n, size_t size) {
   size_t bytes;
   if (__builtin_mul_overflow(n, size, &bytes) || bytes > SIZE_MAX - 2 * BUF_HDR) out_of_memory();
-  if (bytes >= BUF_BIG) return buf_map(bytes); /* fresh pages are zero */
+  if (bytes + BUF_HDR >= BUF_BIG) return buf_map(bytes, true);
   char *h = calloc(1, bytes + BUF_HDR);
   if (!h) out_of_memory();
   return h + BUF_HDR;
@@ -55,15 +136,16 @@ void *std_buf_realloc(void *p, size_t n) {
   if (n > SIZE_MAX - 2 * BUF_HDR) out_of_memory();
   char *h = (char *)p - BUF_HDR;
   size_t len = *(size_t *)h;
-  if (len) { /* mapped: grow or shrink the mapping, moving page tables rather than bytes */
+  if (len) { /* mapped: grow it (moving page tables rather than bytes); never shrink */
     size_t nlen = page_round(n + BUF_HDR);
+    if (nlen <= len) return p;
     void *m = mremap(h, len, nlen, MREMAP_MAYMOVE);
     if (m == MAP_FAILED) out_of_memory();
     *(size_t *)m = nlen;
     return (char *)m + BUF_HDR;
   }
-  if (n >= BUF_BIG) { /* outgrows the heap: move it to a mapping of its own */
-    char *q = buf_map(n);
+  if (n + BUF_HDR >= BUF_BIG) { /* outgrows the heap: move it to a mapping */
+    char *q = buf_map(n, false);
     size_t old = malloc_usable_size(h) - BUF_HDR;
     memcpy(q, p, old < n ? old : n);
     free(h);
@@ -79,7 +161,7 @@ void std_buf_free(void *p) {
   char *h = (char *)p - BUF_HDR;
   size_t len = *(size_t *)h;
   if (len)
-    munmap(h, len);
+    cache_give(h, len);
   else
     free(h);
 }
