@@ -13,6 +13,7 @@
 #include "../ir/ir.h"
 #include "../plugin/plugin.h"
 #include "../registry/registry.h"
+#include "bench_util.h"
 
 #include <dirent.h>
 #include <malloc.h>
@@ -21,37 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
-static GPModule *call_pass(const char *name, GPModule *m, GPPassContext *ctx) {
-  GPPassEntry *e = gp_pass_acquire(name);
-  if (!e) {
-    fprintf(stderr, "bench_onnx: no pass %s\n", name);
-    exit(1);
-  }
-  GPAny args[2] = {{.type_index = GP_TI_MODULE, .v_obj = &m->obj}, {.type_index = GP_TI_OPAQUE_PTR, .v_ptr = ctx}};
-  GPAny res = {0};
-  if (e->info.func(e->info.self, args, 2, &res) != 0 || res.type_index != GP_TI_MODULE) {
-    fprintf(stderr, "bench_onnx: %s: %s\n", name, gp_error_message());
-    exit(1);
-  }
-  gp_release(e);
-  return (GPModule *)res.v_obj;
-}
 
 /* The tensors of the constants in `out` that are not constants of `in` (what FoldConstant
  * made), each once, in post order (the order the rewrite materialized them); borrowed from
@@ -100,18 +70,18 @@ static double fresh_write_ms(GPTensor *const *ts, size_t count, int runs) {
   GPTensor **made = gp_calloc(count ? count : 1, sizeof *made);
   for (int r = 0; r < runs; r++) {
     for (size_t i = 0; i < count; i++) gp_release(made[i]);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     for (size_t i = 0; i < count; i++) {
       made[i] = gp_tensor_alloc(ts[i]->dl.dtype, ts[i]->dl.ndim, ts[i]->dl.shape, true);
       if (!made[i]) exit(1);
       memset(made[i]->dl.data, 1, gp_tensor_nbytes(ts[i]));
     }
     __asm__ volatile("" : : : "memory");
-    t[r] = now_ms() - t0;
+    t[r] = bench_now_ms() - t0;
   }
   for (size_t i = 0; i < count; i++) gp_release(made[i]);
   gp_free(made);
-  double ms = median(t, runs);
+  double ms = bench_median(t, runs);
   gp_free(t);
   return ms;
 }
@@ -139,30 +109,30 @@ static void bench_model(const char *path, int runs, const char *only) {
   int import_runs = only ? 1 : runs;
   for (int r = 0; r < import_runs; r++) {
     gp_release(m);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     m = gp_onnx_import_file(path, NULL);
-    t[r] = now_ms() - t0;
+    t[r] = bench_now_ms() - t0;
     if (!m) {
       fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
       exit(1);
     }
   }
-  double import_ms = median(t, import_runs);
+  double import_ms = bench_median(t, import_runs);
   printf("%-16s import %8.2f ms%s\n", base, import_ms, resnet ? "   (TVM from_onnx 7700 ms)" : "");
   GPPassContext *ctx = gp_ctx_new();
   gp_ctx_set_opt_level(ctx, 3);
   GPModule *cur = gp_retain(m);
   for (size_t i = 0; i < sizeof kSet / sizeof kSet[0]; i++) {
     const char *name = kSet[i];
-    GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions") ? call_pass("InferType", cur, ctx)
+    GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions") ? bench_call_pass("bench_onnx", "InferType", cur, ctx)
                                                                                       : gp_retain(cur);
     GPModule *out = NULL;
     int pass_runs = only && strcmp(only, name) ? 1 : runs;
     for (int r = 0; r < pass_runs; r++) {
       gp_release(out);
-      double t0 = now_ms();
-      out = call_pass(name, in, ctx);
-      t[r] = now_ms() - t0;
+      double t0 = bench_now_ms();
+      out = bench_call_pass("bench_onnx", name, in, ctx);
+      t[r] = bench_now_ms() - t0;
     }
     if (pass_runs < runs) {
       gp_release(in);
@@ -170,7 +140,7 @@ static void bench_model(const char *path, int runs, const char *only) {
       cur = out;
       continue;
     }
-    double ms = median(t, runs), tvm = resnet ? tvm_ms(name, (int)i) : 0;
+    double ms = bench_median(t, runs), tvm = resnet ? tvm_ms(name, (int)i) : 0;
     printf("  %-24s %9.3f ms", name, ms);
     if (tvm > 0) printf("   TVM %8.1f ms  x%.0f", tvm, tvm / ms);
     if (!strcmp(name, "FoldConstant")) {
@@ -197,15 +167,15 @@ static void bench_model(const char *path, int runs, const char *only) {
   GPModule *whole = NULL;
   for (int r = 0; r < runs; r++) {
     gp_release(whole);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     whole = gp_run_pipeline(m, NULL, ctx);
-    t[r] = now_ms() - t0;
+    t[r] = bench_now_ms() - t0;
     if (!whole) {
       fprintf(stderr, "bench_onnx: pipeline: %s\n", gp_error_message());
       exit(1);
     }
   }
-  double pipe_ms = median(t, runs);
+  double pipe_ms = bench_median(t, runs);
   printf("  %-24s %9.3f ms%s\n", "default set (opt 3)", pipe_ms, resnet ? "   TVM 26000 ms" : "");
   printf("  %-24s %9.3f ms%s\n", "import + default set", import_ms + pipe_ms, resnet ? "   (goal < 260 ms)" : "");
   gp_release(whole);

@@ -18,6 +18,7 @@
 #include "../ir/ir.h"
 #include "../plugin/plugin.h"
 #include "../registry/registry.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,22 +27,6 @@
 
 #define CH 4
 #define HW 8
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
 
 static void die(const char *what) {
   fprintf(stderr, "bench_synth: %s: %s\n", what, gp_error_message());
@@ -134,19 +119,6 @@ static GPModule *make_graph(long n, long *calls) {
   return m;
 }
 
-static GPModule *call_pass(const char *name, GPModule *m, GPPassContext *ctx) {
-  GPPassEntry *e = gp_pass_acquire(name);
-  if (!e) {
-    fprintf(stderr, "bench_synth: no pass %s\n", name);
-    exit(1);
-  }
-  GPAny args[2] = {{.type_index = GP_TI_MODULE, .v_obj = &m->obj}, {.type_index = GP_TI_OPAQUE_PTR, .v_ptr = ctx}};
-  GPAny res = {0};
-  if (e->info.func(e->info.self, args, 2, &res) != 0 || res.type_index != GP_TI_MODULE) die(name);
-  gp_release(e);
-  return (GPModule *)res.v_obj;
-}
-
 static const char *const kSet[] = {"RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr",
                                    "FoldConstant", "CanonicalizeCast", "CanonicalizeOps", "InferType",
                                    "FoldConstant", "FuseOps"};
@@ -176,17 +148,17 @@ int main(int argc, char **argv) {
     for (size_t p = 0; p < NPASS; p++) {
       const char *name = kSet[p];
       GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions")
-                         ? call_pass("InferType", cur, ctx)
+                         ? bench_call_pass("bench_synth", "InferType", cur, ctx)
                          : gp_retain(cur);
       GPModule *out = NULL;
       int reps = only && strcmp(only, name) ? 1 : runs;
       for (int r = 0; r < reps; r++) {
         gp_release(out);
-        double t0 = now_ms();
-        out = call_pass(name, in, ctx);
-        t[r] = now_ms() - t0;
+        double t0 = bench_now_ms();
+        out = bench_call_pass("bench_synth", name, in, ctx);
+        t[r] = bench_now_ms() - t0;
       }
-      ms[p][nsizes] = median(t, reps);
+      ms[p][nsizes] = bench_median(t, reps);
       gp_release(in);
       gp_release(cur);
       cur = out;
@@ -194,13 +166,13 @@ int main(int argc, char **argv) {
     gp_release(cur);
     int reps = only ? 1 : runs;
     for (int r = 0; r < reps; r++) {
-      double t0 = now_ms();
+      double t0 = bench_now_ms();
       GPModule *out = gp_run_pipeline(m, NULL, ctx);
-      t[r] = now_ms() - t0;
+      t[r] = bench_now_ms() - t0;
       if (!out) die("default set");
       gp_release(out);
     }
-    ms[NPASS][nsizes] = median(t, reps);
+    ms[NPASS][nsizes] = bench_median(t, reps);
     for (size_t p = 0; p <= NPASS; p++) ns[p][nsizes] = ms[p][nsizes] * 1e6 / (double)calls;
     sizes[nsizes++] = calls;
     gp_release(m);
