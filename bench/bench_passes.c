@@ -5,8 +5,8 @@
  * module (no pipeline, no required InferType re-run), so a run is FuseOps itself: indexing,
  * post-dominator tree, partition, rewrite and the re-typing of its output.  Prints ms per run
  * and ns per op call, by the wall clock and by the thread's CPU time (which does not count
- * waiting for a core on a loaded machine), median of 5 runs (3 from 1M; 10M once when a run
- * takes over 30 s), then the ratio of the largest to the smallest ns/node per graph.
+ * waiting for a core on a loaded machine), median of 31 runs at 10k, 11 at 100k, 3 from 1M (10M
+ * once when a run takes over 30 s), then the ratio of the largest to the smallest ns/node per graph.
  *   usage: bench_passes [max_calls] [plugin_dir] [cnn|chain]
  *   (defaults: 10000000, build/plugins, both graphs) */
 #include "../ir/ir.h"
@@ -133,8 +133,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench: InferType: %s\n", gp_error_message());
         return 1;
       }
-      int reps = n <= 100000 ? 5 : 3;
-      double t[5], c[5];
+      int reps = n <= 10000 ? 31 : n <= 100000 ? 11 : 3; /* small runs are short: more of them */
+      double t[31], c[31];
       long functions = 0;
       for (int r = 0; r < reps; r++) {
         double t0 = now_ns(), c0 = cpu_ns();

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void attrs_free(GPObject *o) { gp_free(o); }
+static void attrs_free(GPObject *o) { gp_node_free(o); }
 
 static size_t payload_size(const GPAttrValue *v) {
   switch (v->kind) {
@@ -56,7 +56,10 @@ GPAttrs *gp_attrs_new(int32_t n, const char *const *keys, const GPAttrValue *val
   }
   size_t head = sizeof(GPAttrs) + (size_t)n * (sizeof(char *) + sizeof(GPAttrValue));
   head = (head + 7) & ~(size_t)7;
-  GPAttrs *a = gp_object_alloc(head + extra, GP_TI_ATTRS, attrs_free);
+  GPAttrs *a = gp_node_alloc(head + extra); /* beside the calls that use it (ir/pool.c) */
+  a->obj.ref_count = 1;
+  a->obj.type_index = GP_TI_ATTRS;
+  a->obj.deleter = attrs_free;
   const char **k = (const char **)(a + 1);
   GPAttrValue *v = (GPAttrValue *)(k + n);
   char *p = (char *)a + head;

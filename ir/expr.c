@@ -6,7 +6,14 @@
 static void expr_free(GPObject *o);
 static void expr_deleter(GPObject *o) { gp_object_drain(o, expr_free); }
 
-static void *expr_alloc(size_t size, int32_t ti) { return gp_object_alloc(size, ti, expr_deleter); }
+/* Nodes come from the node allocator (ir/pool.c), which keeps them in creation order. */
+static void *expr_alloc(size_t size, int32_t ti) {
+  GPObject *o = gp_node_alloc(size);
+  o->ref_count = 1;
+  o->type_index = ti;
+  o->deleter = expr_deleter;
+  return o;
+}
 
 /* A var made by gp_var_new keeps its name in the same block, right after the struct, and a
  * function made by gp_function_new its params array: one allocation per node instead of two.
@@ -63,7 +70,7 @@ static void expr_free(GPObject *o) {
   }
   default: break;
   }
-  gp_free(o);
+  gp_node_free(o);
 }
 
 static bool check_expr(const void *e, const char *what) {
@@ -229,7 +236,7 @@ static size_t expr_size(const GPExpr *e) {
 /* A copy of e whose children are kids (retained; NULL kids = e's own). */
 static GPExpr *copy_with(const GPExpr *e, GPExpr *const *kids) {
   size_t size = expr_size(e);
-  GPExpr *n = gp_malloc(size);
+  GPExpr *n = gp_node_alloc(size);
   memcpy(n, e, size);
   n->obj.ref_count = 1;
   GPExpr *own[8];

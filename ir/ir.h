@@ -95,6 +95,19 @@ static inline uint64_t gp_hash_mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+/* Node allocator (ir/pool.c): expression nodes, laid out in creation order in 64 KiB pages of
+ * one size class, reused when freed.  gp_node_alloc returns zeroed, 8-byte aligned memory and
+ * never NULL (out of memory aborts); gp_node_free may run on any thread.  Sanitizer builds and
+ * GRAPHPASS_NODE_POOL=0 fall back to calloc/free. */
+void *gp_node_alloc(size_t size);
+void gp_node_free(void *p);
+typedef struct GPNodePoolStats {
+  size_t mapped_bytes; /* bytes of segments mapped now, pooled and huge */
+  size_t segments;     /* segments mapped now */
+} GPNodePoolStats;
+/* Fills *st; returns false when the pool is off (calloc/free), and then *st is all zero. */
+bool gp_node_pool_stats(GPNodePoolStats *st);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Errors (ir/error.c): thread-local kind + message.                                           */
 

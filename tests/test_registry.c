@@ -179,7 +179,7 @@ static void run_err(const char *pipeline, GPPassContext *ctx, int kind, const ch
 }
 
 /* Drop every pass and set after each test (tests also run in one process under
- * tests/tsan/run_registry_tsan.sh). */
+ * tests/tsan/run_tsan.sh). */
 static void fini(void) {
   gp_registry_shutdown();
   __atomic_store_n(&g_deleted, 0, __ATOMIC_RELAXED);

@@ -64,7 +64,16 @@ static ShimSuite *shim_suites;
 #define cr_assert_not_null(a, ...) cr_assert((a) != NULL, __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, __VA_ARGS__)
 #define cr_assert_float_eq(a, b, eps, ...) cr_assert(fabs((double)(a) - (double)(b)) <= (eps), __VA_ARGS__)
+#define cr_assert_fail(...) SHIM_FAIL(__VA_ARGS__)
 #define cr_log_info(...) fprintf(stderr, __VA_ARGS__)
+#define cr_assert_geq(a, b, ...) cr_assert((a) >= (b), __VA_ARGS__)
+#define cr_assert_leq(a, b, ...) cr_assert((a) <= (b), __VA_ARGS__)
+/* Expectations stop the test here, like assertions. */
+#define cr_expect(c, ...) cr_assert(c, __VA_ARGS__)
+#define cr_expect_eq(a, b, ...) cr_assert((a) == (b), __VA_ARGS__)
+#define cr_expect_geq(a, b, ...) cr_assert((a) >= (b), __VA_ARGS__)
+#define cr_expect_leq(a, b, ...) cr_assert((a) <= (b), __VA_ARGS__)
+#define cr_skip_test(...) do { fprintf(stderr, "skipped: " __VA_ARGS__); fprintf(stderr, "\n"); return; } while (0)
 
 int main(int argc, char **argv) {
   int n = 0;
