@@ -3,10 +3,15 @@
  *  - chain: alternating add / relu (the add also reads the input).
  * Each graph is parsed and typed once; the pass function is then called directly on the typed
  * module (no pipeline, no required InferType re-run), so a run is FuseOps itself: indexing,
- * post-dominator tree, partition, rewrite and the re-typing of its output.  Prints ms per run
- * and ns per op call, by the wall clock and by the thread's CPU time (which does not count
- * waiting for a core on a loaded machine), median of 31 runs at 10k, 11 at 100k, 3 from 1M (10M
- * once when a run takes over 30 s), then the ratio of the largest to the smallest ns/node per graph.
+ * post-dominator tree, partition, rewrite and the re-typing of its output.
+ *
+ * This machine's speed drifts by up to 1.5x over a minute (other tenants), so the sizes are
+ * measured in interleaved rounds: all graphs are built first, then each round runs every size
+ * (10k: median of 15 runs, 100k: of 5, then one run), and a size's figure is the median over
+ * 5 rounds (3 when a 10M run takes over 10 s).  Printed: ms per run and ns per op call, by the
+ * wall clock and by the thread's CPU time (which does not count waiting for a core), then the
+ * ratio of the largest to the smallest ns/node, of the medians and as the median of the
+ * rounds' own ratios.
  *   usage: bench_passes [max_calls] [plugin_dir] [cnn|chain]
  *   (defaults: 10000000, build/plugins, both graphs) */
 #include "../ir/ir.h"
@@ -98,6 +103,13 @@ static long count_functions(const GPModule *m) {
   return count;
 }
 
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return v[n / 2];
+}
+
+enum { MAX_SIZES = 8, MAX_ROUNDS = 5 };
+
 int main(int argc, char **argv) {
   long max_nodes = argc > 1 ? atol(argv[1]) : 10000000;
   const char *plugin_dir = argc > 2 ? argv[2] : "build/plugins";
@@ -113,12 +125,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   GPPassContext *ctx = gp_ctx_new();
-  printf("FuseOps (max_depth 256); cpu: thread CPU time (not counting waits for a core)\n%-6s %9s %6s %11s %9s %9s %10s\n",
-         "graph", "calls", "runs", "ms/run", "ns/node", "cpu ns/n", "functions");
+  printf("FuseOps (max_depth 256); cpu: thread CPU time (not counting waits for a core); median over rounds\n"
+         "%-6s %9s %6s %11s %9s %9s %10s\n",
+         "graph", "calls", "rounds", "ms/run", "ns/node", "cpu ns/n", "functions");
   for (int cnn = 1; cnn >= 0; cnn--) {
     if (only && strcmp(only, cnn ? "cnn" : "chain") != 0) continue;
-    double lo = 0, hi = 0, clo = 0, chi = 0;
-    for (long n = max_nodes < 10000 ? max_nodes : 10000; n <= max_nodes; n *= 10) {
+    long sizes[MAX_SIZES];
+    GPModule *typed[MAX_SIZES];
+    long functions[MAX_SIZES];
+    int ns = 0;
+    for (long n = max_nodes < 10000 ? max_nodes : 10000; n <= max_nodes && ns < MAX_SIZES; n *= 10) {
       size_t len;
       char *text = make_text(n, cnn, &len);
       GPModule *m = gp_parse(text, len, "bench");
@@ -127,41 +143,58 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench: parse: %s\n", gp_error_message());
         return 1;
       }
-      GPModule *typed = gp_run_pipeline(m, "InferType", ctx);
+      typed[ns] = gp_run_pipeline(m, "InferType", ctx);
       gp_release(m);
-      if (!typed) {
+      if (!typed[ns]) {
         fprintf(stderr, "bench: InferType: %s\n", gp_error_message());
         return 1;
       }
-      int reps = n <= 10000 ? 31 : n <= 100000 ? 11 : 3; /* small runs are short: more of them */
-      double t[31], c[31];
-      long functions = 0;
-      for (int r = 0; r < reps; r++) {
-        double t0 = now_ns(), c0 = cpu_ns();
-        GPModule *out = run_pass(e, typed, ctx);
-        t[r] = now_ns() - t0;
-        c[r] = cpu_ns() - c0;
-        if (r == 0) functions = count_functions(out);
-        gp_release(out);
-        if (n >= 10000000 && r == 0 && t[0] > 30e9) {
-          reps = 1; /* slow: once is enough */
-          break;
+      GPModule *out = run_pass(e, typed[ns], ctx); /* a warm-up run, and the count */
+      functions[ns] = count_functions(out);
+      gp_release(out);
+      sizes[ns++] = n;
+    }
+    double wall[MAX_SIZES][MAX_ROUNDS], cpu[MAX_SIZES][MAX_ROUNDS], ratio[MAX_ROUNDS], cratio[MAX_ROUNDS];
+    int rounds = MAX_ROUNDS;
+    for (int r = 0; r < rounds; r++) {
+      for (int i = 0; i < ns; i++) {
+        long n = sizes[i];
+        int k = n <= 10000 ? 15 : n <= 100000 ? 5 : 1;
+        double t[15], c[15];
+        for (int j = 0; j < k; j++) {
+          double t0 = now_ns(), c0 = cpu_ns();
+          GPModule *out = run_pass(e, typed[i], ctx);
+          t[j] = now_ns() - t0;
+          c[j] = cpu_ns() - c0;
+          gp_release(out);
         }
+        wall[i][r] = median(t, k) / (double)n;
+        cpu[i][r] = median(c, k) / (double)n;
+        if (r == 0 && n >= 10000000 && wall[i][r] * (double)n > 10e9) rounds = 3; /* slow: fewer rounds */
       }
-      qsort(t, (size_t)reps, sizeof(double), cmp_double);
-      qsort(c, (size_t)reps, sizeof(double), cmp_double);
-      double med = t[reps / 2];
-      double per = med / (double)n, cper = c[reps / 2] / (double)n;
+      double lo = wall[0][r], hi = lo, clo = cpu[0][r], chi = clo;
+      for (int i = 1; i < ns; i++) {
+        lo = wall[i][r] < lo ? wall[i][r] : lo, hi = wall[i][r] > hi ? wall[i][r] : hi;
+        clo = cpu[i][r] < clo ? cpu[i][r] : clo, chi = cpu[i][r] > chi ? cpu[i][r] : chi;
+      }
+      ratio[r] = hi / lo;
+      cratio[r] = chi / clo;
+    }
+    double lo = 0, hi = 0, clo = 0, chi = 0;
+    for (int i = 0; i < ns; i++) {
+      double per = median(wall[i], rounds), cper = median(cpu[i], rounds);
       if (lo == 0 || per < lo) lo = per;
       if (per > hi) hi = per;
       if (clo == 0 || cper < clo) clo = cper;
       if (cper > chi) chi = cper;
-      printf("%-6s %9ld %6d %11.2f %9.1f %9.1f %10ld\n", cnn ? "cnn" : "chain", n, reps, med / 1e6, per, cper, functions);
-      fflush(stdout);
-      gp_release(typed);
+      printf("%-6s %9ld %6d %11.2f %9.1f %9.1f %10ld\n", cnn ? "cnn" : "chain", sizes[i], rounds,
+             per * (double)sizes[i] / 1e6, per, cper, functions[i]);
+      gp_release(typed[i]);
     }
-    printf("%-6s max/min ns per node: %.2f (cpu %.2f)\n", cnn ? "cnn" : "chain", lo > 0 ? hi / lo : 0.0,
-           clo > 0 ? chi / clo : 0.0);
+    printf("%-6s max/min ns per node: %.2f (cpu %.2f); median of the rounds' ratios: %.2f (cpu %.2f)\n",
+           cnn ? "cnn" : "chain", lo > 0 ? hi / lo : 0.0, clo > 0 ? chi / clo : 0.0, median(ratio, rounds),
+           median(cratio, rounds));
+    fflush(stdout);
   }
   gp_ctx_free(ctx);
   gp_pass_entry_release(e);

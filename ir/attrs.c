@@ -1,14 +1,112 @@
 /* attrs.c -- attribute sets: one allocation holding keys, values and their payloads.
  * A schema field of kind GP_ATTR_NONE accepts a value of any kind (e.g. split's
- * indices_or_sections, an INT or INTS); a NONE value is accepted for any field. */
+ * indices_or_sections, an INT or INTS); a NONE value is accepted for any field.
+ *
+ * Attribute sets are immutable and interned: gp_attrs_new returns the live set equal to the one
+ * asked for (same keys in the same order, same kinds, bit-equal values) when there is one.  A
+ * model's thousand convolutions then share a handful of sets, and a pass that rebuilds a call
+ * reads an attribute set that is already in cache instead of one 500-byte block per call.
+ * The table holds no reference: a set is removed by its deleter.  A lookup under the lock takes
+ * a reference only while the count is not zero, so a set being freed is never handed out. */
 #include "ir.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void attrs_free(GPObject *o) { gp_node_free(o); }
+typedef struct AttrsImpl {
+  GPAttrs pub;
+  uint64_t hash;
+  struct AttrsImpl *next; /* intern table chain */
+} AttrsImpl;
+
+static struct {
+  pthread_mutex_t lock;
+  AttrsImpl **buckets;
+  size_t nbuckets, count;
+} interned = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+static void attrs_free(GPObject *o) {
+  AttrsImpl *a = (AttrsImpl *)o;
+  pthread_mutex_lock(&interned.lock);
+  AttrsImpl **at = &interned.buckets[a->hash & (interned.nbuckets - 1)];
+  while (*at && *at != a) at = &(*at)->next;
+  if (*at) { /* absent when a lookup found it dying and put an equal set in its place */
+    *at = a->next;
+    interned.count--;
+  }
+  pthread_mutex_unlock(&interned.lock);
+  gp_node_free(o);
+}
+
+static uint64_t mix(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static size_t payload_size(const GPAttrValue *v);
+
+static uint64_t value_hash(uint64_t h, const GPAttrValue *v) {
+  h = mix(h, &v->kind, sizeof v->kind);
+  switch (v->kind) {
+  case GP_ATTR_INT:
+  case GP_ATTR_BOOL: return mix(h, &v->i, sizeof v->i);
+  case GP_ATTR_FLOAT: return mix(h, &v->f, sizeof v->f);
+  case GP_ATTR_DTYPE: return mix(h, (uint8_t[]){v->dtype.code, v->dtype.bits}, 2) ^ v->dtype.lanes;
+  case GP_ATTR_STR: return mix(h, v->s, payload_size(v));
+  case GP_ATTR_INTS:
+  case GP_ATTR_FLOATS: return mix(mix(h, &v->n, sizeof v->n), v->ints, payload_size(v));
+  default: return h;
+  }
+}
+
+static bool value_same(const GPAttrValue *a, const GPAttrValue *b) {
+  if (a->kind != b->kind) return false;
+  switch (a->kind) {
+  case GP_ATTR_INT:
+  case GP_ATTR_BOOL: return a->i == b->i;
+  case GP_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0; /* -0.0 and NaNs stay apart */
+  case GP_ATTR_DTYPE:
+    return a->dtype.code == b->dtype.code && a->dtype.bits == b->dtype.bits && a->dtype.lanes == b->dtype.lanes;
+  case GP_ATTR_STR: return strcmp(a->s, b->s) == 0;
+  case GP_ATTR_INTS:
+  case GP_ATTR_FLOATS: return a->n == b->n && (a->n == 0 || memcmp(a->ints, b->ints, payload_size(a)) == 0);
+  default: return true;
+  }
+}
+
+static bool attrs_same(const AttrsImpl *a, uint64_t hash, int32_t n, const char *const *keys,
+                       const GPAttrValue *values) {
+  if (a->hash != hash || a->pub.n != n) return false;
+  for (int32_t i = 0; i < n; i++)
+    if (strcmp(a->pub.keys[i], keys[i]) != 0 || !value_same(&a->pub.values[i], &values[i])) return false;
+  return true;
+}
+
+/* Takes a reference unless the count already reached zero (the set is being freed). */
+static bool retain_live(GPObject *o) {
+  uint32_t c = __atomic_load_n(&o->ref_count, __ATOMIC_RELAXED);
+  while (c != 0)
+    if (__atomic_compare_exchange_n(&o->ref_count, &c, c + 1, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return true;
+  return false;
+}
+
+static void intern_grow(void) {
+  size_t nb = interned.nbuckets ? interned.nbuckets * 2 : 256;
+  AttrsImpl **b = gp_calloc(nb, sizeof *b);
+  for (size_t i = 0; i < interned.nbuckets; i++)
+    for (AttrsImpl *a = interned.buckets[i], *next; a; a = next) {
+      next = a->next;
+      a->next = b[a->hash & (nb - 1)];
+      b[a->hash & (nb - 1)] = a;
+    }
+  gp_free(interned.buckets);
+  interned.buckets = b;
+  interned.nbuckets = nb;
+}
 
 static size_t payload_size(const GPAttrValue *v) {
   switch (v->kind) {
@@ -54,13 +152,32 @@ GPAttrs *gp_attrs_new(int32_t n, const char *const *keys, const GPAttrValue *val
     if (check_value(&values[i], keys[i]) != 0) return NULL;
     extra += strlen(keys[i]) + 1 + payload_size(&values[i]) + 8;
   }
-  size_t head = sizeof(GPAttrs) + (size_t)n * (sizeof(char *) + sizeof(GPAttrValue));
+  uint64_t hash = mix(0xcbf29ce484222325ull, &n, sizeof n);
+  for (int32_t i = 0; i < n; i++) hash = value_hash(mix(hash, keys[i], strlen(keys[i]) + 1), &values[i]);
+  pthread_mutex_lock(&interned.lock);
+  if (interned.nbuckets) {
+    AttrsImpl **at = &interned.buckets[hash & (interned.nbuckets - 1)];
+    for (; *at; at = &(*at)->next)
+      if (attrs_same(*at, hash, n, keys, values)) {
+        AttrsImpl *hit = *at;
+        if (retain_live(&hit->pub.obj)) {
+          pthread_mutex_unlock(&interned.lock);
+          return &hit->pub;
+        }
+        *at = hit->next; /* dying: its deleter will not find it; an equal new set replaces it */
+        interned.count--;
+        break;
+      }
+  }
+  size_t head = sizeof(AttrsImpl) + (size_t)n * (sizeof(char *) + sizeof(GPAttrValue));
   head = (head + 7) & ~(size_t)7;
-  GPAttrs *a = gp_node_alloc(head + extra); /* beside the calls that use it (ir/pool.c) */
+  AttrsImpl *impl = gp_node_alloc(head + extra); /* beside the calls that use it (ir/pool.c) */
+  GPAttrs *a = &impl->pub;
   a->obj.ref_count = 1;
   a->obj.type_index = GP_TI_ATTRS;
   a->obj.deleter = attrs_free;
-  const char **k = (const char **)(a + 1);
+  impl->hash = hash;
+  const char **k = (const char **)(impl + 1);
   GPAttrValue *v = (GPAttrValue *)(k + n);
   char *p = (char *)a + head;
   for (int32_t i = 0; i < n; i++) {
@@ -85,6 +202,12 @@ GPAttrs *gp_attrs_new(int32_t n, const char *const *keys, const GPAttrValue *val
   a->n = n;
   a->keys = k;
   a->values = v;
+  if (interned.count >= interned.nbuckets) intern_grow();
+  AttrsImpl **bucket = &interned.buckets[hash & (interned.nbuckets - 1)];
+  impl->next = *bucket;
+  *bucket = impl;
+  interned.count++;
+  pthread_mutex_unlock(&interned.lock);
   return a;
 }
 

@@ -20,7 +20,10 @@
  *    the owner takes the whole list with one exchange, so there is no ABA), and the owner frees
  *    those objects on its next slow path.  When a thread exits, its heap is orphaned; the next
  *    thread that needs a heap adopts it whole.  Heaps are never destroyed.
- *  - A heap keeps up to POOL_KEEP empty segments for reuse and unmaps the others.
+ *  - A heap keeps empty segments for reuse while they are no more than the segments it has in
+ *    use, or POOL_KEEP of them, and unmaps the others.  So the mapped memory stays within twice
+ *    the live nodes' (plus 32 MiB), and a pass that replaces a module by a new one of the same
+ *    size builds it in the old one's memory, without a page fault per 4 KiB.
  *
  * Sanitizer builds, and runs with GRAPHPASS_NODE_POOL=0 in the environment, use calloc/free
  * instead, so that AddressSanitizer, LeakSanitizer and valgrind see every node. */
@@ -53,7 +56,7 @@
 #define ALL_PAGES (~(uint64_t)0)
 #define POOL_MAX 8192 /* largest pooled object; 8 per page */
 #define NCLASS 40     /* 8-byte steps to 128, then 4 classes per doubling to POOL_MAX */
-#define POOL_KEEP 8   /* empty segments a heap keeps (32 MiB) */
+#define POOL_KEEP 8   /* empty segments a heap keeps at least (32 MiB) */
 #define SEG_MAGIC 0x6770736567u
 
 typedef struct Heap Heap;
@@ -82,7 +85,8 @@ struct Heap {
   Page *queue[NCLASS]; /* pages with room; allocation cuts from the head */
   Segment *partial;    /* segments with at least one page not in use (and one in use) */
   Segment *empty;      /* empty segments kept for reuse */
-  unsigned nempty;
+  size_t nempty;       /* segments on `empty` */
+  size_t nlive;        /* segments with a page in use */
   _Atomic(void *) remote; /* objects freed by other threads, linked through their first word */
   Heap *next_all;         /* every heap ever made (so they stay reachable) */
   Heap *next_orphan;
@@ -242,6 +246,7 @@ static Page *page_new(Heap *h, unsigned cls) {
     }
     s->free_pages = ALL_PAGES;
     list_push(&h->partial, s);
+    h->nlive++;
   }
   size_t i = (size_t)__builtin_ctzll(s->free_pages);
   s->free_pages &= ~((uint64_t)1 << i);
@@ -260,11 +265,15 @@ static void page_retire(Heap *h, Segment *s, Page *p) {
   s->free_pages |= (uint64_t)1 << i;
   if (s->free_pages != ALL_PAGES) return;
   list_unlink(&h->partial, s);
-  if (h->nempty < POOL_KEEP) {
-    list_push(&h->empty, s);
-    h->nempty++;
-  } else {
-    seg_unmap(s);
+  h->nlive--;
+  list_push(&h->empty, s);
+  h->nempty++;
+  while (h->nempty > POOL_KEEP && h->nempty > h->nlive) { /* the coldest (last pushed first) go */
+    Segment *last = h->empty;
+    while (last->next) last = last->next;
+    list_unlink(&h->empty, last);
+    h->nempty--;
+    seg_unmap(last);
   }
 }
 

@@ -14,27 +14,31 @@ static _Noreturn void out_of_memory(void) {
 }
 
 /* ---- buffers: see passes.h.  Layout: a 16-byte header (the mapping's length, 0 when the block
- * is malloc'd) then the caller's bytes, 16-byte aligned either way.
+ * is malloc'd; then, for a mapping, the data's offset in it) then the caller's bytes, 16-byte
+ * aligned either way.  A mapped block starts a few 64-byte lines into its mapping (buf_map).
  *
  * Why mappings from 1 KiB: glibc's malloc, on any request of 1 KiB or more while it holds freed
  * small blocks in its fast bins, first consolidates all of them (malloc_consolidate).  After a
  * pass over a 10M-node graph released its result, that is ~10M scattered blocks: perf showed
  * it as 27% of the next FuseOps run.  The passes' own arrays therefore never ask malloc for
  * 1 KiB or more.  Mappings a thread frees are kept in a small per-thread cache (at most
- * CACHE_N mappings, CACHE_BYTES in all) and reused, so a pass on a small graph makes no system
- * call in the steady state; a thread's cache is unmapped when the thread exits (and the
- * unloading thread's when the plugin is unloaded). */
+ * CACHE_N mappings) and reused, the smallest that fits, so a pass makes no system call and
+ * takes no page fault in the steady state, even on a 10M-node graph.  Beyond CACHE_HOT bytes,
+ * the oldest cached mappings are given back with madvise(MADV_FREE): the kernel takes their
+ * pages when it needs memory, and until then reusing them costs nothing.  A thread's cache is unmapped when the
+ * thread exits (and the unloading thread's when the plugin is unloaded). */
 
 #define BUF_HDR ((size_t)16)
 #define BUF_BIG ((size_t)1 << 10)
-#define CACHE_N 16
-#define CACHE_BYTES ((size_t)64 << 20)
+#define CACHE_N 64
+#define CACHE_HOT ((size_t)64 << 20)
 
-typedef struct MapCache {
+typedef struct MapCache { /* entries oldest first */
   void *map[CACHE_N];
   size_t len[CACHE_N];
+  bool lazy[CACHE_N]; /* given back with MADV_FREE */
   int32_t n;
-  size_t bytes;
+  size_t hot; /* bytes of the entries not lazily freed */
   bool registered; /* the thread-exit destructor knows this cache */
 } MapCache;
 
@@ -45,7 +49,7 @@ static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static void cache_drop(MapCache *c) {
   for (int32_t i = 0; i < c->n; i++) munmap(c->map[i], c->len[i]);
   c->n = 0;
-  c->bytes = 0;
+  c->hot = 0;
 }
 
 static void cache_thread_exit(void *c) { cache_drop(c); }
@@ -55,8 +59,8 @@ static void cache_key_make(void) {
   __atomic_store_n(&cache_once_done, true, __ATOMIC_RELEASE);
 }
 /* At unload: drop this thread's cache and delete the key, so no thread that exits later calls
- * a destructor in the unloaded plugin (their caches, if any, stay mapped: at most CACHE_BYTES
- * each). */
+ * a destructor in the unloaded plugin (their caches, if any, stay mapped: at most CACHE_N
+ * mappings each, all but CACHE_HOT bytes of them lazily freed). */
 __attribute__((destructor)) static void cache_unload(void) {
   cache_drop(&cache);
   if (__atomic_load_n(&cache_once_done, __ATOMIC_ACQUIRE) && cache_key != (pthread_key_t)-1) pthread_key_delete(cache_key);
@@ -68,49 +72,82 @@ static size_t page_round(size_t n) {
   return (n + pg - 1) & ~(pg - 1);
 }
 
-/* A cached mapping of at least len bytes and at most 4 * len (the smallest such), or NULL. */
+static void cache_remove(int32_t i) {
+  cache.n--;
+  memmove(&cache.map[i], &cache.map[i + 1], (size_t)(cache.n - i) * sizeof cache.map[0]);
+  memmove(&cache.len[i], &cache.len[i + 1], (size_t)(cache.n - i) * sizeof cache.len[0]);
+  memmove(&cache.lazy[i], &cache.lazy[i + 1], (size_t)(cache.n - i) * sizeof cache.lazy[0]);
+}
+
+/* The smallest cached mapping of at least len bytes and at most max(4 * len, len + 1 MiB), or
+ * NULL.  Somewhat bigger than asked for is fine (its pages are mapped already, and a buffer that
+ * grows stays in it without mremap); much bigger would tie up a mapping that a big buffer needs,
+ * and lazily freeing it again would walk all its pages. */
 static void *cache_take(size_t len, size_t *got) {
+  size_t most = len > (1u << 20) / 3 ? len * 4 : len + (1u << 20);
+  if (most < len) most = SIZE_MAX;
   int32_t best = -1;
   for (int32_t i = 0; i < cache.n; i++)
-    if (cache.len[i] >= len && cache.len[i] / 4 <= len && (best < 0 || cache.len[i] < cache.len[best])) best = i;
+    if (cache.len[i] >= len && cache.len[i] <= most && (best < 0 || cache.len[i] < cache.len[best])) best = i;
   if (best < 0) return NULL;
   void *m = cache.map[best];
   *got = cache.len[best];
-  cache.bytes -= *got;
-  cache.map[best] = cache.map[--cache.n];
-  cache.len[best] = cache.len[cache.n];
+  if (!cache.lazy[best]) cache.hot -= *got;
+  cache_remove(best);
   return m;
 }
 
-/* Keep mapping m (len bytes) for reuse, or unmap it when the cache is full. */
+/* Keep mapping m (len bytes) for reuse: the oldest entry makes room when the cache is full, and
+ * the oldest hot entries are lazily freed while the hot ones exceed CACHE_HOT. */
 static void cache_give(void *m, size_t len) {
   if (!cache.registered) {
     pthread_once(&cache_once, cache_key_make);
     if (cache_key != (pthread_key_t)-1) pthread_setspecific(cache_key, &cache);
     cache.registered = true;
   }
-  if (cache.n == CACHE_N || len > CACHE_BYTES - cache.bytes) {
-    munmap(m, len);
-    return;
+  if (cache.n == CACHE_N) {
+    munmap(cache.map[0], cache.len[0]);
+    if (!cache.lazy[0]) cache.hot -= cache.len[0];
+    cache_remove(0);
   }
   cache.map[cache.n] = m;
-  cache.len[cache.n++] = len;
-  cache.bytes += len;
+  cache.len[cache.n] = len;
+  cache.lazy[cache.n++] = false;
+  cache.hot += len;
+  for (int32_t i = 0; i < cache.n - 1 && cache.hot > CACHE_HOT; i++)
+    if (!cache.lazy[i]) {
+      madvise(cache.map[i], cache.len[i], MADV_FREE);
+      cache.lazy[i] = true;
+      cache.hot -= cache.len[i];
+    }
 }
+
+/* A mapped buffer starts `off` bytes into its mapping: a 16-byte header {mapping length, off}
+ * right before the data, and in front of it a pad of 64-byte lines that steps through the page
+ * from one mapping to the next.  Without it every array starts at the same page offset, and a
+ * loop over a dozen arrays indexed alike puts them all in one L1 set (4 KiB aliasing). */
+#define COLORS 61 /* lines per step pattern: prime, under the 64 lines of a page */
+static _Thread_local unsigned next_color;
+
+static char *buf_base(void *p) { return (char *)p - BUF_HDR - ((size_t *)p)[-1]; }
 
 /* A mapping for n bytes after the header; zeroed when `zero` (fresh pages are). */
 static void *buf_map(size_t n, bool zero) {
-  size_t len = page_round(n + BUF_HDR), got;
+  size_t off = (size_t)(next_color++ % COLORS) * 64;
+  if (n > SIZE_MAX - BUF_HDR - off) out_of_memory();
+  size_t len = page_round(n + BUF_HDR + off), got;
   char *m = cache_take(len, &got);
   if (m) {
-    if (zero) memset(m + BUF_HDR, 0, n);
+    if (zero) memset(m + off + BUF_HDR, 0, n);
   } else {
     m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) out_of_memory();
     got = len;
   }
-  *(size_t *)m = got;
-  return m + BUF_HDR;
+  size_t *h = (size_t *)(m + off);
+  h[0] = got;
+  h[1] = off;
+  return m + off + BUF_HDR;
 }
 
 void *std_buf_alloc(size_t n) {
@@ -137,12 +174,14 @@ void *std_buf_realloc(void *p, size_t n) {
   char *h = (char *)p - BUF_HDR;
   size_t len = *(size_t *)h;
   if (len) { /* mapped: grow it (moving page tables rather than bytes); never shrink */
-    size_t nlen = page_round(n + BUF_HDR);
+    size_t off = ((size_t *)p)[-1];
+    if (n > SIZE_MAX - 2 * BUF_HDR - off) out_of_memory();
+    size_t nlen = page_round(n + BUF_HDR + off);
     if (nlen <= len) return p;
-    void *m = mremap(h, len, nlen, MREMAP_MAYMOVE);
+    char *m = mremap(buf_base(p), len, nlen, MREMAP_MAYMOVE);
     if (m == MAP_FAILED) out_of_memory();
-    *(size_t *)m = nlen;
-    return (char *)m + BUF_HDR;
+    *(size_t *)(m + off) = nlen;
+    return m + off + BUF_HDR;
   }
   if (n + BUF_HDR >= BUF_BIG) { /* outgrows the heap: move it to a mapping */
     char *q = buf_map(n, false);
@@ -161,7 +200,7 @@ void std_buf_free(void *p) {
   char *h = (char *)p - BUF_HDR;
   size_t len = *(size_t *)h;
   if (len)
-    cache_give(h, len);
+    cache_give(buf_base(p), len);
   else
     free(h);
 }
