@@ -71,6 +71,7 @@ static ShimSuite *shim_suites;
 /* Expectations stop the test here, like assertions. */
 #define cr_expect(c, ...) cr_assert(c, __VA_ARGS__)
 #define cr_expect_eq(a, b, ...) cr_assert((a) == (b), __VA_ARGS__)
+#define cr_expect_neq(a, b, ...) cr_assert((a) != (b), __VA_ARGS__)
 #define cr_expect_geq(a, b, ...) cr_assert((a) >= (b), __VA_ARGS__)
 #define cr_expect_leq(a, b, ...) cr_assert((a) <= (b), __VA_ARGS__)
 #define cr_skip_test(...) do { fprintf(stderr, "skipped: " __VA_ARGS__); fprintf(stderr, "\n"); return; } while (0)
