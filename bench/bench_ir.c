@@ -60,6 +60,8 @@ typedef struct {
 
 static void run_once(const char *text, size_t len, long n, Times *t, size_t *bytes_per_node) {
   struct mallinfo2 before = mallinfo2();
+  GPNodePoolStats pool_before, pool_after; /* nodes and attribute sets live in the node pool */
+  gp_node_pool_stats(&pool_before);
   double t0 = now_ns();
   GPModule *m = gp_parse(text, len, "bench");
   double t1 = now_ns();
@@ -68,7 +70,10 @@ static void run_once(const char *text, size_t len, long n, Times *t, size_t *byt
     exit(1);
   }
   struct mallinfo2 after = mallinfo2();
-  if (bytes_per_node) *bytes_per_node = (after.uordblks + after.hblkhd - before.uordblks - before.hblkhd) / (size_t)n;
+  gp_node_pool_stats(&pool_after);
+  if (bytes_per_node)
+    *bytes_per_node = (after.uordblks + after.hblkhd - before.uordblks - before.hblkhd + pool_after.live_bytes -
+                       pool_before.live_bytes) / (size_t)n;
   GPPassContext *ctx = gp_ctx_new();
   double t2 = now_ns();
   GPModule *typed = gp_run_pipeline(m, "InferType", ctx);

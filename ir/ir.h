@@ -104,6 +104,8 @@ void gp_node_free(void *p);
 typedef struct GPNodePoolStats {
   size_t mapped_bytes; /* bytes of segments mapped now, pooled and huge */
   size_t segments;     /* segments mapped now */
+  size_t live_bytes;   /* bytes handed out and not freed, by size class (a free from another
+                        * thread counts once its owner has taken it back) */
 } GPNodePoolStats;
 /* Fills *st; returns false when the pool is off (calloc/free), and then *st is all zero. */
 bool gp_node_pool_stats(GPNodePoolStats *st);

@@ -88,6 +88,7 @@ struct Heap {
   size_t nempty;       /* segments on `empty` */
   size_t nlive;        /* segments with a page in use */
   _Atomic(void *) remote; /* objects freed by other threads, linked through their first word */
+  _Atomic size_t live;    /* bytes of slots handed out and not freed back (owner writes) */
   Heap *next_all;         /* every heap ever made (so they stay reachable) */
   Heap *next_orphan;
 };
@@ -98,7 +99,7 @@ static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static pthread_key_t heap_key;
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static Heap *all_heaps, *orphans;
-static _Atomic size_t mapped_bytes, mapped_segments;
+static _Atomic size_t mapped_bytes, mapped_segments, huge_bytes;
 static _Thread_local Heap *tls_heap;
 
 /* ---- size classes */
@@ -277,9 +278,15 @@ static void page_retire(Heap *h, Segment *s, Page *p) {
   }
 }
 
+/* Owner only: a plain read-modify-write, atomic only so that stats may read it. */
+static void live_add(Heap *h, size_t delta) {
+  atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) + delta, memory_order_relaxed);
+}
+
 static void local_free(Heap *h, Segment *s, void *o) {
   Page *p = &s->pages[((uintptr_t)o - (uintptr_t)s) >> PAGE_SHIFT];
   assert(p->in_use && p->used > 0);
+  live_add(h, -(size_t)class_size[p->cls]);
   if (--p->used == 0 && p == h->queue[p->cls]) {
     /* The page allocation cuts from: rewind it, so the next nodes are in order again. */
     p->free = NULL;
@@ -339,6 +346,7 @@ static Heap *heap_acquire(void) {
 static void *huge_alloc(size_t size) {
   size_t total = (SEG_HEADER + size + SEG_SIZE - 1) & ~(SEG_SIZE - 1);
   Segment *s = seg_map(total); /* heap NULL: huge */
+  atomic_fetch_add(&huge_bytes, total);
   return (char *)s + SEG_HEADER;
 }
 
@@ -381,6 +389,7 @@ void *gp_node_alloc(size_t size) {
   } else {
     o = alloc_slow(h, cls);
   }
+  live_add(h, class_size[cls]);
   memset(o, 0, size);
   return o;
 }
@@ -394,6 +403,7 @@ void gp_node_free(void *o) {
   Segment *s = seg_of(o);
   assert(s->magic == SEG_MAGIC);
   if (!s->heap) {
+    atomic_fetch_sub(&huge_bytes, s->size);
     seg_unmap(s);
     return;
   }
@@ -411,5 +421,9 @@ void gp_node_free(void *o) {
 bool gp_node_pool_stats(GPNodePoolStats *st) {
   st->mapped_bytes = atomic_load(&mapped_bytes);
   st->segments = atomic_load(&mapped_segments);
+  st->live_bytes = atomic_load(&huge_bytes);
+  lock_heaps();
+  for (Heap *h = all_heaps; h; h = h->next_all) st->live_bytes += atomic_load_explicit(&h->live, memory_order_relaxed);
+  unlock_heaps();
   return mode() == 1;
 }

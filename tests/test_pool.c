@@ -59,12 +59,20 @@ Test(pool, nodes_in_creation_order) {
   if (!pool_on()) cr_skip_test("the node pool is off in this build (calloc/free)");
   enum { N = 20000 };
   void **p = gp_malloc(N * sizeof *p);
+  GPNodePoolStats st0, st1;
   for (int round = 0; round < 2; round++) { /* the second round reuses what the first freed */
+    gp_node_pool_stats(&st0);
     for (int i = 0; i < N; i++) p[i] = gp_node_alloc(72);
+    gp_node_pool_stats(&st1);
+    cr_expect_eq(st1.live_bytes - st0.live_bytes, (size_t)N * 72, "live bytes grew by %zu for %d nodes of 72",
+                 st1.live_bytes - st0.live_bytes, N);
     int adjacent = 0;
     for (int i = 0; i + 1 < N; i++) adjacent += (char *)p[i + 1] == (char *)p[i] + 72;
     cr_expect_geq(adjacent, N * 98 / 100, "round %d: only %d of %d consecutive nodes are adjacent", round, adjacent, N);
     for (int i = 0; i < N; i++) gp_node_free(p[i]);
+    gp_node_pool_stats(&st1);
+    cr_expect_eq(st1.live_bytes, st0.live_bytes, "live bytes after freeing them: %zu, before: %zu", st1.live_bytes,
+                 st0.live_bytes);
   }
   gp_free(p);
 }
