@@ -256,7 +256,9 @@ typedef struct GPAttrValue {
 
 /* An attribute set: ordered keys and values, owned by the object.  For an op call the keys are
  * the op's schema fields in schema order, all present (defaults filled in); for a function they
- * are whatever was given (e.g. Primitive=1). */
+ * are whatever was given (e.g. Primitive=1).  Immutable and shared: attrs_new returns one object
+ * for equal sets (same keys in the same order, bit-equal values), so many calls may hold the same
+ * one; never write through it. */
 typedef struct GPAttrs {
   GPObject obj;
   int32_t n;
