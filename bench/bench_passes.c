@@ -14,20 +14,12 @@
  * rounds' own ratios.
  *   usage: bench_passes [max_calls] [plugin_dir] [cnn|chain]
  *   (defaults: 10000000, build/plugins, both graphs) */
-#include "../ir/ir.h"
 #include "../plugin/plugin.h"
-#include "../registry/registry.h"
+#include "bench_util.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+static double now_ns(void) { return bench_now_ms() * 1e6; }
 
 /* CPU time of this thread (FuseOps runs on the calling thread): unlike the wall clock, it does
  * not count the time the thread waits for a core on a loaded machine. */
@@ -35,11 +27,6 @@ static double cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* Text of a graph with n op calls. */
@@ -103,11 +90,6 @@ static long count_functions(const GPModule *m) {
   return count;
 }
 
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  return v[n / 2];
-}
-
 enum { MAX_SIZES = 8, MAX_ROUNDS = 5 };
 
 int main(int argc, char **argv) {
@@ -168,8 +150,8 @@ int main(int argc, char **argv) {
           c[j] = cpu_ns() - c0;
           gp_release(out);
         }
-        wall[i][r] = median(t, k) / (double)n;
-        cpu[i][r] = median(c, k) / (double)n;
+        wall[i][r] = bench_median(t, k) / (double)n;
+        cpu[i][r] = bench_median(c, k) / (double)n;
         if (r == 0 && n >= 10000000 && wall[i][r] * (double)n > 10e9) rounds = 3; /* slow: fewer rounds */
       }
       double lo = wall[0][r], hi = lo, clo = cpu[0][r], chi = clo;
@@ -182,7 +164,7 @@ int main(int argc, char **argv) {
     }
     double lo = 0, hi = 0, clo = 0, chi = 0;
     for (int i = 0; i < ns; i++) {
-      double per = median(wall[i], rounds), cper = median(cpu[i], rounds);
+      double per = bench_median(wall[i], rounds), cper = bench_median(cpu[i], rounds);
       if (lo == 0 || per < lo) lo = per;
       if (per > hi) hi = per;
       if (clo == 0 || cper < clo) clo = cper;
@@ -192,8 +174,8 @@ int main(int argc, char **argv) {
       gp_release(typed[i]);
     }
     printf("%-6s max/min ns per node: %.2f (cpu %.2f); median of the rounds' ratios: %.2f (cpu %.2f)\n",
-           cnn ? "cnn" : "chain", lo > 0 ? hi / lo : 0.0, clo > 0 ? chi / clo : 0.0, median(ratio, rounds),
-           median(cratio, rounds));
+           cnn ? "cnn" : "chain", lo > 0 ? hi / lo : 0.0, clo > 0 ? chi / clo : 0.0, bench_median(ratio, rounds),
+           bench_median(cratio, rounds));
     fflush(stdout);
   }
   gp_ctx_free(ctx);

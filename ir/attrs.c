@@ -41,48 +41,14 @@ static void attrs_free(GPObject *o) {
   gp_node_free(o);
 }
 
-static uint64_t mix(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static size_t payload_size(const GPAttrValue *v);
-
-static uint64_t value_hash(uint64_t h, const GPAttrValue *v) {
-  h = mix(h, &v->kind, sizeof v->kind);
-  switch (v->kind) {
-  case GP_ATTR_INT:
-  case GP_ATTR_BOOL: return mix(h, &v->i, sizeof v->i);
-  case GP_ATTR_FLOAT: return mix(h, &v->f, sizeof v->f);
-  case GP_ATTR_DTYPE: return mix(h, (uint8_t[]){v->dtype.code, v->dtype.bits}, 2) ^ v->dtype.lanes;
-  case GP_ATTR_STR: return mix(h, v->s, payload_size(v));
-  case GP_ATTR_INTS:
-  case GP_ATTR_FLOATS: return mix(mix(h, &v->n, sizeof v->n), v->ints, payload_size(v));
-  default: return h;
-  }
-}
-
-static bool value_same(const GPAttrValue *a, const GPAttrValue *b) {
-  if (a->kind != b->kind) return false;
-  switch (a->kind) {
-  case GP_ATTR_INT:
-  case GP_ATTR_BOOL: return a->i == b->i;
-  case GP_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0; /* -0.0 and NaNs stay apart */
-  case GP_ATTR_DTYPE:
-    return a->dtype.code == b->dtype.code && a->dtype.bits == b->dtype.bits && a->dtype.lanes == b->dtype.lanes;
-  case GP_ATTR_STR: return strcmp(a->s, b->s) == 0;
-  case GP_ATTR_INTS:
-  case GP_ATTR_FLOATS: return a->n == b->n && (a->n == 0 || memcmp(a->ints, b->ints, payload_size(a)) == 0);
-  default: return true;
-  }
-}
+static bool value_eq(const GPAttrValue *a, const GPAttrValue *b, bool bitwise);
+static uint64_t hash_kv(int32_t n, const char *const *keys, const GPAttrValue *values);
 
 static bool attrs_same(const AttrsImpl *a, uint64_t hash, int32_t n, const char *const *keys,
                        const GPAttrValue *values) {
   if (a->hash != hash || a->pub.n != n) return false;
   for (int32_t i = 0; i < n; i++)
-    if (strcmp(a->pub.keys[i], keys[i]) != 0 || !value_same(&a->pub.values[i], &values[i])) return false;
+    if (strcmp(a->pub.keys[i], keys[i]) != 0 || !value_eq(&a->pub.values[i], &values[i], true)) return false;
   return true;
 }
 
@@ -152,8 +118,7 @@ GPAttrs *gp_attrs_new(int32_t n, const char *const *keys, const GPAttrValue *val
     if (check_value(&values[i], keys[i]) != 0) return NULL;
     extra += strlen(keys[i]) + 1 + payload_size(&values[i]) + 8;
   }
-  uint64_t hash = mix(0xcbf29ce484222325ull, &n, sizeof n);
-  for (int32_t i = 0; i < n; i++) hash = value_hash(mix(hash, keys[i], strlen(keys[i]) + 1), &values[i]);
+  uint64_t hash = hash_kv(n, keys, values); /* bit-equal sets are equal sets: one hash */
   pthread_mutex_lock(&interned.lock);
   if (interned.nbuckets) {
     AttrsImpl **at = &interned.buckets[hash & (interned.nbuckets - 1)];
@@ -171,11 +136,8 @@ GPAttrs *gp_attrs_new(int32_t n, const char *const *keys, const GPAttrValue *val
   }
   size_t head = sizeof(AttrsImpl) + (size_t)n * (sizeof(char *) + sizeof(GPAttrValue));
   head = (head + 7) & ~(size_t)7;
-  AttrsImpl *impl = gp_node_alloc(head + extra); /* beside the calls that use it (ir/pool.c) */
+  AttrsImpl *impl = gp_node_object_alloc(head + extra, GP_TI_ATTRS, attrs_free); /* beside its calls */
   GPAttrs *a = &impl->pub;
-  a->obj.ref_count = 1;
-  a->obj.type_index = GP_TI_ATTRS;
-  a->obj.deleter = attrs_free;
   impl->hash = hash;
   const char **k = (const char **)(impl + 1);
   GPAttrValue *v = (GPAttrValue *)(k + n);
@@ -366,24 +328,31 @@ double gp_attrs_float(const GPAttrs *a, const char *key, double dflt) {
   return dflt;
 }
 
-bool gp_attr_value_eq(const GPAttrValue *a, const GPAttrValue *b) {
+/* Equal values; `bitwise` (interning) tells 0.0 from -0.0 and NaNs apart by their bits, as the
+ * printed text does. */
+static bool value_eq(const GPAttrValue *a, const GPAttrValue *b, bool bitwise) {
   if (a->kind != b->kind) return false;
   switch (a->kind) {
   case GP_ATTR_NONE: return true;
   case GP_ATTR_INT:
   case GP_ATTR_BOOL: return a->i == b->i;
-  case GP_ATTR_FLOAT: return a->f == b->f || (isnan(a->f) && isnan(b->f));
+  case GP_ATTR_FLOAT:
+    if (bitwise) return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+    return a->f == b->f || (isnan(a->f) && isnan(b->f));
   case GP_ATTR_STR: return strcmp(a->s, b->s) == 0;
   case GP_ATTR_DTYPE: return gp_dtype_eq(a->dtype, b->dtype);
   case GP_ATTR_INTS: return a->n == b->n && (!a->n || memcmp(a->ints, b->ints, (size_t)a->n * 8) == 0);
   case GP_ATTR_FLOATS:
     if (a->n != b->n) return false;
+    if (bitwise) return !a->n || memcmp(a->floats, b->floats, (size_t)a->n * 8) == 0;
     for (int32_t i = 0; i < a->n; i++)
       if (a->floats[i] != b->floats[i]) return false;
     return true;
   default: return false;
   }
 }
+
+bool gp_attr_value_eq(const GPAttrValue *a, const GPAttrValue *b) { return value_eq(a, b, false); }
 
 bool gp_attrs_eq(const GPAttrs *a, const GPAttrs *b) {
   if (a == b) return true;
@@ -393,12 +362,11 @@ bool gp_attrs_eq(const GPAttrs *a, const GPAttrs *b) {
   return true;
 }
 
-uint64_t gp_attrs_hash(const GPAttrs *a) {
-  if (!a) return 0x51ed270b27c1d3b1ull;
-  uint64_t h = (uint64_t)a->n;
-  for (int32_t i = 0; i < a->n; i++) {
-    const GPAttrValue *v = &a->values[i];
-    h = gp_hash_mix(h, gp_hash_bytes(a->keys[i], strlen(a->keys[i]), 1));
+static uint64_t hash_kv(int32_t n, const char *const *keys, const GPAttrValue *values) {
+  uint64_t h = (uint64_t)n;
+  for (int32_t i = 0; i < n; i++) {
+    const GPAttrValue *v = &values[i];
+    h = gp_hash_mix(h, gp_hash_bytes(keys[i], strlen(keys[i]), 1));
     h = gp_hash_mix(h, (uint64_t)v->kind);
     switch (v->kind) {
     case GP_ATTR_INT:
@@ -419,6 +387,8 @@ uint64_t gp_attrs_hash(const GPAttrs *a) {
   }
   return h;
 }
+
+uint64_t gp_attrs_hash(const GPAttrs *a) { return a ? hash_kv(a->n, a->keys, a->values) : 0x51ed270b27c1d3b1ull; }
 
 /* Shortest decimal that reads back as the same double. */
 static void print_double(GPBuf *b, double f) {

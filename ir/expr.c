@@ -7,13 +7,7 @@ static void expr_free(GPObject *o);
 static void expr_deleter(GPObject *o) { gp_object_drain(o, expr_free); }
 
 /* Nodes come from the node allocator (ir/pool.c), which keeps them in creation order. */
-static void *expr_alloc(size_t size, int32_t ti) {
-  GPObject *o = gp_node_alloc(size);
-  o->ref_count = 1;
-  o->type_index = ti;
-  o->deleter = expr_deleter;
-  return o;
-}
+static void *expr_alloc(size_t size, int32_t ti) { return gp_node_object_alloc(size, ti, expr_deleter); }
 
 /* A var made by gp_var_new keeps its name in the same block, right after the struct, and a
  * function made by gp_function_new its params array: one allocation per node instead of two.

@@ -126,8 +126,11 @@ void gp_error_set_kind(int32_t kind);
 /* ------------------------------------------------------------------------------------------ */
 /* Objects (ir/object.c)                                                                       */
 
-/* Allocate a zeroed object of `size` bytes with ref_count 1. */
+/* Allocate a zeroed object of `size` bytes with ref_count 1: from malloc (free it with gp_free),
+ * or from the node pool (free it with gp_node_free; for IR objects that are many and read
+ * together: expressions, attribute sets). */
 void *gp_object_alloc(size_t size, int32_t type_index, void (*deleter)(GPObject *));
+void *gp_node_object_alloc(size_t size, int32_t type_index, void (*deleter)(GPObject *));
 /* Release a child from inside a deleter without recursion: when it drops to zero, it is queued
  * and freed by the outermost deleter's loop.  Use this (never gp_release) in deleters. */
 void gp_release_child(void *obj);

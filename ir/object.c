@@ -19,12 +19,19 @@ static _Thread_local struct {
   size_t len, cap;
 } drain;
 
-void *gp_object_alloc(size_t size, int32_t type_index, void (*deleter)(GPObject *)) {
-  GPObject *o = gp_calloc(1, size);
+static void *object_init(GPObject *o, int32_t type_index, void (*deleter)(GPObject *)) {
   o->ref_count = 1;
   o->type_index = type_index;
   o->deleter = deleter;
   return o;
+}
+
+void *gp_object_alloc(size_t size, int32_t type_index, void (*deleter)(GPObject *)) {
+  return object_init(gp_calloc(1, size), type_index, deleter);
+}
+
+void *gp_node_object_alloc(size_t size, int32_t type_index, void (*deleter)(GPObject *)) {
+  return object_init(gp_node_alloc(size), type_index, deleter);
 }
 
 void gp_release_child(void *obj) { gp_release(obj); }

@@ -182,8 +182,7 @@ static int canonicalize_cast(void *self, const GPAny *args, int32_t nargs, GPAny
   int64_t copies = 0;
   GPModule *out = std_function_pass(mod, cast_function, &copies);
   if (!out) return -1;
-  if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
-    H->ctx_note(ctx, "made %lld copies of shared up-casts", (long long)copies);
+  std_note(ctx, "made %lld copies of shared up-casts", (long long)copies);
   return std_return_module(result, out);
 }
 

@@ -64,8 +64,7 @@ static int canonicalize_ops(void *self, const GPAny *args, int32_t nargs, GPAny 
   Canon cn = {0};
   GPModule *out = std_function_pass(mod, canon_function, &cn);
   if (!out) return -1;
-  if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
-    H->ctx_note(ctx, "rewrote %lld bias_add calls", (long long)cn.rewritten);
+  std_note(ctx, "rewrote %lld bias_add calls", (long long)cn.rewritten);
   return std_return_module(result, out);
 }
 

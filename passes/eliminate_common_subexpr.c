@@ -339,9 +339,8 @@ static int ecse(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
   table_clear(&s);
   gp_release(s.skip);
   if (!out) return -1;
-  if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
-    H->ctx_note(ctx, "replaced %lld calls and %lld tuple get-items by earlier equal ones", (long long)s.calls,
-                (long long)s.items);
+  std_note(ctx, "replaced %lld calls and %lld tuple get-items by earlier equal ones", (long long)s.calls,
+           (long long)s.items);
   return std_return_module(result, out);
 }
 

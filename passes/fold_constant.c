@@ -41,17 +41,6 @@ typedef struct Fold {
   int64_t bytes;       /* bytes of the constants they became */
 } Fold;
 
-static void note(const Fold *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(const Fold *f, const char *fmt, ...) {
-  if (!f->ctx || !GP_HAS_FIELD(H, GPHostAPI, ctx_note) || !H->ctx_note) return;
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  H->ctx_note(f->ctx, "%s", buf);
-}
-
 /* "<source>:<line>:<col>" of a node (or "an unknown location"). */
 static const char *where(const Fold *f, const GPExpr *e, char *buf, size_t n) {
   if (!e->line)
@@ -184,8 +173,8 @@ static GPExpr *fold_shape_of(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   int64_t bytes = rank * elem_bytes(dt);
   char loc[256];
   if (bytes > f->max_bytes) {
-    note(f, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
-         where(f, &orig->base, loc, sizeof loc), (long long)bytes, (long long)f->max_bytes);
+    std_note(f->ctx, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
+             where(f, &orig->base, loc, sizeof loc), (long long)bytes, (long long)f->max_bytes);
     return gp_retain(rebuilt);
   }
   const GPType *rt = H->type_tensor(dt, 1, &rank);
@@ -194,8 +183,8 @@ static GPExpr *fold_shape_of(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   if (!t) return NULL;
   if (rank && !store_dims(t, dt, at->n, at->tensor.shape)) {
     gp_release(t);
-    note(f, "not folded: %s at %s: dtype of %d bits, code %d is not supported", op->name,
-         where(f, &orig->base, loc, sizeof loc), (int)dt.bits, (int)dt.code);
+    std_note(f->ctx, "not folded: %s at %s: dtype of %d bits, code %d is not supported", op->name,
+             where(f, &orig->base, loc, sizeof loc), (int)dt.bits, (int)dt.code);
     return gp_retain(rebuilt);
   }
   GPConstant *c = H->constant_new(t);
@@ -225,14 +214,15 @@ static GPExpr *fold_call(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   char loc[256];
   int64_t want = type_bytes(orig->base.checked_type);
   if (want > f->max_bytes) {
-    note(f, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
-         where(f, &orig->base, loc, sizeof loc), (long long)want, (long long)f->max_bytes);
+    std_note(f->ctx, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
+             where(f, &orig->base, loc, sizeof loc), (long long)want, (long long)f->max_bytes);
     return gp_retain(rebuilt);
   }
   GPExpr *r = H->eval_call(c);
   if (!r) {
     if (H->error_kind() == GP_ERR_UNSUPPORTED) { /* no kernel for this op or dtype: keep the call */
-      note(f, "not folded: %s at %s: %s", op->name, where(f, &orig->base, loc, sizeof loc), H->error_message());
+      std_note(f->ctx, "not folded: %s at %s: %s", op->name, where(f, &orig->base, loc, sizeof loc),
+               H->error_message());
       H->error_clear();
       return gp_retain(rebuilt);
     }
@@ -241,8 +231,8 @@ static GPExpr *fold_call(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   }
   int64_t got = type_bytes(r->checked_type);
   if (got > f->max_bytes) { /* the checked type did not tell (unknown dims) */
-    note(f, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
-         where(f, &orig->base, loc, sizeof loc), (long long)got, (long long)f->max_bytes);
+    std_note(f->ctx, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
+             where(f, &orig->base, loc, sizeof loc), (long long)got, (long long)f->max_bytes);
     gp_release(r);
     return gp_retain(rebuilt);
   }
@@ -381,7 +371,7 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
   }
   {
     Fold f = {.ctx = ctx};
-    note(&f, "folded %lld calls (%lld bytes materialized)", (long long)folded, (long long)bytes);
+    std_note(f.ctx, "folded %lld calls (%lld bytes materialized)", (long long)folded, (long long)bytes);
   }
   if (!out) return std_return_module(result, typed);
   gp_release(typed);

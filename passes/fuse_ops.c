@@ -1131,10 +1131,9 @@ static int fuse_ops(void *self, const GPAny *args, int32_t nargs, GPAny *result)
     gp_release(nf);
     if (rc != 0) goto fail;
   }
-  if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
-    H->ctx_note(ctx, "%lld primitive functions holding %lld nodes (largest %lld), max_depth %lld%s%s",
-                (long long)functions, (long long)fused_nodes, (long long)largest, (long long)max_depth,
-                link_params ? ", link_params" : "", fuse ? "" : ", opt level 0: no fusion");
+  std_note(ctx, "%lld primitive functions holding %lld nodes (largest %lld), max_depth %lld%s%s",
+           (long long)functions, (long long)fused_nodes, (long long)largest, (long long)max_depth,
+           link_params ? ", link_params" : "", fuse ? "" : ", opt level 0: no fusion");
   if (!out) return std_return_module(result, typed);
   gp_release(typed);
   if (retype) {

@@ -166,8 +166,7 @@ static int legalize(void *self, const GPAny *args, int32_t nargs, GPAny *result)
   GPModule *out = std_function_pass(mod, leg_function, &l);
   leg_free(&l);
   if (!out) return -1;
-  if (ctx && GP_HAS_FIELD(H, GPHostAPI, ctx_note) && H->ctx_note)
-    H->ctx_note(ctx, "%lld of %lld calls with a legalize hook replaced", (long long)l.replaced, (long long)l.calls);
+  std_note(ctx, "%lld of %lld calls with a legalize hook replaced", (long long)l.replaced, (long long)l.calls);
   return std_return_module(result, out);
 }
 

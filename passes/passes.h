@@ -53,6 +53,9 @@ int std_return_module(GPAny *result, GPModule *mod);
 bool std_config_bool(GPPassContext *ctx, const char *key, bool dflt);
 const char *std_config_str(GPPassContext *ctx, const char *key, const char *dflt);
 int64_t std_config_int(GPPassContext *ctx, const char *key, int64_t dflt);
+/* A note for --explain / --stats (ctx_note), when there is a context and the host has the field;
+ * at most 511 bytes. */
+void std_note(GPPassContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- function_pass.c: function-level passes (TVM's CreateFunctionPass) */
 

@@ -40,17 +40,6 @@ typedef struct Simp {
   SBOps ops;    /* the ops the builders looked up */
 } Simp;
 
-static void note(const Simp *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(const Simp *s, const char *fmt, ...) {
-  if (!s->ctx || !GP_HAS_FIELD(H, GPHostAPI, ctx_note) || !H->ctx_note) return;
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  H->ctx_note(s->ctx, "%s", buf);
-}
-
 static const GPAttrValue *attr(const GPCall *c, const char *key) {
   return c->attrs ? H->attrs_get(c->attrs, key) : NULL;
 }
@@ -177,7 +166,8 @@ static GPExpr *unpack_norm(Simp *s, const GPExpr *orig, const GPCall *c, const c
     for (int32_t i = 0; i < t->n; i++) static_shape = static_shape && t->tensor.shape[i] >= 0;
     if (!static_shape) {
       char loc[256];
-      note(s, "kept nn.group_norm at %s: data has a dynamic shape", sb_where(s->source, orig, loc, sizeof loc));
+      std_note(s->ctx, "kept nn.group_norm at %s: data has a dynamic shape",
+               sb_where(s->source, orig, loc, sizeof loc));
       s->kept++;
       return gp_retain((GPExpr *)c);
     }
@@ -295,11 +285,11 @@ static int simplify_inference(void *self, const GPAny *args, int32_t nargs, GPAn
   Simp s = {.ctx = ctx};
   GPModule *out = std_function_pass_typed(mod, simp_function, &s, &s.untyped);
   if (!out) return -1;
-  note(&s,
-       "unpacked %lld batch_norm, %lld dropout, %lld layer_norm, %lld instance_norm, %lld group_norm, "
-       "%lld l2_normalize",
-       (long long)s.batch_norm, (long long)s.dropout, (long long)s.layer_norm, (long long)s.instance_norm,
-       (long long)s.group_norm, (long long)s.l2_normalize);
+  std_note(s.ctx,
+           "unpacked %lld batch_norm, %lld dropout, %lld layer_norm, %lld instance_norm, %lld group_norm, "
+           "%lld l2_normalize",
+           (long long)s.batch_norm, (long long)s.dropout, (long long)s.layer_norm, (long long)s.instance_norm,
+           (long long)s.group_norm, (long long)s.l2_normalize);
   return std_return_module(result, out);
 }
 

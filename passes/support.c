@@ -2,6 +2,7 @@
 #include "passes.h"
 
 #include <malloc.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +85,9 @@ static void cache_remove(int32_t i) {
  * grows stays in it without mremap); much bigger would tie up a mapping that a big buffer needs,
  * and lazily freeing it again would walk all its pages. */
 static void *cache_take(size_t len, size_t *got) {
-  size_t most = len > (1u << 20) / 3 ? len * 4 : len + (1u << 20);
-  if (most < len) most = SIZE_MAX;
+  const size_t mib = (size_t)1 << 20;
+  size_t most = len > SIZE_MAX / 4 ? SIZE_MAX : len * 4;
+  if (most - len < mib) most = len > SIZE_MAX - mib ? SIZE_MAX : len + mib;
   int32_t best = -1;
   for (int32_t i = 0; i < cache.n; i++)
     if (cache.len[i] >= len && cache.len[i] <= most && (best < 0 || cache.len[i] < cache.len[best])) best = i;
@@ -298,4 +300,14 @@ int64_t std_config_int(GPPassContext *ctx, const char *key, int64_t dflt) {
     return dflt;
   }
   return v.type_index == GP_TI_INT || v.type_index == GP_TI_BOOL ? v.v_int64 : dflt;
+}
+
+void std_note(GPPassContext *ctx, const char *fmt, ...) {
+  if (!ctx || !GP_HAS_FIELD(H, GPHostAPI, ctx_note) || !H->ctx_note) return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  H->ctx_note(ctx, "%s", buf);
 }
