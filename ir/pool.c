@@ -20,10 +20,11 @@
  *    the owner takes the whole list with one exchange, so there is no ABA), and the owner frees
  *    those objects on its next slow path.  When a thread exits, its heap is orphaned; the next
  *    thread that needs a heap adopts it whole.  Heaps are never destroyed.
- *  - A heap keeps empty segments for reuse while they are no more than the segments it has in
- *    use, or POOL_KEEP of them, and unmaps the others.  So the mapped memory stays within twice
- *    the live nodes' (plus 32 MiB), and a pass that replaces a module by a new one of the same
- *    size builds it in the old one's memory, without a page fault per 4 KiB.
+ *  - A heap keeps empty segments for reuse while they are no more than twice the segments it
+ *    has in use, or POOL_KEEP of them, and unmaps the others.  So the mapped memory stays within
+ *    three times the live nodes' (plus 32 MiB), and a pass that replaces a module by a new one
+ *    up to twice its size (FuseOps' output is about that: a var, a function and a call per
+ *    group) builds it in the old one's memory, without a page fault per 4 KiB.
  *
  * Sanitizer builds, and runs with GRAPHPASS_NODE_POOL=0 in the environment, use calloc/free
  * instead, so that AddressSanitizer, LeakSanitizer and valgrind see every node. */
@@ -269,7 +270,7 @@ static void page_retire(Heap *h, Segment *s, Page *p) {
   h->nlive--;
   list_push(&h->empty, s);
   h->nempty++;
-  while (h->nempty > POOL_KEEP && h->nempty > h->nlive) { /* the coldest (last pushed first) go */
+  while (h->nempty > POOL_KEEP && h->nempty > 2 * h->nlive) { /* the coldest (last pushed first) go */
     Segment *last = h->empty;
     while (last->next) last = last->next;
     list_unlink(&h->empty, last);

@@ -24,7 +24,9 @@ static _Noreturn void out_of_memory(void) {
  * it as 27% of the next FuseOps run.  The passes' own arrays therefore never ask malloc for
  * 1 KiB or more.  Mappings a thread frees are kept in a small per-thread cache (at most
  * CACHE_N mappings) and reused, the smallest that fits, so a pass makes no system call and
- * takes no page fault in the steady state, even on a 10M-node graph.  Beyond CACHE_HOT bytes,
+ * takes no page fault in the steady state, even on a 10M-node graph: a buffer that outgrows
+ * its mapping moves (a copy) into a cached one that fits, when there is one, and grows with
+ * mremap (fresh pages) only when there is none.  Beyond CACHE_HOT bytes,
  * the oldest cached mappings are given back with madvise(MADV_FREE): the kernel takes their
  * pages when it needs memory, and until then reusing them costs nothing.  A thread's cache is unmapped when the
  * thread exits (and the unloading thread's when the plugin is unloaded). */
@@ -180,7 +182,15 @@ void *std_buf_realloc(void *p, size_t n) {
     if (n > SIZE_MAX - 2 * BUF_HDR - off) out_of_memory();
     size_t nlen = page_round(n + BUF_HDR + off);
     if (nlen <= len) return p;
-    char *m = mremap(buf_base(p), len, nlen, MREMAP_MAYMOVE);
+    size_t got;
+    char *m = cache_take(nlen, &got);
+    if (m) { /* a cached mapping whose pages are there already: copy into it */
+      memcpy(m, buf_base(p), len);
+      *(size_t *)(m + off) = got;
+      cache_give(buf_base(p), len);
+      return m + off + BUF_HDR;
+    }
+    m = mremap(buf_base(p), len, nlen, MREMAP_MAYMOVE);
     if (m == MAP_FAILED) out_of_memory();
     *(size_t *)(m + off) = nlen;
     return m + off + BUF_HDR;
