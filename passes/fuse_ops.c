@@ -47,6 +47,7 @@
  * set has none). */
 #include "passes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,8 @@ typedef struct {
   int32_t next, count;
   uint32_t base;
   bool shared;
+  uint8_t kind; /* e's kind - GP_TI_VAR: the unwind, long after the entry on a deep graph, need
+                 * not load e again */
 } Frame;
 
 /* Post-DFS numbering of every graph node under fn (fn itself last).  The node allocator lays
@@ -233,9 +236,10 @@ static int build_index(Fuser *F, GPFunctionExpr *fn) {
     GPExpr *x_ = (x);                                                                        \
     __builtin_prefetch((const char *)x_ - PF_DOWN);                                          \
     int32_t c_ = gp_expr_num_children(x_);                                                   \
+    uint8_t k_ = (uint8_t)(ekind(x_) - GP_TI_VAR);                                           \
     if (nf == fcap) fcap *= 2, fr = xrealloc(fr, fcap * sizeof *fr);                         \
     while (F->nslots + (size_t)c_ > kcap) kcap *= 2, F->kid = xrealloc(F->kid, kcap * sizeof *F->kid); \
-    fr[nf++] = (Frame){x_, 0, c_, (uint32_t)F->nslots, (sh)};                                \
+    fr[nf++] = (Frame){x_, 0, c_, (uint32_t)F->nslots, (sh), k_};                            \
     F->nslots += (size_t)c_;                                                                 \
   } while (0)
   ENTER(&fn->base, false);
@@ -282,7 +286,7 @@ static int build_index(Fuser *F, GPFunctionExpr *fn) {
     F->node[id] = f->e;
     F->kbase[id] = f->base;
     F->nkid[id] = (uint32_t)f->count;
-    F->kind[id] = (uint8_t)(ekind(f->e) - GP_TI_VAR);
+    F->kind[id] = f->kind;
     if (f->shared) pmap_put(&shared, f->e, (void *)(uintptr_t)(id + 1));
     nf--;
     if (nf) F->kid[fr[nf - 1].base + (size_t)(fr[nf - 1].next - 1)] = id;
@@ -674,7 +678,17 @@ static int partition(Fuser *F) {
   F->epoch = 0;
   for (int phase = 0; phase < 3; phase++)
     if (run_fuse(F, phase) != 0) return -1;
+  /* Every node straight to its root, so that the rewrite finds a node's group with one load
+   * (group_of) and writes nothing. */
+  for (size_t i = 0; i < n; i++) find_root(F, (int32_t)i);
   return 0;
+}
+
+/* The group (root) of id once partition has compressed every path. */
+static inline int32_t group_of(const Fuser *F, int32_t id) {
+  int32_t g = F->gpar[id];
+  assert(g < 0 || F->gpar[g] < 0);
+  return g < 0 ? id : g;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -801,7 +815,7 @@ static inline GPExpr *outer_form(const Fuser *F, uint32_t slot, GPExpr *orig) {
  * region; extern nodes are always roots): a use of another member from outside would read its
  * in-group form.  Checked, as an internal error. */
 static bool outside_use_ok(Fuser *F, const GPExpr *user, int32_t c) {
-  if (c < 0 || find_root(F, c) == c) return true;
+  if (c < 0 || group_of(F, c) == c) return true;
   fail_node(F, user, "internal error: uses a node fused into another group");
   return false;
 }
@@ -809,7 +823,7 @@ static bool outside_use_ok(Fuser *F, const GPExpr *user, int32_t c) {
 /* TVM's GetNewArguments for one argument of a member of group `root`. */
 static GPExpr *member_arg(Fuser *F, int32_t root, uint32_t slot, GPExpr *orig, int *err) {
   int32_t c = F->kid[slot];
-  if (c >= 0 && find_root(F, c) == root) return F->res[c];
+  if (c >= 0 && group_of(F, c) == root) return F->res[c];
   if (!outside_use_ok(F, orig, c)) {
     *err = 1;
     return NULL;
@@ -966,7 +980,7 @@ static GPExpr *rewrite_member(Fuser *F, int32_t id, int32_t root) {
 
 static GPExpr *rewrite_node(Fuser *F, int32_t id) {
   GPExpr *e = F->node[id];
-  int32_t root = find_root(F, id);
+  int32_t root = group_of(F, id);
   switch (ekind(e)) {
   case GP_TI_CALL: {
     GPCall *c = (GPCall *)e;
@@ -984,7 +998,7 @@ static GPExpr *rewrite_node(Fuser *F, int32_t id) {
     return rewrite_member(F, id, root);
   case GP_TI_TUPLE_GET_ITEM: {
     int32_t t = F->kid[F->kbase[id]];
-    if (root == id && (t < 0 || find_root(F, t) != id)) return rebuild(F, id); /* isolated */
+    if (root == id && (t < 0 || group_of(F, t) != id)) return rebuild(F, id); /* isolated */
     return rewrite_member(F, id, root);
   }
   case GP_TI_VAR:
@@ -1012,7 +1026,11 @@ static GPExpr *rewrite_all(Fuser *F) {
 
 static void fuser_free(Fuser *F) {
   if (F->res) {
-    for (size_t i = 0; i < F->n; i++) gp_release(F->res[i]);
+    for (size_t i = 0; i < F->n; i++) {
+      /* each a locked decrement, which waits for its line: ask for the lines ahead */
+      if (i + PF_AHEAD < F->n && F->res[i + PF_AHEAD]) __builtin_prefetch(F->res[i + PF_AHEAD], 1);
+      gp_release(F->res[i]);
+    }
     xfree(F->res);
   }
   if (F->gslot) {
