@@ -205,13 +205,13 @@ static inline bool maybe_shared(const GPExpr *e) {
   return __atomic_load_n(&e->obj.ref_count, __ATOMIC_RELAXED) != 1u;
 }
 
+/* A node being walked: its first child slot and the next child to visit.  16 bytes, as a deep
+ * graph holds one per level (a 10M-node chain: 160 MB written down and read back up); what
+ * else the node's finish needs (its child count, kind, whether it may be shared) is read from
+ * the node again, whose lines the walk up reaches in address order. */
 typedef struct {
   GPExpr *e;
-  int32_t next, count;
-  uint32_t base;
-  bool shared;
-  uint8_t kind; /* e's kind - GP_TI_VAR: the unwind, long after the entry on a deep graph, need
-                 * not load e again */
+  uint32_t base, next;
 } Frame;
 
 /* Post-DFS numbering of every graph node under fn (fn itself last).  The node allocator lays
@@ -231,38 +231,37 @@ static int build_index(Fuser *F, GPFunctionExpr *fn) {
   Frame *fr = xmalloc(fcap * sizeof *fr);
   PMap shared = {0};
   int rc = 0;
-#define ENTER(x, sh)                                                                         \
+#define ENTER(x)                                                                             \
   do {                                                                                       \
     GPExpr *x_ = (x);                                                                        \
     __builtin_prefetch((const char *)x_ - PF_DOWN);                                          \
     int32_t c_ = gp_expr_num_children(x_);                                                   \
-    uint8_t k_ = (uint8_t)(ekind(x_) - GP_TI_VAR);                                           \
     if (nf == fcap) fcap *= 2, fr = xrealloc(fr, fcap * sizeof *fr);                         \
     while (F->nslots + (size_t)c_ > kcap) kcap *= 2, F->kid = xrealloc(F->kid, kcap * sizeof *F->kid); \
-    fr[nf++] = (Frame){x_, 0, c_, (uint32_t)F->nslots, (sh), k_};                            \
+    fr[nf++] = (Frame){x_, (uint32_t)F->nslots, 0};                                          \
     F->nslots += (size_t)c_;                                                                 \
   } while (0)
-  ENTER(&fn->base, false);
+  ENTER(&fn->base);
   while (nf) {
     Frame *f = &fr[nf - 1];
-    if (f->next < f->count) {
-      int32_t pos = f->next++;
+    int32_t count = gp_expr_num_children(f->e);
+    if ((int32_t)f->next < count) {
+      int32_t pos = (int32_t)f->next++;
       GPExpr *c = gp_expr_child_at(f->e, pos);
       size_t slot = f->base + (size_t)pos;
       if (!graph_kind(c)) {
         F->kid[slot] = -1;
         continue;
       }
-      bool sh = maybe_shared(c);
-      if (sh) {
+      if (maybe_shared(c)) { /* a node with two users here has two references */
         void *v = pmap_get(&shared, c);
         if (v) {
           F->kid[slot] = (int32_t)((uintptr_t)v - 1);
           continue;
         }
       }
-      F->kid[slot] = -1; /* set when c finishes */
-      ENTER(c, sh);
+      /* F->kid[slot] is set when c finishes */
+      ENTER(c);
       if (F->nslots > UINT32_MAX) {
         H->error_set(GP_ERR_PASS, "@%s: more than %u child slots", F->gname, (unsigned)UINT32_MAX);
         rc = -1;
@@ -285,9 +284,9 @@ static int build_index(Fuser *F, GPFunctionExpr *fn) {
     int32_t id = (int32_t)F->n++;
     F->node[id] = f->e;
     F->kbase[id] = f->base;
-    F->nkid[id] = (uint32_t)f->count;
-    F->kind[id] = f->kind;
-    if (f->shared) pmap_put(&shared, f->e, (void *)(uintptr_t)(id + 1));
+    F->nkid[id] = (uint32_t)count;
+    F->kind[id] = (uint8_t)(ekind(f->e) - GP_TI_VAR);
+    if (maybe_shared(f->e)) pmap_put(&shared, f->e, (void *)(uintptr_t)(id + 1));
     nf--;
     if (nf) F->kid[fr[nf - 1].base + (size_t)(fr[nf - 1].next - 1)] = id;
   }
