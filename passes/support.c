@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 static _Noreturn void out_of_memory(void) {
   fputs("graphpass std plugin: out of memory\n", stderr);
@@ -26,20 +27,27 @@ static _Noreturn void out_of_memory(void) {
  * CACHE_N mappings) and reused, the smallest that fits, so a pass makes no system call and
  * takes no page fault in the steady state, even on a 10M-node graph: a buffer that outgrows
  * its mapping moves (a copy) into a cached one when one fits (buf_grow), and grows with mremap
- * (fresh pages) only when none does.  Beyond CACHE_HOT bytes,
- * the oldest cached mappings are given back with madvise(MADV_FREE): the kernel takes their
- * pages when it needs memory, and until then reusing them costs nothing.  A thread's cache is unmapped when the
- * thread exits (and the unloading thread's when the plugin is unloaded). */
+ * (fresh pages) only when none does.  Beyond CACHE_HOT bytes, the cached mappings given back
+ * more than CACHE_DECAY ago are lazily freed (madvise(MADV_FREE), oldest first) on the next
+ * give: the kernel takes their pages when it needs memory.  Not at once: after MADV_FREE a
+ * mapping costs again on reuse (600 MB: 13 ms for the madvise, then 43 instead of 18 ms to
+ * write it), and passes run back to back reuse each other's scratch well within a second (a
+ * 10M-node FuseOps run frees ~700 MB of it).  As with any allocator that decays without a
+ * thread of its own, a thread that stops calling keeps its hot mappings until it exits.  A
+ * thread's cache is unmapped when the thread exits (and the unloading thread's when the plugin
+ * is unloaded). */
 
 #define BUF_HDR ((size_t)16)
 #define BUF_BIG ((size_t)1 << 10)
 #define CACHE_N 64
 #define CACHE_HOT ((size_t)64 << 20)
+#define CACHE_DECAY ((int64_t)1000000000) /* ns */
 
 typedef struct MapCache { /* entries oldest first */
   void *map[CACHE_N];
   size_t len[CACHE_N];
   bool lazy[CACHE_N]; /* given back with MADV_FREE */
+  int64_t given[CACHE_N]; /* when it was cached (CLOCK_MONOTONIC_COARSE, ns) */
   int32_t n;
   size_t hot; /* bytes of the entries not lazily freed */
   bool registered; /* the thread-exit destructor knows this cache */
@@ -80,6 +88,7 @@ static void cache_remove(int32_t i) {
   memmove(&cache.map[i], &cache.map[i + 1], (size_t)(cache.n - i) * sizeof cache.map[0]);
   memmove(&cache.len[i], &cache.len[i + 1], (size_t)(cache.n - i) * sizeof cache.len[0]);
   memmove(&cache.lazy[i], &cache.lazy[i + 1], (size_t)(cache.n - i) * sizeof cache.lazy[0]);
+  memmove(&cache.given[i], &cache.given[i + 1], (size_t)(cache.n - i) * sizeof cache.given[0]);
 }
 
 /* A cached mapping of at least len bytes and at most max(k * len, len + 1 MiB), or NULL: the
@@ -106,7 +115,8 @@ static void *cache_take(size_t len, size_t *got, bool grow) {
 }
 
 /* Keep mapping m (len bytes) for reuse: the oldest entry makes room when the cache is full, and
- * the oldest hot entries are lazily freed while the hot ones exceed CACHE_HOT. */
+ * the oldest hot entries cached over CACHE_DECAY ago are lazily freed while the hot ones exceed
+ * CACHE_HOT. */
 static void cache_give(void *m, size_t len) {
   if (!cache.registered) {
     pthread_once(&cache_once, cache_key_make);
@@ -118,11 +128,15 @@ static void cache_give(void *m, size_t len) {
     if (!cache.lazy[0]) cache.hot -= cache.len[0];
     cache_remove(0);
   }
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   cache.map[cache.n] = m;
   cache.len[cache.n] = len;
+  cache.given[cache.n] = now;
   cache.lazy[cache.n++] = false;
   cache.hot += len;
-  for (int32_t i = 0; i < cache.n - 1 && cache.hot > CACHE_HOT; i++)
+  for (int32_t i = 0; i < cache.n - 1 && cache.hot > CACHE_HOT && now - cache.given[i] >= CACHE_DECAY; i++)
     if (!cache.lazy[i]) {
       madvise(cache.map[i], cache.len[i], MADV_FREE);
       cache.lazy[i] = true;
