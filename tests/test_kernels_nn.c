@@ -3,43 +3,6 @@
  * references on random shapes, pooling edge cases, numerics, dtypes, strided inputs, errors. */
 #include "nn_test_helpers.h"
 
-/* A tensor viewing a fresh buffer (a copy of `bytes` bytes of src) with explicit strides (in
- * elements) and a byte offset, through gp_tensor_from_dlpack; the buffer is exactly that big, so
- * ASan catches a kernel reading past the elements the strides address. */
-typedef struct View {
-  DLManagedTensor m;
-  int64_t shape[8], strides[8];
-} View;
-
-static void view_deleter(DLManagedTensor *m) {
-  free(m->dl_tensor.data);
-  free(m->manager_ctx);
-}
-
-static GPTensor *make_view(DLDataType dt, int32_t ndim, const int64_t *shape, const int64_t *strides,
-                           uint64_t byte_offset, const void *src, size_t bytes) {
-  View *v = calloc(1, sizeof *v);
-  memcpy(v->shape, shape, (size_t)ndim * sizeof(int64_t));
-  memcpy(v->strides, strides, (size_t)ndim * sizeof(int64_t));
-  void *buf = malloc(bytes);
-  memcpy(buf, src, bytes);
-  v->m.manager_ctx = v;
-  v->m.deleter = view_deleter;
-  v->m.dl_tensor = (DLTensor){.data = buf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt,
-                              .shape = v->shape, .strides = v->strides, .byte_offset = byte_offset};
-  GPTensor *t = gp_tensor_from_dlpack(&v->m);
-  cr_assert(t, "view: %s", gp_error_message());
-  return t;
-}
-
-static void expect_same(const GPTensor *got, const GPTensor *want, double rtol, double atol, const char *what) {
-  double ma = 0, mr = 0;
-  int64_t worst = -1;
-  int r = gp_tensor_allclose(got, want, rtol, atol, &ma, &mr, &worst);
-  cr_assert_eq(r, 1, "%s: differs (rc %d, max abs %g, max rel %g at %lld): %s", what, r, ma, mr, (long long)worst,
-               gp_error_message());
-}
-
 /* ---- conv2d: a naive reference over any layouts (letters permuted) */
 
 typedef struct ConvCase {

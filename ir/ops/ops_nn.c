@@ -218,18 +218,24 @@ static int check_channel_vec(const GPType *data, int32_t axis, const GPType *vec
   return gp_ops_same_dtype(data, "data", vec, nm);
 }
 
-static int bias_add_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
-                        int32_t nargs, const GPType **out, void *user) {
-  GP_UNUSED(user);
+/* (data, vec) -> data, vec a vector along data's `axis` attribute (nn.bias_add, nn.prelu). */
+static int channel_vec_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                           const GPType **out, const char *vec_name) {
   if (gp_ops_nargs(nargs, 2) != 0) return -1;
   const GPType *data = gp_ops_tensor(args, 0, "data");
-  const GPType *bias = data ? gp_ops_tensor(args, 1, "bias") : NULL;
+  const GPType *vec = data ? gp_ops_tensor(args, 1, vec_name) : NULL;
   int32_t axis;
-  if (!bias || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0 ||
-      check_channel_vec(data, axis, bias, "bias") != 0)
+  if (!vec || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0 ||
+      check_channel_vec(data, axis, vec, vec_name) != 0)
     return -1;
   *out = data;
   return 0;
+}
+
+static int bias_add_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                        int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return channel_vec_rel(op, attrs, args, nargs, out, "bias");
 }
 
 static const GPAttrField k_batch_norm_attrs[] = {
@@ -863,15 +869,7 @@ static const GPAttrField k_prelu_attrs[] = {GP_F_INT("axis", 1)};
 static int prelu_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
                      int32_t nargs, const GPType **out, void *user) {
   GP_UNUSED(user);
-  if (gp_ops_nargs(nargs, 2) != 0) return -1;
-  const GPType *data = gp_ops_tensor(args, 0, "data");
-  const GPType *alpha = data ? gp_ops_tensor(args, 1, "alpha") : NULL;
-  int32_t axis;
-  if (!alpha || gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0 ||
-      check_channel_vec(data, axis, alpha, "alpha") != 0)
-    return -1;
-  *out = data;
-  return 0;
+  return channel_vec_rel(op, attrs, args, nargs, out, "alpha");
 }
 
 /* ------------------------------------------------------------------------------------------ */
