@@ -1,8 +1,9 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.1.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.2.
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
- * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack).
+ * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
+ * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -40,7 +41,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 1
+#define GP_ABI_VERSION_MINOR 2
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -96,6 +97,8 @@ enum {
   GP_TI_ATTRS = 145,  /* GPAttrs */
   GP_TI_MODULE = 146, /* GPModule */
   GP_TI_PASS_CONTEXT = 147,
+  GP_TI_PATTERN = 148,       /* GPPattern (since 1.2) */
+  GP_TI_PATTERN_TABLE = 149, /* GPPatternTable (since 1.2) */
   GP_TI_DYNAMIC_BEGIN = 192 /* types a host or plugin registers at run time */
 };
 
@@ -537,6 +540,112 @@ typedef struct GPPassInfo {
 } GPPassInfo;
 
 /* ------------------------------------------------------------------------------------------ */
+/* Patterns (since 1.2): TVM's DFPattern and Paddle Lite's pattern matcher as text             */
+
+/* A pattern is text in Relay's own call syntax, compiled once (GPHostAPI.pattern_compile) and
+ * matched many times:
+ *
+ *   pattern := alt
+ *   alt     := postfix { '|' postfix }            alternatives, tried left to right; the first
+ *                                                 that matches is kept (no retry later)
+ *   postfix := primary { '.' INT } [ ':' type ]   get-item; a type condition on the node
+ *   primary := '_'                                any expression
+ *            | 'const' | 'var'                    a constant / a variable
+ *            | '%' NAME [ '=' primary ]           a named capture: alone, any expression; with
+ *                                                 '=', the node the primary matches.  The same
+ *                                                 name twice must be the same node
+ *            | OP '(' [ alt { ',' alt } ] ')' [ '{' key '=' value { ',' key '=' value } '}' ]
+ *                                                 a call of a registered op with exactly these
+ *                                                 arguments; each listed attribute must equal
+ *                                                 value (Relay text syntax: 1, 1.5f, "NCHW",
+ *                                                 True, [1, 1], "float32" for a dtype)
+ *            | OP '?' '(' alt ')'                 an optional unary op: the call of OP around
+ *                                                 the inner pattern if there is one, else the
+ *                                                 inner pattern itself
+ *            | '(' alt ',' [ alt { ',' alt } ] ')'  a tuple of exactly these fields
+ *            | '(' alt ')'                        grouping
+ *   type    := 'Tensor' '[' '(' [ dim { ',' dim } ] ')' ',' DTYPE ']'  dim: INT or '?' (any)
+ *
+ * '#' starts a comment to the end of the line.  A type condition needs the node's
+ * checked_type (run type inference first); an untyped node fails it.  Errors are GP_ERR_PARSE
+ * "<source>:<line>:<col>: error: <what>" (an unknown op, an attribute the op does not have, a
+ * value of the wrong kind, nesting deeper than 256).
+ *
+ * Cost: matching at one node visits each pattern node at most once per expression it is
+ * tried against; optional ops and alternatives without captures below them remember their
+ * failures, so the cost per node depends on the pattern alone, never on the graph. */
+typedef struct GPPattern {
+  GPObject obj;                      /* type_index GP_TI_PATTERN; immutable; thread-safe */
+  const char *text;                  /* the source text, owned */
+  int32_t num_captures;
+  int32_t reserved;
+  const char *const *capture_names;  /* in order of first appearance, without '%'; owned */
+  /* host-private data follows */
+} GPPattern;
+
+/* One match of a pattern, filled by the host (read-only for the callee; valid during the call
+ * that hands it out, or until freed for pattern_match).  Nodes are borrowed.
+ *  - root: the node the pattern matched at.
+ *  - nodes: the matched interior, in pattern pre-order (root first): calls, tuples, get-items,
+ *    and constants matched by `const` (which a composite embeds rather than takes as input).
+ *  - inputs: the distinct nodes matched by `_`, `var` and `%name` leaves, in the order the
+ *    pattern meets them left to right (TVM's order of a composite's parameters).
+ *  - captures: the node of each of the pattern's capture_names, NULL for a capture inside an
+ *    alternative that did not match. */
+typedef struct GPMatch {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t pattern_index;  /* index into GPRewriteSpec.patterns (0 for pattern_match) */
+  const GPPattern *pattern;
+  GPExpr *root;
+  int32_t num_nodes;
+  int32_t num_inputs;
+  GPExpr *const *nodes;
+  GPExpr *const *inputs;
+  int32_t num_captures;
+  int32_t reserved;
+  GPExpr *const *captures;
+} GPMatch;
+
+/* Decide on a match during selection (nodes of the input graph, typed as given): 1 accept,
+ * 0 decline (the match claims nothing), -1 abort with the thread's error set. */
+typedef int (*GPMatchCheckFn)(void *user, const GPMatch *m);
+/* Build the replacement of an accepted match: a new reference (e.g. made with call_new from
+ * m->inputs), gp_retain(m->root) to keep it, or NULL + error to abort.  Every node of m is a
+ * node of the rewritten graph: the input's node with its children replaced by their rewrites,
+ * so an input that was itself the root of an earlier match is that match's replacement. */
+typedef GPExpr *(*GPMatchRewriteFn)(void *user, const GPMatch *m);
+
+/* What GPHostAPI.pattern_rewrite does (caller-owned; read during the call only). */
+typedef struct GPRewriteSpec {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t num_patterns;
+  int32_t reserved;
+  const GPPattern *const *patterns; /* borrowed; pattern 0 claims its matches first */
+  GPMatchCheckFn check;             /* may be NULL: accept every match */
+  GPMatchRewriteFn rewrite;
+  void *user;
+  int64_t num_rewritten;            /* out: matches rewritten */
+} GPRewriteSpec;
+
+/* A named, ordered list of patterns (TVM's MergeComposite table).  Immutable; entries owned. */
+typedef struct GPPatternEntry {
+  const char *name;       /* e.g. "dnnl.conv2d_relu": the Composite attribute it gives */
+  GPPattern *pattern;
+  GPPackedFunc *check;    /* may be NULL; called with [root (GPExpr*, the match's root in the
+                           * input graph)], returns a bool (or an int: non-zero accepts) */
+} GPPatternEntry;
+
+typedef struct GPPatternTable {
+  GPObject obj; /* type_index GP_TI_PATTERN_TABLE */
+  int32_t n;
+  int32_t reserved;
+  const GPPatternEntry *entries;
+  const char *source_name; /* owned; the file it was read from, or NULL */
+} GPPatternTable;
+
+/* ------------------------------------------------------------------------------------------ */
 /* Traversal helpers                                                                           */
 
 /* Called by GPHostAPI.rewrite once per distinct node, children first (a let's value before its
@@ -727,6 +836,37 @@ struct GPHostAPI {
    * name is free.  Like op attributes, a plugin removes its functions in its finalize. */
   int (*func_register)(const char *name, GPPackedFunc *f, int allow_override);
   GPPackedFunc *(*func_get)(const char *name);
+  /* ---- since 1.2: patterns ---- */
+
+  /* Compile pattern text (see GPPattern).  source_name, line and col say where the text starts
+   * (for messages; NULL, 1, 1 for a plain string).  New reference, or NULL + GP_ERR_PARSE. */
+  GPPattern *(*pattern_compile)(const char *text, const char *source_name, uint32_t line,
+                                uint32_t col);
+  /* Match p at e (structure only: uses outside the match are not looked at).  1 and *out = a
+   * host-allocated match (free with `free`; its arrays live in the same block), 0 (no match,
+   * *out = NULL), or -1 + error. */
+  int (*pattern_match)(const GPPattern *p, GPExpr *e, GPMatch **out);
+  /* The rewrite driver over one expression (a function, or a function's body): one walk over
+   * the graph per pattern, consumers before producers (TVM's partitioner order), selects the
+   * matches; a match is refused when one of its interior nodes (not its root, not an embedded
+   * constant) is claimed by an earlier match or used by a node outside the match.  Matches are
+   * not made inside nested functions that carry a Composite, Primitive or Compiler attribute.
+   * Then one rebuilding walk calls spec->rewrite on each accepted match, producers first.  A new
+   * reference to the rewritten expression (root retained when nothing matched), or NULL +
+   * error; root is never changed.  spec->num_rewritten is set on success.  Nodes built by the
+   * callbacks have no checked_type unless the callback gave one: re-run type inference. */
+  GPExpr *(*pattern_rewrite)(GPExpr *root, GPRewriteSpec *spec);
+  /* Pattern tables.  pattern_table_new: entries from parallel arrays (checks may be NULL, or
+   * hold NULLs); names must be non-empty and distinct.  pattern_table_read: a pattern file,
+   * one `name: pattern` per line, '#' comments, blank lines; errors at file:line:col.
+   * pattern_table_register: under `name`, retained (NULL removes the name; a taken name is
+   * GP_ERR_VALUE unless allow_override); a plugin removes its tables in its finalize.
+   * pattern_table_get: a new reference, or NULL (no error) when the name is free. */
+  GPPatternTable *(*pattern_table_new)(int32_t n, const char *const *names,
+                                       GPPattern *const *patterns, GPPackedFunc *const *checks);
+  GPPatternTable *(*pattern_table_read)(const char *path);
+  int (*pattern_table_register)(const char *name, GPPatternTable *table, int allow_override);
+  GPPatternTable *(*pattern_table_get)(const char *name);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

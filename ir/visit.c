@@ -180,20 +180,18 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
   return true;
 }
 
-GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
-  GPNodeIndex ni;
-  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
-  size_t n = ni.n;
+GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) {
+  size_t n = ni->n;
   GPExpr **res = gp_calloc(n ? n : 1, sizeof *res); /* id -> rewrite (owned) */
   GPExpr *kids_small[16];
   GPExpr *result = NULL;
   bool failed = false;
   for (size_t i = 0; i < n && !failed; i++) {
-    GPExpr *e = ni.nodes[i];
+    GPExpr *e = ni->nodes[i];
     int32_t nk = gp_expr_num_children(e);
     GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
     for (int32_t k = 0; k < nk; k++) {
-      kids[k] = res[gp_ni_kid(&ni, (int32_t)i, k)];
+      kids[k] = res[gp_ni_kid(ni, (int32_t)i, k)];
       /* A binding name replaced by a non-var (e.g. inlined) keeps its binding occurrence. */
       if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = gp_expr_child_at(e, k);
     }
@@ -204,7 +202,7 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
       failed = true;
       break;
     }
-    GPExpr *repl = fn ? fn(user, e, rebuilt) : gp_retain(rebuilt);
+    GPExpr *repl = fn ? fn(user, (int32_t)i, e, rebuilt, res) : gp_retain(rebuilt);
     gp_release(rebuilt);
     if (!repl) {
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "rewrite callback failed without an error");
@@ -222,6 +220,26 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
   if (!failed && n) result = gp_retain(res[n - 1]);
   for (size_t i = 0; i < n; i++) gp_release(res[i]);
   gp_free(res);
+  return result;
+}
+
+typedef struct PlainRewrite {
+  GPRewriteFn fn;
+  void *user;
+} PlainRewrite;
+
+static GPExpr *plain_rewrite(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
+  GP_UNUSED(id);
+  GP_UNUSED(done);
+  PlainRewrite *pr = user;
+  return pr->fn(pr->user, orig, rebuilt);
+}
+
+GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
+  GPNodeIndex ni;
+  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
+  PlainRewrite pr = {fn, user};
+  GPExpr *result = gp_rewrite_indexed(&ni, fn ? plain_rewrite : NULL, &pr);
   gp_ni_free(&ni);
   return result;
 }

@@ -100,5 +100,6 @@ int std_register_eliminate_common_subexpr(void);
 int std_register_simplify_inference(void);
 int std_register_canonicalize_ops(void);
 int std_register_canonicalize_cast(void);
+int std_register_merge_composite(void);
 
 #endif

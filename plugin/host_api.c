@@ -5,6 +5,7 @@
 #include "../ffi/bridge.h"
 #include "../eval/eval.h"
 #include "../ir/ir.h"
+#include "../ir/pattern.h"
 #include "../registry/registry.h"
 #include "plugin.h"
 
@@ -104,6 +105,11 @@ static int h_op_get_attr(const GPOp *op, const char *key, GPAny *out) {
   return gp_op_get_attr(op, key, out);
 }
 
+static GPPatternTable *h_pattern_table_read(const char *path) {
+  gp_ops_init();
+  return gp_pattern_table_read(path);
+}
+
 static const GPHostAPI k_host_api = {
     .struct_size = sizeof(GPHostAPI),
     .abi_version = GP_ABI_VERSION,
@@ -192,6 +198,14 @@ static const GPHostAPI k_host_api = {
     .eval_function = h_eval_function,
     .tensor_to_dlpack = h_tensor_to_dlpack,
     .ctx_note = gp_ctx_note,
+
+    .pattern_compile = gp_pattern_compile,
+    .pattern_match = gp_pattern_match,
+    .pattern_rewrite = gp_pattern_rewrite,
+    .pattern_table_new = gp_pattern_table_new,
+    .pattern_table_read = h_pattern_table_read,
+    .pattern_table_register = gp_pattern_table_register,
+    .pattern_table_get = gp_pattern_table_get,
 };
 
 const GPHostAPI *gp_host_api(void) {

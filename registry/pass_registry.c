@@ -2,6 +2,7 @@
  * config key declarations, name suggestions.  One global mutex guards the table; it is never
  * held while a pass or a self_deleter runs. */
 #include "registry_impl.h"
+#include "../ir/pattern.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -498,4 +499,5 @@ void gp_registry_shutdown(void) {
   gp_opt_sets_shutdown();
   gp_op_attrs_clear();
   gp_funcs_shutdown();
+  gp_pattern_tables_shutdown();
 }

@@ -1,0 +1,87 @@
+/*
+ * pattern.h -- the pattern language of abi/graphpass.h (GPPattern): its compiled form, the
+ * matcher, the rewrite driver and the registry of pattern tables.  Internal to the host library.
+ *
+ *   ir/pattern.c          text -> compiled pattern; matching at one node
+ *   ir/pattern_rewrite.c  the rewrite driver (selection walks, then one rebuilding walk)
+ *   registry/pattern_tables.c  tables by name, pattern files
+ */
+#ifndef GP_PATTERN_H
+#define GP_PATTERN_H
+
+#include "ir.h"
+
+/* Kinds of compiled pattern nodes. */
+enum { PK_ANY, PK_CONST, PK_VAR, PK_CALL, PK_OPT, PK_TUPLE, PK_ITEM, PK_ALT };
+
+typedef struct GPPatAttr {
+  const char *key;  /* the op's schema key (borrowed from the op: ops are immortal) */
+  GPAttrValue value; /* converted to the schema's kind; payload owned by the pattern */
+} GPPatAttr;
+
+typedef struct GPPatNode {
+  uint8_t kind;       /* PK_* */
+  bool has_type;      /* a type condition */
+  bool pure;          /* no capture in this subtree: its failures can be remembered */
+  int32_t capture;    /* capture index bound to the node this matches, or -1 */
+  const GPOp *op;     /* PK_CALL, PK_OPT */
+  int32_t nkids, kid0; /* kids: pattern node ids kids[kid0 ..] (CALL args, OPT inner, TUPLE
+                        * fields, ITEM tuple, ALT left then right) */
+  int32_t index;      /* PK_ITEM */
+  int32_t nattrs, attr0;
+  DLDataType dtype;   /* type condition: dtype, rank and dims (GP_DIM_ANY: any) */
+  int32_t ndim, dim0;
+  uint32_t line, col;
+} GPPatNode;
+
+/* The compiled pattern: the public header, then the nodes (node 0 is not special: `root` is). */
+typedef struct GPPatternImpl {
+  GPPattern pub;
+  char *source;        /* owned copy of source_name (may be NULL) */
+  GPPatNode *nodes;
+  int32_t nnodes, root;
+  int32_t *kids;
+  GPPatAttr *attrs;
+  int64_t *dims;
+  bool memo;           /* has optional ops or alternatives: remember pure failures */
+} GPPatternImpl;
+
+static inline const GPPatternImpl *gp_pat_impl(const GPPattern *p) { return (const GPPatternImpl *)p; }
+
+GPPattern *gp_pattern_compile(const char *text, const char *source_name, uint32_t line, uint32_t col);
+
+/* A matcher: scratch reused across matches of one pattern (one thread).  After a successful
+ * gp_matcher_run the arrays hold the match (see GPMatch): nodes in pre-order, root first;
+ * inputs distinct, left to right; captures by index (NULL when unbound). */
+typedef struct GPMatcher {
+  const GPPatternImpl *p;
+  GPExpr **caps;
+  GPVec nodes, inputs;
+  int32_t *trail;      /* capture indexes bound, in order (undone on a failed alternative) */
+  size_t ntrail, trail_cap;
+  /* failures of pure pattern nodes at expressions, for the current root only */
+  struct { const void *e; int32_t pn; uint32_t gen; } *memo;
+  size_t memo_cap, memo_len;
+  uint32_t gen;
+} GPMatcher;
+
+void gp_matcher_init(GPMatcher *m, const GPPattern *p);
+bool gp_matcher_run(GPMatcher *m, GPExpr *e);
+void gp_matcher_free(GPMatcher *m);
+/* Quick reject without a match: false when the pattern's root cannot match e's kind/op. */
+bool gp_pattern_may_match(const GPPattern *p, const GPExpr *e);
+
+int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out);
+GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec);
+
+/* Pattern tables (registry/pattern_tables.c). */
+GPPatternTable *gp_pattern_table_new(int32_t n, const char *const *names, GPPattern *const *patterns,
+                                     GPPackedFunc *const *checks);
+GPPatternTable *gp_pattern_table_read(const char *path);
+/* Parse the text of a pattern file (source names it in messages). */
+GPPatternTable *gp_pattern_table_parse(const char *text, size_t len, const char *source);
+int gp_pattern_table_register(const char *name, GPPatternTable *table, int allow_override);
+GPPatternTable *gp_pattern_table_get(const char *name);
+void gp_pattern_tables_shutdown(void);
+
+#endif

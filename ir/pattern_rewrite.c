@@ -1,0 +1,287 @@
+/* pattern_rewrite.c -- the rewrite driver (GPHostAPI.pattern_rewrite) and pattern_match's
+ * neighbour.  Two phases over one node index of the expression:
+ *
+ *  1. Selection, one walk per pattern, consumers before producers (reverse post-order, TVM's
+ *     PatternGrouper order): at each node not yet claimed, match; refuse the match when one of
+ *     its interior nodes other than the root is claimed by an earlier match or has a use
+ *     outside the match (its edge count from inside the match is below its in-degree; TVM's and
+ *     Paddle Lite's rule: only the root may have outside consumers).  Constants matched by
+ *     `const` are embedded, not claimed: a composite may copy a shared constant.  A match the
+ *     spec's check declines claims nothing.
+ *  2. One rebuilding walk, producers first (gp_rewrite_indexed): at the root of each accepted
+ *     match the spec's rewrite builds the replacement from the rebuilt nodes.
+ *
+ * Cost: the index, the in-degrees and the rebuild are linear; a selection walk costs one
+ * kind/op test per node plus a match (bounded by the pattern) where that test passes. */
+#include "pattern.h"
+
+#include <assert.h>
+#include <string.h>
+
+typedef struct MRec {
+  int32_t pattern;
+  int32_t root;      /* node id */
+  int32_t nnodes, ninputs, ncaps;
+  size_t off;        /* into ids: nodes, then inputs, then captures (-1: unbound) */
+} MRec;
+
+typedef struct Driver {
+  GPRewriteSpec *spec;
+  GPNodeIndex ni;
+  int32_t *indeg;
+  int32_t *claim;    /* 0, or 1 + the match that claims the node */
+  uint8_t *skip;     /* inside a Composite / Primitive / Compiler function */
+  MRec *recs;
+  size_t nrecs, cap_recs;
+  int32_t *ids;
+  size_t nids, cap_ids;
+  GPExpr **scratch;  /* the match handed to rewrite */
+  size_t cap_scratch;
+  int64_t rewritten;
+} Driver;
+
+static void ids_push(Driver *d, int32_t v) {
+  if (d->nids == d->cap_ids) {
+    d->cap_ids = d->cap_ids ? d->cap_ids * 2 : 256;
+    d->ids = gp_realloc(d->ids, d->cap_ids * sizeof *d->ids);
+  }
+  d->ids[d->nids++] = v;
+}
+
+static bool fn_is_sealed(const GPExpr *e) {
+  if (gp_kind(e) != GP_TI_FUNCTION_EXPR) return false;
+  const GPAttrs *a = GP_AS(const GPFunctionExpr, e)->attrs;
+  if (!a) return false;
+  static const char *const keys[] = {"Composite", "Primitive", "Compiler", "PartitionedFromPattern"};
+  for (size_t k = 0; k < GP_ARRAY_LEN(keys); k++) {
+    const GPAttrValue *v = gp_attrs_get(a, keys[k]);
+    if (v && v->kind != GP_ATTR_NONE && !((v->kind == GP_ATTR_INT || v->kind == GP_ATTR_BOOL) && v->i == 0))
+      return true;
+  }
+  return false;
+}
+
+/* Mark every node under a sealed nested function (each node once: linear). */
+static void mark_sealed(Driver *d) {
+  size_t n = d->ni.n;
+  int32_t *stack = NULL;
+  size_t sl = 0, sc = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (d->skip[i] || !fn_is_sealed(d->ni.nodes[i])) continue;
+    d->skip[i] = 1;
+    int32_t nk = gp_expr_num_children(d->ni.nodes[i]);
+    for (int32_t k = 0; k < nk; k++) {
+      if (sl == sc) {
+        sc = sc ? sc * 2 : 64;
+        stack = gp_realloc(stack, sc * sizeof *stack);
+      }
+      stack[sl++] = gp_ni_kid(&d->ni, (int32_t)i, k);
+    }
+    while (sl) {
+      int32_t v = stack[--sl];
+      if (d->skip[v]) continue;
+      d->skip[v] = 1;
+      int32_t vk = gp_expr_num_children(d->ni.nodes[v]);
+      for (int32_t k = 0; k < vk; k++) {
+        if (sl == sc) {
+          sc = sc ? sc * 2 : 64;
+          stack = gp_realloc(stack, sc * sizeof *stack);
+        }
+        stack[sl++] = gp_ni_kid(&d->ni, v, k);
+      }
+    }
+  }
+  gp_free(stack);
+}
+
+/* The id of e among the children of the nodes ids[0 .. n), or -1. */
+static int32_t find_child(const Driver *d, const int32_t *ids, size_t n, const GPExpr *e) {
+  for (size_t j = 0; j < n; j++) {
+    int32_t u = ids[j];
+    int32_t nk = gp_expr_num_children(d->ni.nodes[u]);
+    for (int32_t k = 0; k < nk; k++) {
+      int32_t c = gp_ni_kid(&d->ni, u, k);
+      if (d->ni.nodes[c] == e) return c;
+    }
+  }
+  return -1;
+}
+
+/* Selection for the match the matcher holds at node `root`: 1 accepted (recorded), 0 refused,
+ * -1 error (from the check). */
+static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) {
+  size_t nn = m->nodes.len, ni = m->inputs.len, nc = (size_t)m->p->pub.num_captures;
+  size_t base = d->nids;
+  /* interior ids in pre-order: each node's parent precedes it */
+  ids_push(d, root);
+  for (size_t j = 1; j < nn; j++) {
+    int32_t id = find_child(d, d->ids + base, j, m->nodes.items[j]);
+    assert(id >= 0);
+    ids_push(d, id);
+  }
+  const int32_t *in = d->ids + base;
+  bool ok = true;
+  for (size_t j = 0; j < nn && ok; j++) {
+    int32_t id = in[j];
+    if (gp_kind(d->ni.nodes[id]) == GP_TI_CONSTANT) continue;
+    if (d->claim[id]) ok = false;
+    if (!ok || j == 0) continue;
+    bool dup = false;
+    for (size_t q = 0; q < j; q++) dup = dup || in[q] == id;
+    if (dup) continue;
+    /* edges into id from the distinct interior nodes */
+    int32_t inside = 0;
+    for (size_t q = 0; q < nn; q++) {
+      bool seen = false;
+      for (size_t r = 0; r < q; r++) seen = seen || in[r] == in[q];
+      if (seen) continue;
+      int32_t nk = gp_expr_num_children(d->ni.nodes[in[q]]);
+      for (int32_t k = 0; k < nk; k++) inside += gp_ni_kid(&d->ni, in[q], k) == id;
+    }
+    if (inside != d->indeg[id]) ok = false;
+  }
+  /* inputs: children of interior nodes, never interior themselves */
+  for (size_t j = 0; j < ni && ok; j++) {
+    int32_t id = find_child(d, d->ids + base, nn, m->inputs.items[j]);
+    assert(id >= 0);
+    for (size_t q = 0; q < nn; q++) ok = ok && d->ids[base + q] != id;
+    ids_push(d, id);
+  }
+  if (ok && d->spec->check) {
+    GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = pattern,
+                  .pattern = &m->p->pub, .root = d->ni.nodes[root], .num_nodes = (int32_t)nn,
+                  .num_inputs = (int32_t)ni, .nodes = (GPExpr *const *)m->nodes.items,
+                  .inputs = (GPExpr *const *)m->inputs.items, .num_captures = (int32_t)nc, .captures = m->caps};
+    int r = d->spec->check(d->spec->user, &gm);
+    if (r < 0) {
+      if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "pattern_rewrite: the check failed without an error");
+      d->nids = base;
+      return -1;
+    }
+    ok = r > 0;
+  }
+  if (!ok) {
+    d->nids = base;
+    return 0;
+  }
+  for (size_t c = 0; c < nc; c++) {
+    GPExpr *e = m->caps[c];
+    int32_t id = -1;
+    for (size_t q = 0; e && q < nn + ni && id < 0; q++)
+      if (d->ni.nodes[d->ids[base + q]] == e) id = d->ids[base + q];
+    ids_push(d, id);
+  }
+  if (d->nrecs == d->cap_recs) {
+    d->cap_recs = d->cap_recs ? d->cap_recs * 2 : 64;
+    d->recs = gp_realloc(d->recs, d->cap_recs * sizeof *d->recs);
+  }
+  d->recs[d->nrecs] = (MRec){.pattern = pattern, .root = root, .nnodes = (int32_t)nn, .ninputs = (int32_t)ni,
+                             .ncaps = (int32_t)nc, .off = base};
+  d->nrecs++;
+  for (size_t j = 0; j < nn; j++) {
+    int32_t id = d->ids[base + j];
+    if (gp_kind(d->ni.nodes[id]) != GP_TI_CONSTANT) d->claim[id] = (int32_t)d->nrecs;
+  }
+  return 1;
+}
+
+static GPExpr *rebuild(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
+  Driver *d = user;
+  int32_t c = d->claim[id];
+  if (!c || d->recs[c - 1].root != id) return gp_retain(rebuilt);
+  const MRec *r = &d->recs[c - 1];
+  size_t total = (size_t)(r->nnodes + r->ninputs + r->ncaps);
+  if (total > d->cap_scratch) {
+    d->cap_scratch = total * 2;
+    d->scratch = gp_realloc(d->scratch, d->cap_scratch * sizeof *d->scratch);
+  }
+  const int32_t *ids = d->ids + r->off;
+  for (size_t j = 0; j < total; j++) {
+    int32_t v = ids[j];
+    d->scratch[j] = v < 0 ? NULL : v == id ? rebuilt : done[v];
+  }
+  GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = r->pattern,
+                .pattern = d->spec->patterns[r->pattern], .root = rebuilt, .num_nodes = r->nnodes,
+                .num_inputs = r->ninputs, .nodes = d->scratch, .inputs = d->scratch + r->nnodes,
+                .num_captures = r->ncaps, .captures = d->scratch + r->nnodes + r->ninputs};
+  GPExpr *repl = d->spec->rewrite(d->spec->user, &gm);
+  if (!repl) {
+    if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "pattern_rewrite: the rewrite callback failed without an error");
+    return NULL;
+  }
+  if (!gp_is_expr(repl)) return repl; /* gp_rewrite_indexed reports it */
+  d->rewritten++;
+  if (!repl->checked_type && orig->checked_type) {
+    /* The replacement computes the root's value: it has the root's type (and its location). */
+    GPExpr *typed = gp_expr_annotate(repl, orig->checked_type, repl->line ? repl->line : orig->line,
+                                     repl->line ? repl->col : orig->col);
+    gp_release(repl);
+    repl = typed;
+  }
+  return repl;
+}
+
+static void driver_free(Driver *d) {
+  gp_ni_free(&d->ni);
+  gp_free(d->indeg);
+  gp_free(d->claim);
+  gp_free(d->skip);
+  gp_free(d->recs);
+  gp_free(d->ids);
+  gp_free(d->scratch);
+}
+
+GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
+  if (!root || !gp_is_expr(root)) {
+    gp_error_set(GP_ERR_VALUE, "pattern_rewrite: the root is not an expression");
+    return NULL;
+  }
+  if (!spec || spec->struct_size < GP_STRUCT_SIZE(GPRewriteSpec, num_rewritten) || !spec->rewrite ||
+      spec->num_patterns < 0 || (spec->num_patterns && !spec->patterns)) {
+    gp_error_set(GP_ERR_VALUE, "pattern_rewrite: a GPRewriteSpec needs struct_size >= %zu, a rewrite callback "
+                 "and num_patterns patterns", GP_STRUCT_SIZE(GPRewriteSpec, num_rewritten));
+    return NULL;
+  }
+  for (int32_t k = 0; k < spec->num_patterns; k++) {
+    const GPPattern *p = spec->patterns[k];
+    if (!p || gp_kind(p) != GP_TI_PATTERN) {
+      gp_error_set(GP_ERR_VALUE, "pattern_rewrite: patterns[%d] is not a pattern", (int)k);
+      return NULL;
+    }
+    const GPPatternImpl *pi = gp_pat_impl(p);
+    int kind = pi->nodes[pi->root].kind;
+    if (kind == PK_ANY || kind == PK_VAR || kind == PK_CONST) {
+      gp_error_set(GP_ERR_VALUE, "pattern_rewrite: pattern %d (%s) matches a single leaf; its root must be a "
+                   "call, a tuple or a get-item", (int)k, p->text);
+      return NULL;
+    }
+  }
+  spec->num_rewritten = 0;
+  Driver d = {.spec = spec};
+  if (gp_ni_build(&d.ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
+  size_t n = d.ni.n;
+  d.indeg = gp_calloc(n ? n : 1, sizeof *d.indeg);
+  d.claim = gp_calloc(n ? n : 1, sizeof *d.claim);
+  d.skip = gp_calloc(n ? n : 1, 1);
+  for (size_t i = 0; i < (size_t)d.ni.kid_off[n]; i++) d.indeg[d.ni.kids[i]]++;
+  mark_sealed(&d);
+  for (int32_t k = 0; k < spec->num_patterns; k++) {
+    GPMatcher m;
+    gp_matcher_init(&m, spec->patterns[k]);
+    int rc = 0;
+    for (size_t i = n; i-- > 0 && rc >= 0;) {
+      GPExpr *e = d.ni.nodes[i];
+      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match(spec->patterns[k], e)) continue;
+      if (gp_matcher_run(&m, e)) rc = select_match(&d, &m, k, (int32_t)i);
+    }
+    gp_matcher_free(&m);
+    if (rc < 0) {
+      driver_free(&d);
+      return NULL;
+    }
+  }
+  GPExpr *out = d.nrecs ? gp_rewrite_indexed(&d.ni, rebuild, &d) : gp_retain(root);
+  if (out) spec->num_rewritten = d.rewritten;
+  driver_free(&d);
+  return out;
+}
