@@ -559,9 +559,11 @@ typedef struct GPPassInfo {
  *                                                 arguments; each listed attribute must equal
  *                                                 value (Relay text syntax: 1, 1.5f, "NCHW",
  *                                                 True, [1, 1], "float32" for a dtype)
- *            | OP '?' '(' alt ')'                 an optional unary op: the call of OP around
- *                                                 the inner pattern if there is one, else the
- *                                                 inner pattern itself
+ *            | OP '?' '(' alt { ',' alt } ')'     an optional op: the call of OP whose first
+ *                                                 argument matches the first (inner) pattern and
+ *                                                 whose other arguments the others, if the node
+ *                                                 is one; else the inner pattern itself:
+ *                                                 nn.relu?(p), nn.bias_add?(p, _)
  *            | '(' alt ',' [ alt { ',' alt } ] ')'  a tuple of exactly these fields
  *            | '(' alt ')'                        grouping
  *   type    := 'Tensor' '[' '(' [ dim { ',' dim } ] ')' ',' DTYPE ']'  dim: INT or '?' (any)

@@ -174,6 +174,7 @@ static int op_count_cmp(const void *a, const void *b) {
 
 static void print_stats(const GPModule *m) {
   int64_t calls = 0, primitive = 0, nodes = 0;
+  GPStrMap composites = {0}; /* name -> count */
   int32_t nops = gp_op_count();
   int64_t *per_op = gp_calloc((size_t)(nops ? nops : 1), sizeof(int64_t));
   for (int32_t f = 0; f < m->num_functions; f++) {
@@ -192,8 +193,14 @@ static void print_stats(const GPModule *m) {
           if (idx >= 0 && idx < nops) per_op[idx]++;
         }
       } else if (gp_kind(e) == GP_TI_FUNCTION_EXPR) {
-        const GPAttrValue *v = gp_attrs_get(GP_AS(GPFunctionExpr, e)->attrs, "Primitive");
+        const GPAttrs *fa = GP_AS(GPFunctionExpr, e)->attrs;
+        const GPAttrValue *v = gp_attrs_get(fa, "Primitive");
         if (v && v->i) primitive++;
+        const GPAttrValue *c = gp_attrs_get(fa, "Composite");
+        if (c && c->kind == GP_ATTR_STR) {
+          intptr_t k = (intptr_t)gp_strmap_get(&composites, c->s);
+          gp_strmap_put(&composites, c->s, (void *)(k + 1));
+        }
       }
     }
     gp_free(order);
@@ -209,6 +216,14 @@ static void print_stats(const GPModule *m) {
   qsort(oc, (size_t)k, sizeof *oc, op_count_cmp);
   for (int32_t i = 0; i < k; i++) printf("stat op:%s %lld\n", oc[i].name, (long long)oc[i].count);
   gp_free(oc);
+  oc = gp_malloc(sizeof(OpCount) * (composites.len ? composites.len : 1));
+  k = 0;
+  for (size_t i = 0; i < composites.cap; i++)
+    if (composites.keys[i]) oc[k++] = (OpCount){composites.keys[i], (int64_t)(intptr_t)composites.vals[i]};
+  qsort(oc, (size_t)k, sizeof *oc, op_count_cmp);
+  for (int32_t i = 0; i < k; i++) printf("stat composite:%s %lld\n", oc[i].name, (long long)oc[i].count);
+  gp_free(oc);
+  gp_strmap_free(&composites);
   gp_free(per_op);
 }
 

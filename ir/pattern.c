@@ -580,11 +580,19 @@ static int32_t pp_primary(PP *P) {
   if (!op) return FAIL(P, at, "unknown op '%s'", name), -1;
   if (pp_accept(P, '?')) {
     if (!pp_expect(P, '(', "'(' after the optional op")) return -1;
-    int32_t inner = pp_alt(P);
-    if (inner < 0 || !pp_expect(P, ')', "')' closing the optional op")) return -1;
+    int32_t k[16], nk = 0;
+    do {
+      if (nk == 16) return FAIL(P, P->p, "an optional op takes at most 16 arguments"), -1;
+      k[nk] = pp_alt(P);
+      if (k[nk++] < 0) return -1;
+    } while (pp_accept(P, ','));
+    if (!pp_expect(P, ')', "',' or ')' closing the optional op")) return -1;
+    if (op->num_inputs >= 0 && nk != op->num_inputs)
+      return FAIL(P, at, "%s takes %d argument%s, the pattern gives %d", op->name, (int)op->num_inputs,
+                  op->num_inputs == 1 ? "" : "s", (int)nk), -1;
     int32_t node = pp_node(P, PK_OPT, at);
     P->pat->nodes[node].op = op;
-    pp_set_kids(P, node, 1, &inner);
+    pp_set_kids(P, node, nk, k);
     return node;
   }
   if (!pp_expect(P, '(', "'(' after the op name (a call)")) return -1;
@@ -821,10 +829,13 @@ static bool m_struct(GPMatcher *m, const GPPatNode *pn, GPExpr *e) {
     return true;
   }
   case PK_OPT: {
-    if (is_call_of(e, pn->op) && GP_AS(const GPCall, e)->nargs == 1) {
+    if (is_call_of(e, pn->op) && GP_AS(const GPCall, e)->nargs == pn->nkids) {
       size_t nn = m->nodes.len, ni = m->inputs.len, nt = m->ntrail;
+      const GPCall *c = GP_AS(const GPCall, e);
       gp_vec_push(&m->nodes, e);
-      if (m_node(m, kids[0], GP_AS(GPCall, e)->args[0])) return true;
+      bool ok = true;
+      for (int32_t k = 0; k < pn->nkids && ok; k++) ok = m_node(m, kids[k], c->args[k]);
+      if (ok) return true;
       m->nodes.len = nn;
       m->inputs.len = ni;
       while (m->ntrail > nt) m->caps[m->trail[--m->ntrail]] = NULL;
