@@ -947,3 +947,75 @@ Test(onnx, matmul_errors) {
   mbool.inputs[1] = vi("b", 9, 2, (int64_t[]){4, 5}, NULL);
   expect_error(&mbool, NULL, GP_ERR_UNSUPPORTED, "MatMul of bool is not supported", NULL);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The light models (../shared/onnx/light, or $GP_TEST_ONNX_DIR/light) against TVM's from_onnx: */
+/* the calls left after FoldConstant, and after SimplifyInference + FoldConstant.               */
+
+static void light_setup(void) {
+  gp_ops_init();
+  th_load_std();
+}
+static void light_teardown(void) { gp_plugins_unload_all(); }
+
+TestSuite(onnx_light, .init = light_setup, .fini = light_teardown);
+
+static int64_t count_calls(const GPModule *m) {
+  int64_t calls = 0;
+  for (int32_t f = 0; f < m->num_functions; f++) {
+    GPExpr **order;
+    size_t n;
+    cr_assert_eq(gp_post_order(&m->funcs[f]->base, &order, &n), 0, "%s", gp_error_message());
+    for (size_t i = 0; i < n; i++) calls += gp_kind(order[i]) == GP_TI_CALL;
+    gp_free(order);
+  }
+  return calls;
+}
+
+Test(onnx_light, call_counts_match_tvm) {
+  /* TVM v0.12's relay.frontend.from_onnx, then FoldConstant: AlexNet 30, Inception v1 200,
+   * ResNet-50 177, SqueezeNet 93, VGG-19 63 calls.  SimplifyInference unpacks each of
+   * ResNet-50's 53 batch_norms into a multiply and an add (folded scale and shift), as TVM's
+   * BatchNormToInferUnpack does: 230; the others have no batch_norm. */
+  static const struct {
+    const char *name;
+    int64_t folded, simplified;
+  } models[] = {
+      {"bvlc_alexnet", 30, 30}, {"inception_v1", 200, 200}, {"resnet50", 177, 230},
+      {"squeezenet", 93, 93},   {"vgg19", 63, 63},
+  };
+  const char *env = getenv("GP_TEST_ONNX_DIR");
+  GPBuf dir = {0};
+  gp_buf_printf(&dir, "%s/light", env && *env ? env : "../shared/onnx");
+  GPBuf probe = {0};
+  gp_buf_printf(&probe, "%s/%s.onnx", dir.data, models[0].name);
+  bool present = access(probe.data, R_OK) == 0;
+  gp_buf_free(&probe);
+  if (!present) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", dir.data);
+    gp_buf_free(&dir);
+    cr_skip_test("%s has no light models (ONNX's test data; set GP_TEST_ONNX_DIR): call counts not checked", msg);
+  }
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+    GPBuf path = {0};
+    gp_buf_printf(&path, "%s/%s.onnx", dir.data, models[i].name);
+    GPModule *m = gp_onnx_import_file(path.data, NULL);
+    cr_assert(m, "%s: %s", path.data, gp_error_message());
+    const char *pipelines[2] = {"FoldConstant", "SimplifyInference,FoldConstant"};
+    int64_t want[2] = {models[i].folded, models[i].simplified};
+    for (int p = 0; p < 2; p++) {
+      GPPassContext *ctx = gp_ctx_new();
+      GPModule *out = gp_run_pipeline(m, pipelines[p], ctx);
+      cr_assert(out, "%s, %s: %s", models[i].name, pipelines[p], gp_error_message());
+      int64_t got = count_calls(out);
+      cr_assert_eq(got, want[p], "%s after %s: %lld calls, TVM's from_onnx gives %lld", models[i].name, pipelines[p],
+                   (long long)got, (long long)want[p]);
+      gp_release(out);
+      gp_ctx_free(ctx);
+    }
+    gp_release(m);
+    gp_buf_free(&path);
+  }
+  gp_buf_free(&dir);
+}
