@@ -1,4 +1,5 @@
-/* k_conv.c -- the BLAS-backed kernels: nn.conv2d and nn.dense (registered by eval/k_nn.c).
+/* k_conv.c -- the BLAS-backed kernels: nn.conv2d, nn.dense, nn.batch_matmul and nn.matmul
+ * (registered by eval/k_nn.c).
  *
  * conv2d, float32/float64, lowered to GEMMs per batch item and group (P = OH * OW):
  *   NCHW + OIHW:  out[n][g] (Og x P)  = W_g (Og x K) * col (K x P),    K = (c, kh, kw)
@@ -31,6 +32,7 @@ int gp_knn_dense(const GPKernelArgs *a, void *user);
 int gp_knn_convnd(const GPKernelArgs *a, void *user);
 int gp_knn_conv_transpose(const GPKernelArgs *a, void *user);
 int gp_knn_batch_matmul(const GPKernelArgs *a, void *user);
+int gp_knn_matmul(const GPKernelArgs *a, void *user);
 const void *gp_knn_load_as(const DLTensor *t, int k, void **scratch);
 void gp_knn_store_from(DLTensor *out, const void *src, int ksrc);
 
@@ -1295,29 +1297,12 @@ static void bmm_f32_items(void *vctx, int64_t b0, int64_t b1) {
  * threads instead of splitting each item's GEMM. */
 #define BMM_ITEM_MACS (1 << 22)
 
-int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
-  if (a->num_inputs != 2 || a->num_outputs != 1) {
-    gp_error_set(GP_ERR_VALUE, "expects 2 inputs and 1 output, got %d and %d", (int)a->num_inputs,
-                 (int)a->num_outputs);
-    return -1;
-  }
-  const DLTensor *xt = a->inputs[0], *wt = a->inputs[1];
-  DLTensor *zt = a->outputs[0];
-  if (xt->ndim != 3 || wt->ndim != 3 || zt->ndim != 3) {
-    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result must have rank 3");
-    return -1;
-  }
-  bool ta = gp_ops_attr_bool(a->op, a->attrs, "transpose_a"), tb = gp_ops_attr_bool(a->op, a->attrs, "transpose_b");
-  int64_t B1 = xt->shape[0], B2 = wt->shape[0], M = ta ? xt->shape[2] : xt->shape[1];
-  int64_t K = ta ? xt->shape[1] : xt->shape[2], N = tb ? wt->shape[1] : wt->shape[2];
-  int64_t K2 = tb ? wt->shape[2] : wt->shape[1], B = zt->shape[0];
-  if (K2 != K || zt->shape[1] != M || zt->shape[2] != N || (B1 != B && B1 != 1) || (B2 != B && B2 != 1)) {
-    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result shapes do not agree");
-    return -1;
-  }
+/* z (B, M, N) = x (B1, M, K) [ta: (B1, K, M)] * y (B2, K, N) [tb: (B2, N, K)], x and y compact
+ * as given, a batch of 1 broadcast (B1, B2 each B or 1); `what` names the op in errors. */
+static int bmm_run(const DLTensor *xt, const DLTensor *wt, DLTensor *zt, int64_t B1, int64_t B2, int64_t B, int64_t M,
+                   int64_t N, int64_t K, bool ta, bool tb, int32_t nth, const char *what) {
   int kx, kw, kz;
-  if (gemm_dtypes(xt, wt, zt, "batch_matmul", &kx, &kw, &kz) != 0) return -1;
+  if (gemm_dtypes(xt, wt, zt, what, &kx, &kw, &kz) != 0) return -1;
   int64_t nz = B * M * N;
   if (nz == 0) return 0;
   if (K == 0) {
@@ -1326,12 +1311,11 @@ int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
   }
   bool isf = gp_k_is_float(kx);
   if (isf && (!blas_fits(M) || !blas_fits(N) || !blas_fits(K))) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "batch_matmul this large exceeds BLAS's int sizes");
+    gp_error_set(GP_ERR_UNSUPPORTED, "%s this large exceeds BLAS's int sizes", what);
     return -1;
   }
   int ct = isf ? float_compute(kx, kw, kz) : GP_K_I64;
   size_t es = gp_k_elem_size(ct);
-  int32_t nth = a->num_threads > 0 ? a->num_threads : 1;
   void *xs = NULL, *ws = NULL;
   const char *xp = gp_knn_load_as(xt, ct, &xs), *wp = gp_knn_load_as(wt, ct, &ws);
   char *zbuf = NULL;
@@ -1356,4 +1340,62 @@ int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
   gp_free(xs);
   gp_free(ws);
   return 0;
+}
+
+int gp_knn_batch_matmul(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (a->num_inputs != 2 || a->num_outputs != 1) {
+    gp_error_set(GP_ERR_VALUE, "expects 2 inputs and 1 output, got %d and %d", (int)a->num_inputs,
+                 (int)a->num_outputs);
+    return -1;
+  }
+  const DLTensor *xt = a->inputs[0], *wt = a->inputs[1];
+  DLTensor *zt = a->outputs[0];
+  if (xt->ndim != 3 || wt->ndim != 3 || zt->ndim != 3) {
+    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result must have rank 3");
+    return -1;
+  }
+  bool ta = gp_ops_attr_bool(a->op, a->attrs, "transpose_a"), tb = gp_ops_attr_bool(a->op, a->attrs, "transpose_b");
+  int64_t B1 = xt->shape[0], B2 = wt->shape[0], M = ta ? xt->shape[2] : xt->shape[1];
+  int64_t K = ta ? xt->shape[1] : xt->shape[2], N = tb ? wt->shape[1] : wt->shape[2];
+  int64_t K2 = tb ? wt->shape[2] : wt->shape[1], B = zt->shape[0];
+  if (K2 != K || zt->shape[1] != M || zt->shape[2] != N || (B1 != B && B1 != 1) || (B2 != B && B2 != 1)) {
+    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result shapes do not agree");
+    return -1;
+  }
+  int32_t nth = a->num_threads > 0 ? a->num_threads : 1;
+  return bmm_run(xt, wt, zt, B1, B2, B, M, N, K, ta, tb, nth, "batch_matmul");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* nn.matmul: tensor_a (..., M, K) [transpose_a: (..., K, M)] times tensor_b (K, N)            */
+/* [transpose_b: (N, K)].  Without transpose_a the leading dims are rows of one GEMM; with it, */
+/* each (K, M) matrix is a batch item against the one tensor_b.                                */
+
+int gp_knn_matmul(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (a->num_inputs != 2 || a->num_outputs != 1) {
+    gp_error_set(GP_ERR_VALUE, "expects 2 inputs and 1 output, got %d and %d", (int)a->num_inputs,
+                 (int)a->num_outputs);
+    return -1;
+  }
+  const DLTensor *xt = a->inputs[0], *wt = a->inputs[1];
+  DLTensor *zt = a->outputs[0];
+  bool ta = gp_ops_attr_bool(a->op, a->attrs, "transpose_a"), tb = gp_ops_attr_bool(a->op, a->attrs, "transpose_b");
+  int32_t r = xt->ndim;
+  if (r < (ta ? 2 : 1) || wt->ndim != 2 || zt->ndim != r) {
+    gp_error_set(GP_ERR_VALUE, "tensor_a must have rank >= %d, tensor_b rank 2 and the result tensor_a's rank",
+                 ta ? 2 : 1);
+    return -1;
+  }
+  int64_t lead = 1;
+  for (int32_t i = 0; i < r - (ta ? 2 : 1); i++) lead *= xt->shape[i];
+  int64_t K = ta ? xt->shape[r - 2] : xt->shape[r - 1], N = tb ? wt->shape[0] : wt->shape[1];
+  int64_t K2 = tb ? wt->shape[1] : wt->shape[0], M = ta ? xt->shape[r - 1] : lead, B = ta ? lead : 1;
+  if (K2 != K || zt->shape[r - 1] != N || (ta && zt->shape[r - 2] != M)) {
+    gp_error_set(GP_ERR_VALUE, "tensor_a, tensor_b and result shapes do not agree");
+    return -1;
+  }
+  int32_t nth = a->num_threads > 0 ? a->num_threads : 1;
+  return bmm_run(xt, wt, zt, B, 1, B, M, N, K, ta, tb, nth, "matmul");
 }

@@ -18,6 +18,7 @@ int gp_knn_dense(const GPKernelArgs *a, void *user);
 int gp_knn_convnd(const GPKernelArgs *a, void *user);
 int gp_knn_conv_transpose(const GPKernelArgs *a, void *user);
 int gp_knn_batch_matmul(const GPKernelArgs *a, void *user);
+int gp_knn_matmul(const GPKernelArgs *a, void *user);
 const void *gp_knn_load_as(const DLTensor *t, int k, void **scratch);
 void gp_knn_store_from(DLTensor *out, const void *src, int ksrc);
 
@@ -880,6 +881,7 @@ void gp_kernels_register_nn(void) {
   gp_kernel_set("nn.conv2d_transpose", gp_knn_conv_transpose);
   gp_kernel_set("nn.conv3d_transpose", gp_knn_conv_transpose);
   gp_kernel_set("nn.batch_matmul", gp_knn_batch_matmul);
+  gp_kernel_set("nn.matmul", gp_knn_matmul);
   gp_kernel_set("nn.log_softmax", k_log_softmax);
   gp_kernel_set("nn.max_pool1d", k_max_pool1d);
   gp_kernel_set("nn.avg_pool1d", k_avg_pool1d);

@@ -218,6 +218,54 @@ Test(kernels_conv, batch_matmul) {
   release_all((GPTensor *[]){x, y1, xi, yi, bad}, 5);
 }
 
+/* nn.matmul: 2-d, N-d tensor_a, each transpose, integers, and its type errors */
+Test(kernels_conv, matmul) {
+  GPTensor *x = T32(DIMS(2, 3), VALS(1, 2, 3, 4, 5, 6));
+  GPTensor *w = T32(DIMS(3, 2), VALS(1, 0, 0, 1, 1, 1));
+  GPTensor *z = run1("nn.matmul", NOKV, INS(x, w));
+  EXPECT_SHAPE(z, 2, 2);
+  EXPECT_VALS(z, 0, 4, 5, 10, 11);
+  gp_release(z);
+  /* transpose_b: w^T (2, 3) used as (N, K) = the same product with x */
+  GPTensor *wt = T32(DIMS(2, 3), VALS(1, 0, 1, 0, 1, 1));
+  z = run1("nn.matmul", KVS(KV("transpose_b", gp_attr_bool(true))), INS(x, wt));
+  EXPECT_VALS(z, 0, 4, 5, 10, 11);
+  gp_release(z);
+  /* transpose_a: x^T (3, 2) given as x2 (3, 2) -> x2^T (2, 3) * w */
+  GPTensor *x2 = T32(DIMS(3, 2), VALS(1, 4, 2, 5, 3, 6));
+  z = run1("nn.matmul", KVS(KV("transpose_a", gp_attr_bool(true))), INS(x2, w));
+  EXPECT_SHAPE(z, 2, 2);
+  EXPECT_VALS(z, 0, 4, 5, 10, 11);
+  gp_release(z);
+  /* rank-3 tensor_a: leading dims are rows; with transpose_a each item is transposed */
+  GPTensor *x3 = T32(DIMS(2, 1, 3), VALS(1, 2, 3, 4, 5, 6));
+  z = run1("nn.matmul", NOKV, INS(x3, w));
+  EXPECT_SHAPE(z, 2, 1, 2);
+  EXPECT_VALS(z, 0, 4, 5, 10, 11);
+  gp_release(z);
+  GPTensor *x3t = T32(DIMS(2, 3, 1), VALS(1, 2, 3, 4, 5, 6));
+  z = run1("nn.matmul", KVS(KV("transpose_a", gp_attr_bool(true))), INS(x3t, w));
+  EXPECT_SHAPE(z, 2, 1, 2);
+  EXPECT_VALS(z, 0, 4, 5, 10, 11);
+  gp_release(z);
+  GPTensor *xi = tensor(GP_DT_I32, 2, DIMS(2, 3), VALS(1, 2, 3, 4, 5, 6));
+  GPTensor *wi = tensor(GP_DT_I32, 2, DIMS(3, 2), VALS(1, 0, 0, 1, 1, 1));
+  z = run1("nn.matmul", NOKV, INS(xi, wi));
+  cr_assert_eq(z->dl.dtype.code, kDLInt);
+  EXPECT_VALS(z, 0, 4, 5, 10, 11);
+  gp_release(z);
+  GPTensor *outs[4];
+  int32_t nout;
+  /* mismatched reduction dims, a rank-3 tensor_b, units that disagree: type errors */
+  cr_assert_eq(run_op("nn.matmul", NOKV, INS(x, x), 1, outs, &nout), -1);
+  expect_error(GP_ERR_TYPE, "reduction dims differ");
+  cr_assert_eq(run_op("nn.matmul", NOKV, INS(x, x3), 1, outs, &nout), -1);
+  expect_error(GP_ERR_TYPE, "tensor_b must have rank 2");
+  cr_assert_eq(run_op("nn.matmul", KVS(KV("units", gp_attr_int(3))), INS(x, w), 1, outs, &nout), -1);
+  expect_error(GP_ERR_TYPE, "units 3");
+  release_all((GPTensor *[]){x, w, wt, x2, x3, x3t, xi, wi}, 8);
+}
+
 Test(kernels_conv, log_softmax) {
   GPTensor *x = T32(DIMS(1, 3), VALS(1, 2, 3));
   GPTensor *y = run1("nn.log_softmax", NOKV, INS(x));

@@ -395,70 +395,132 @@ static int cv_lp_pool(OxImporter *im, const OxNode *n, GPExpr **out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* MatMul: N-d numpy matmul through nn.batch_matmul and reshapes                               */
+/* MatMul, as TVM v0.12's from_onnx imports it (matmul_out_dtype):                             */
+/*   2-d x 2-d:      nn.dense(a, transpose(b, axes=[1, 0]), out_dtype=T)                        */
+/*   1-d with <= 2-d: squeeze(nn.matmul(expand_dims(a, 0) | a, expand_dims(b, 1) | b), axis)      */
+/*   N-d x 2-d:      reshape(nn.dense(reshape(a, [-1, K]), transpose(b), out_dtype=T), out)     */
+/*   otherwise:      broadcast_to each side whose batch dims differ from the broadcast ones,    */
+/*                   flatten both to rank 3 (reshape [-1, r, c]), nn.batch_matmul(a, transpose( */
+/*                   b, axes=[0, 2, 1]), out_dtype=T) (transpose_b, TVM's default NT form),     */
+/*                   reshape to (batch..., M, N).                                               */
+/* A 1-d operand beside a rank > 2 one gets shapes wrong in TVM v0.12 (its [K] is sliced as if */
+/* it were a matrix); we promote it as numpy does (a: expand_dims axis 0, b: expand_dims axis */
+/* 1), take the paths above and leave the promoted dim out of the final reshape.  Shapes must */
+/* be static.  With an empty dim, the flattening reshapes list every dim (allowzero) instead  */
+/* of -1, which Relay cannot infer for no elements.                                           */
+
+#define MM_MAX_RANK 64
+
+/* TVM's flatten_to_nd: x unchanged at rank nd, else reshape(x, [-1, last nd-1 dims]). */
+static GPExpr *mm_flatten(OxImporter *im, GPExpr *x, int32_t nd) {
+  if (!x || ox_rank(x) == nd) return x;
+  int32_t r = ox_rank(x);
+  const int64_t *s = ox_shape(x);
+  int64_t ns[3] = {-1, 0, 0}, lead = 1;
+  bool empty = false;
+  for (int32_t i = 0; i < r; i++) empty |= s[i] == 0;
+  for (int32_t i = 0; i <= r - nd; i++) lead *= s[i];
+  if (empty) ns[0] = lead;
+  for (int32_t i = 1; i < nd; i++) ns[i] = s[r - nd + i];
+  return reshape(im, x, nd, ns);
+}
+
+static GPExpr *mm_expand(OxImporter *im, GPExpr *x, int64_t axis) {
+  Attrs a = {0};
+  a_put(&a, "axis", gp_attr_int(axis));
+  a_put(&a, "num_newaxis", gp_attr_int(1));
+  return call1(im, "expand_dims", x, &a);
+}
+
+/* rank < 3 on both sides: nn.dense, or nn.matmul between expand_dims and squeeze for 1-d. */
+static int matmul_2d(OxImporter *im, GPExpr *a, GPExpr *b, GPExpr **out) {
+  int32_t ra = ox_rank(a), rb = ox_rank(b);
+  if (ra == 2 && rb == 2) {
+    int64_t perm[2] = {1, 0};
+    Attrs ta = {0}, da = {0};
+    a_put(&ta, "axes", a_ints(im, 2, perm));
+    a_put(&da, "out_dtype", gp_attr_dtype(ox_dtype(a)));
+    GPExpr *args[2] = {a, call1(im, "transpose", b, &ta)};
+    out[0] = args[1] ? call(im, "nn.dense", 2, args, &da) : NULL;
+    return out[0] ? 0 : -1;
+  }
+  int64_t axes[2];
+  int32_t na = 0;
+  GPExpr *args[2] = {a, b};
+  if (ra == 1) args[0] = mm_expand(im, a, 0), axes[na++] = 0;
+  if (rb == 1) args[1] = mm_expand(im, b, 1), axes[na++] = -1;
+  if (!args[0] || !args[1]) return -1;
+  Attrs sa = {0};
+  a_put(&sa, "axis", a_ints(im, na, axes));
+  out[0] = call1(im, "squeeze", call(im, "nn.matmul", 2, args, NULL), &sa);
+  return out[0] ? 0 : -1;
+}
 
 static int cv_matmul(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *a = ox_req(n, 0), *b = a ? ox_req(n, 1) : NULL;
   if (!b) return -1;
   if (ox_static(a, "A") != 0 || ox_static(b, "B") != 0) return -1;
-  if (ox_is_bool(ox_dtype(a))) return ox_unsupported("MatMul of bool is not supported");
+  if (ox_is_bool(ox_dtype(a)) || ox_is_bool(ox_dtype(b))) return ox_unsupported("MatMul of bool is not supported");
+  if (!gp_dtype_eq(ox_dtype(a), ox_dtype(b))) {
+    char s1[24], s2[24];
+    return ox_invalid("MatMul: A is %s but B is %s (they must have one type)", gp_dtype_str(ox_dtype(a), s1),
+                      gp_dtype_str(ox_dtype(b), s2));
+  }
   int32_t ra = ox_rank(a), rb = ox_rank(b);
-  if (ra < 1 || rb < 1) return ox_invalid("MatMul operands must have rank >= 1");
-  const int64_t *as = ox_type(a)->tensor.shape, *bs = ox_type(b)->tensor.shape;
-  /* matrices (M, K) and (K, N); 1-d operands become (1, K) and (K, 1) */
-  int64_t M = ra == 1 ? 1 : as[ra - 2], K = as[ra - 1];
-  int64_t K2 = rb == 1 ? bs[0] : bs[rb - 2], N = rb == 1 ? 1 : bs[rb - 1];
+  if (ra < 1 || rb < 1) return ox_invalid("MatMul operands must have rank >= 1 (got ranks %d and %d)", (int)ra, (int)rb);
+  const int64_t *as = ox_shape(a), *bs = ox_shape(b);
+  int64_t K = as[ra - 1], K2 = rb == 1 ? bs[0] : bs[rb - 2];
   if (K != K2) return ox_invalid("MatMul: A (rank %d) has %lld columns but B %lld rows", (int)ra, (long long)K, (long long)K2);
-  int32_t na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbat = na > nb ? na : nb;
-  int64_t bat[64];
-  int64_t Ba = 1, Bb = 1, B = 1;
-  for (int32_t i = 0; i < nbat; i++) {
-    int64_t da = i - (nbat - na) >= 0 ? as[i - (nbat - na)] : 1;
-    int64_t db = i - (nbat - nb) >= 0 ? bs[i - (nbat - nb)] : 1;
+  if (ra <= 2 && rb <= 2) return matmul_2d(im, a, b, out);
+  bool a1 = ra == 1, b1 = rb == 1;
+  if (a1 && !(a = mm_expand(im, a, 0))) return -1;
+  if (b1 && !(b = mm_expand(im, b, 1))) return -1;
+  ra = ox_rank(a), rb = ox_rank(b), as = ox_shape(a), bs = ox_shape(b);
+  int32_t r = ra > rb ? ra : rb, nbat = r - 2;
+  if (r > MM_MAX_RANK) return ox_unsupported("MatMul of rank %d is not supported (at most %d)", (int)r, MM_MAX_RANK);
+  int64_t bat[MM_MAX_RANK];
+  for (int32_t i = 0; i < nbat; i++) { /* numpy's broadcast of the batch dims, ranks aligned right */
+    int64_t da = i >= r - ra ? as[i - (r - ra)] : 1, db = i >= r - rb ? bs[i - (r - rb)] : 1;
     if (da != db && da != 1 && db != 1)
       return ox_invalid("MatMul: batch dims %lld and %lld do not broadcast", (long long)da, (long long)db);
     bat[i] = da == 1 ? db : da;
-    Ba *= da, Bb *= db, B *= bat[i];
   }
-  /* a batch that neither matches the broadcast one nor is 1 is materialized by adding zeros */
-  GPExpr *ops[2] = {a, b};
-  int64_t rows[2] = {M, K2}, cols[2] = {K, N}, cnt[2] = {Ba, Bb};
-  for (int j = 0; j < 2; j++) {
-    if (cnt[j] != B && cnt[j] != 1) {
-      int64_t shp[66];
-      memcpy(shp, bat, (size_t)nbat * sizeof(int64_t));
-      shp[nbat] = rows[j], shp[nbat + 1] = cols[j];
-      int32_t rj = j == 0 ? ra : rb;
-      int64_t own[66];
-      int32_t no = 0;
-      /* the operand as (batch..., rows, cols) with leading ones */
-      for (int32_t i = 0; i < nbat - (rj - 2); i++) own[no++] = 1;
-      const int64_t *sj = j == 0 ? as : bs;
-      for (int32_t i = 0; i < rj - 2; i++) own[no++] = sj[i];
-      own[no++] = rows[j], own[no++] = cols[j];
-      GPExpr *m = reshape(im, ops[j], no, own);
-      Attrs za = {0};
-      a_put(&za, "shape", a_ints(im, nbat + 2, shp));
-      a_put(&za, "dtype", gp_attr_dtype(ox_dtype(ops[j])));
-      GPExpr *z = ox_call(im, "zeros", 0, NULL, za.n, za.k, za.v);
-      ops[j] = op2(im, "add", m, z);
-      if (!ops[j]) return -1;
-      cnt[j] = B;
+  int64_t M = as[ra - 2], N = bs[rb - 1];
+  Attrs oa = {0};
+  a_put(&oa, "out_dtype", gp_attr_dtype(ox_dtype(a)));
+  GPExpr *y;
+  if (rb == 2) {
+    GPExpr *args[2] = {mm_flatten(im, a, 2), call1(im, "transpose", b, NULL)};
+    y = args[0] && args[1] ? call(im, "nn.dense", 2, args, &oa) : NULL;
+  } else {
+    GPExpr *ops[2] = {a, b};
+    for (int j = 0; j < 2; j++) {
+      int32_t rj = ox_rank(ops[j]);
+      const int64_t *sj = ox_shape(ops[j]);
+      int64_t want[MM_MAX_RANK];
+      memcpy(want, bat, (size_t)nbat * sizeof(int64_t));
+      want[nbat] = sj[rj - 2], want[nbat + 1] = sj[rj - 1];
+      bool same = rj == r;
+      for (int32_t i = 0; same && i < nbat; i++) same = sj[i] == want[i];
+      if (!same) {
+        Attrs ba = {0};
+        a_put(&ba, "shape", a_ints(im, r, want));
+        ops[j] = call1(im, "broadcast_to", ops[j], &ba);
+      }
+      ops[j] = mm_flatten(im, ops[j], 3);
     }
+    int64_t perm[3] = {0, 2, 1};
+    Attrs ta = {0};
+    a_put(&ta, "axes", a_ints(im, 3, perm));
+    ops[1] = call1(im, "transpose", ops[1], &ta);
+    y = ops[0] && ops[1] ? call(im, "nn.batch_matmul", 2, ops, &oa) : NULL;
   }
-  int64_t s3a[3] = {cnt[0], M, K}, s3b[3] = {cnt[1], K2, N};
-  GPExpr *a3 = reshape(im, ops[0], 3, s3a), *b3 = reshape(im, ops[1], 3, s3b);
-  if (!a3 || !b3) return -1;
-  Attrs ma = {0};
-  a_put(&ma, "transpose_a", gp_attr_bool(false));
-  a_put(&ma, "transpose_b", gp_attr_bool(false));
-  GPExpr *args[2] = {a3, b3};
-  GPExpr *y = call(im, "nn.batch_matmul", 2, args, &ma);
-  int64_t os[66];
-  int32_t no = 0;
-  for (int32_t i = 0; i < nbat; i++) os[no++] = bat[i];
-  if (ra > 1) os[no++] = M;
-  if (rb > 1) os[no++] = N;
+  if (!y) return -1;
+  int64_t os[MM_MAX_RANK];
+  int32_t no = nbat;
+  memcpy(os, bat, (size_t)nbat * sizeof(int64_t));
+  if (!a1) os[no++] = M;
+  if (!b1) os[no++] = N;
   out[0] = reshape(im, y, no, os);
   return out[0] ? 0 : -1;
 }

@@ -202,6 +202,61 @@ static int dense_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.matmul (TVM's MatmulRel): tensor_a (..., K) [transpose_a: (..., K, M)], tensor_b (K, N)  */
+/* [transpose_b: (N, K)] -> (..., N) [transpose_a: (..., M, N)].                               */
+
+static const GPAttrField k_matmul_attrs[] = {
+    GP_F_NONE("units", GP_ATTR_INT),
+    GP_F_DTYPE_VOID("out_dtype"),
+    GP_F_BOOL("transpose_a", 0),
+    GP_F_BOOL("transpose_b", 0),
+};
+
+static int matmul_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *a = gp_ops_tensor(args, 0, "tensor_a");
+  const GPType *b = a ? gp_ops_tensor(args, 1, "tensor_b") : NULL;
+  if (!b) return -1;
+  bool ta = gp_ops_attr_bool(op, attrs, "transpose_a"), tb = gp_ops_attr_bool(op, attrs, "transpose_b");
+  if (a->n < (ta ? 2 : 1)) {
+    gp_error_set(GP_ERR_TYPE, "tensor_a (shape %s) must have rank >= %d%s", gp_ops_shape(a).s, ta ? 2 : 1,
+                 ta ? " with transpose_a" : "");
+    return -1;
+  }
+  if (b->n != 2) {
+    gp_error_set(GP_ERR_TYPE, "tensor_b must have rank 2, got shape %s", gp_ops_shape(b).s);
+    return -1;
+  }
+  const int64_t *as = a->tensor.shape, *bs = b->tensor.shape;
+  int64_t k = ta ? as[a->n - 2] : as[a->n - 1], bk = tb ? bs[1] : bs[0], units = tb ? bs[0] : bs[1];
+  if (k != GP_DIM_ANY && bk != GP_DIM_ANY && k != bk) {
+    gp_error_set(GP_ERR_TYPE,
+                 "the reduction dims differ: %lld of tensor_a (shape %s, transpose_a %d) and %lld of "
+                 "tensor_b (shape %s, transpose_b %d)",
+                 (long long)k, gp_ops_shape(a).s, (int)ta, (long long)bk, gp_ops_shape(b).s, (int)tb);
+    return -1;
+  }
+  if (!gp_ops_attr_none(op, attrs, "units")) {
+    int64_t u = gp_ops_attr_int(op, attrs, "units");
+    if (units != GP_DIM_ANY && units != u) {
+      gp_error_set(GP_ERR_TYPE, "units %lld does not match tensor_b (shape %s, transpose_b %d)", (long long)u,
+                   gp_ops_shape(b).s, (int)tb);
+      return -1;
+    }
+    units = u;
+  }
+  int64_t oshape[GP_OPS_MAX_RANK];
+  memcpy(oshape, as, (size_t)a->n * sizeof(int64_t));
+  if (ta) oshape[a->n - 2] = as[a->n - 1];
+  oshape[a->n - 1] = units;
+  DLDataType odt = gp_ops_attr_dtype(op, attrs, "out_dtype");
+  if (odt.bits == 0) odt = a->tensor.dtype;
+  return gp_ops_ret(odt, a->n, oshape, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* nn.bias_add, nn.batch_norm                                                                  */
 
 static const GPAttrField k_bias_add_attrs[] = {GP_F_INT("axis", 1)};
@@ -982,6 +1037,9 @@ void gp_ops_register_nn(void) {
   gp_ops_def("nn.batch_matmul", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_batch_matmul_attrs,
              N_ATTRS(k_batch_matmul_attrs), batch_matmul_rel,
              "Batched matrix product of rank-3 tensors (batch 1 broadcasts).");
+  gp_ops_def("nn.matmul", 2, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_matmul_attrs,
+             N_ATTRS(k_matmul_attrs), matmul_rel,
+             "Matrix product tensor_a * tensor_b, either side optionally transposed.");
   gp_ops_def("nn.log_softmax", 1, GP_PATTERN_OPAQUE, 0, k_softmax_attrs, N_ATTRS(k_softmax_attrs),
              softmax_rel, "log(softmax(x)) along axis.");
   gp_ops_def("nn.max_pool1d", 1, GP_PATTERN_OUT_ELEMWISE_FUSABLE, 0, k_max_pool1d_attrs,
