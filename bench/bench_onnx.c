@@ -184,7 +184,6 @@ static void bench_model(const char *path, int runs, const char *only) {
   gp_free(t);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "../shared/onnx/light";
@@ -214,7 +213,7 @@ int main(int argc, char **argv) {
     if (len > 5 && !strcmp(e->d_name + len - 5, ".onnx")) names[n++] = gp_strdup(e->d_name);
   }
   closedir(d);
-  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  qsort(names, (size_t)n, sizeof *names, bench_cmp_str);
   printf("bench_onnx: %d runs per figure (median); ms\n", runs);
   printf("FoldConstant: \"fresh write\" = for each constant it makes, a fresh gp_tensor_alloc of its shape\n"
          "  (as the evaluator allocates it) and a memset of its bytes, all kept alive, as the constants are;\n"
