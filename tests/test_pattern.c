@@ -496,3 +496,43 @@ Test(pattern_lang, pattern_files) {
   cr_assert_str_eq(t->source_name, "f.pat");
   gp_release(t);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* An out-of-tree plugin (tests/plugins/pattern_plugin.c, built from abi/ alone)                */
+
+TestSuite(pattern_plugin);
+
+Test(pattern_plugin, rewrites_and_tables_through_the_abi) {
+  th_load_std();
+  char *path = th_path("tests/plugins/libpattern_plugin.so");
+  cr_assert_eq(gp_plugin_load(path), 0, "%s", gp_error_message());
+  gp_free(path);
+  static const char text[] = "#[version = \"0.0.5\"]\n"
+                          "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 1, 1), float32]) {\n"
+                          "  %0 = negative(negative(%x));\n"
+                          "  %1 = nn.relu(nn.conv2d(%0, %w));\n"
+                          "  %2 = sigmoid(%1);\n"
+                          "  %3 = sigmoid(reshape(%2, newshape=[-1]));\n"
+                          "  (%3, negative(%1))\n"
+                          "}\n";
+  GPModule *in = gp_parse(text, strlen(text), "in.relay");
+  cr_assert(in, "%s", gp_error_message());
+  GPModule *out = run(in, "ExtDropDoubleNegative,MergeComposite{table=ext.activations}");
+  cr_assert(out, "%s", gp_error_message());
+  char *txt = gp_print(out, 0);
+  cr_assert_null(strstr(txt, "negative(negative"), "%s", txt);
+  cr_assert(strstr(txt, "(%x, %w)"), "negative(negative(%%x)) replaced by %%x: %s", txt);
+  cr_assert(strstr(txt, "Composite=\"ext.conv_relu\""), "%s", txt);
+  /* one sigmoid of rank 4 merged; the rank-1 one refused by the plugin's check */
+  const char *s1 = strstr(txt, "Composite=\"ext.sigmoid\"");
+  cr_assert(s1, "%s", txt);
+  cr_assert_null(strstr(s1 + 1, "Composite=\"ext.sigmoid\""), "%s", txt);
+  gp_free(txt);
+  gp_release(out);
+  gp_release(in);
+  GPPatternTable *t = gp_pattern_table_get("ext.activations");
+  cr_assert_not_null(t);
+  gp_release(t);
+  gp_plugins_unload_all();
+  cr_assert_null(gp_pattern_table_get("ext.activations"), "the plugin removed its table when unloaded");
+}
