@@ -54,6 +54,11 @@ static int h_pass_register(const GPPassInfo *info, int allow_override) {
   return gp_pass_register(info, allow_override != 0, origin ? origin : "host");
 }
 
+static int h_target_register(const GPTargetInfo *info, int allow_override) {
+  const char *origin = gp_registry_origin();
+  return gp_target_register(info, allow_override != 0, origin ? origin : "host");
+}
+
 static int32_t h_ctx_opt_level(const GPPassContext *ctx) { return ctx ? ctx->opt_level : 2; }
 
 static const char *h_ctx_target(const GPPassContext *ctx) { return ctx ? ctx->target : NULL; }
@@ -192,6 +197,11 @@ static const GPHostAPI k_host_api = {
     .eval_function = h_eval_function,
     .tensor_to_dlpack = h_tensor_to_dlpack,
     .ctx_note = gp_ctx_note,
+
+    .target_register = h_target_register,
+    .target_unregister = gp_target_unregister,
+    .target_has_kernel = gp_target_has_kernel,
+    .target_list = gp_target_names,
 };
 
 const GPHostAPI *gp_host_api(void) {
