@@ -3,7 +3,9 @@
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
- * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get).
+ * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
+ * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
+ * .. target_list).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -518,7 +520,17 @@ typedef struct GPPassContext GPPassContext; /* opaque; read through GPHostAPI.ct
  * array; the descriptor may be freed after the call.  `func` is called with args
  * [GPModule* (borrowed), GPPassContext* (opaque ptr)] and must return a new module reference
  * in result (it may return its input, retained, when nothing changed).  It never mutates its
- * input. */
+ * input.
+ *
+ * Which targets a pass runs for (Paddle Lite's BindTargets / ExcludeTargets / BindKernel), all
+ * checked against the context's target before the pass is planned, and reported by --explain
+ * as "explain: <Pass>: skipped (<reason>)":
+ *  - targets: when non-empty, only these ("target cuda not in [llvm, c]");
+ *  - excluded_targets: never these, even when also listed in targets ("target llvm excluded");
+ *  - kernels (since 1.2): only targets that have every one of these kernels (see
+ *    GPTargetInfo; "target 'llvm' has no kernel 'fc'"); a target that is not registered has
+ *    none.  A pass that rewrites into composites or ops a target may lack names them here.
+ * A pass skipped this way that another pass requires does not stop the dependent. */
 typedef struct GPPassInfo {
   size_t struct_size;
   uint32_t abi_version;
@@ -537,7 +549,33 @@ typedef struct GPPassInfo {
   void *self;                              /* owned by the registry after success */
   void (*self_deleter)(void *self);        /* called when the pass is unregistered */
   const char *help;
+  /* Since 1.2 (read only when GP_HAS_FIELD(info, GPPassInfo, num_kernels); an older plugin's
+   * pass binds to no kernel).  The kernels the pass binds to: op names ("nn.conv2d") or
+   * composite names ("fc", "conv2d_relu"), each [A-Za-z0-9_.-]+. */
+  const char *const *kernels;
+  int32_t num_kernels;
 } GPPassInfo;
+
+/* A target (since 1.2), given to GPHostAPI.target_register: a registry entry naming what the
+ * target can run.  The registry copies every string and array.  Its optimization sets stay
+ * where opt_set_register puts them and are listed with the target (`graphpass targets`). */
+typedef struct GPTargetInfo {
+  size_t struct_size;
+  uint32_t abi_version;
+  const char *name;              /* [A-Za-z0-9_.-]+, e.g. "llvm" */
+  const char *help;              /* one line; may be NULL */
+  const char *const *kernels;    /* the ops ("nn.conv2d") and composites ("fc") it has kernels
+                                  * for, each [A-Za-z0-9_.-]+, none twice */
+  int32_t num_kernels;
+  uint32_t flags;                /* GP_TARGET_* */
+} GPTargetInfo;
+
+/* Target flags. */
+enum {
+  /* The target has a kernel for every registered op (now or later), e.g. the reference
+   * evaluator's "llvm"; composites are still listed in `kernels`. */
+  GP_TARGET_ALL_OPS = 1u << 0
+};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Patterns (since 1.2): TVM's DFPattern and Paddle Lite's pattern matcher as text             */
@@ -869,6 +907,24 @@ struct GPHostAPI {
   GPPatternTable *(*pattern_table_read)(const char *path);
   int (*pattern_table_register)(const char *name, GPPatternTable *table, int allow_override);
   GPPatternTable *(*pattern_table_get)(const char *name);
+
+  /* ---- since 1.2: targets and kernels ---- */
+
+  /* Register a target (see GPTargetInfo); its origin is the registering plugin ("host" for
+   * the host), and a plugin's targets are removed when it is unloaded.  A name already
+   * registered is GP_ERR_VALUE naming its origin unless allow_override; a bad name, flag or
+   * kernel list is GP_ERR_VALUE naming the field; a struct_size below 1.2's or another major is
+   * GP_ERR_VERSION. */
+  int (*target_register)(const GPTargetInfo *info, int allow_override);
+  /* GP_ERR_NOT_FOUND naming the target when it is not registered. */
+  int (*target_unregister)(const char *name);
+  /* 1 when `target` is registered and has a kernel named `kernel` (listed, or an op name with
+   * GP_TARGET_ALL_OPS), 0 when not (no error; an unregistered target has no kernel), -1 +
+   * GP_ERR_VALUE when an argument is NULL. */
+  int (*target_has_kernel)(const char *target, const char *kernel);
+  /* The registered targets' names, sorted: *out_names is one host allocation holding the
+   * array and the strings (free it with `free`), *out_count the count (NULL array when 0). */
+  int (*target_list)(char ***out_names, int32_t *out_count);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with
@@ -895,7 +951,7 @@ typedef struct GPPluginAPI {
   const char *name;         /* static */
   const char *version;      /* the plugin's own version string, static */
   /* Called once after the version check with the host's table, which stays valid until
-   * finalize returns.  Registers passes, ops and optimization sets.  0 on success. */
+   * finalize returns.  Registers passes, ops, optimization sets and targets.  0 on success. */
   int (*initialize)(const GPHostAPI *host);
   /* Called once before the plugin is unloaded (may be NULL). */
   void (*finalize)(void);

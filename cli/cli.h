@@ -44,6 +44,9 @@ GPTensor *load_tensor(const char *path);
 /* graphpass onnx-test (cli/onnx_test.c) */
 int cmd_onnx_test(int argc, char **argv);
 
+/* graphpass targets (cli/targets_cmd.c) */
+int cmd_targets(int argc, char **argv);
+
 /* graphpass eval (cli/eval_cmd.c) */
 int cmd_eval(int argc, char **argv);
 

@@ -17,6 +17,7 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
 
 static const char usage_text[] =
     "usage: graphpass passes [--plugin FILE]... [--target T]\n"
+    "       graphpass targets [--plugin FILE]... [--no-default-plugins]\n"
     "       graphpass opt INPUT [-o OUTPUT] [--target T] [--opt-level N] [--pipeline P]\n"
     "                 [--disable A,B] [--require A,B] [--config key=value]... [--plugin FILE]...\n"
     "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
@@ -99,10 +100,12 @@ static bool pass_runs_on(const GPPassEntry *e, const char *target) {
   if (!target) return true;
   for (int32_t i = 0; i < e->info.num_excluded_targets; i++)
     if (strcmp(e->info.excluded_targets[i], target) == 0) return false;
-  if (!e->info.num_targets) return true;
-  for (int32_t i = 0; i < e->info.num_targets; i++)
-    if (strcmp(e->info.targets[i], target) == 0) return true;
-  return false;
+  bool bound = !e->info.num_targets;
+  for (int32_t i = 0; i < e->info.num_targets && !bound; i++) bound = strcmp(e->info.targets[i], target) == 0;
+  if (!bound) return false;
+  char *missing = gp_target_missing_kernels(target, e->info.kernels, e->info.num_kernels);
+  gp_free(missing);
+  return missing == NULL;
 }
 
 static void join(FILE *f, const char *const *items, int32_t n, const char *none) {
@@ -142,6 +145,7 @@ static int cmd_passes(int argc, char **argv) {
       if (m) {
         join(m, e->info.targets, e->info.num_targets, "all");
         for (int32_t k = 0; k < e->info.num_excluded_targets; k++) fprintf(m, ",!%s", e->info.excluded_targets[k]);
+        for (int32_t k = 0; k < e->info.num_kernels; k++) fprintf(m, "%s%s", k ? "," : ",kernels:", e->info.kernels[k]);
         fclose(m);
       }
       printf("%-28s %-16s %s\n", req, tg, e->origin);
@@ -445,6 +449,8 @@ int main(int argc, char **argv) {
   int rc;
   if (strcmp(argv[1], "passes") == 0)
     rc = cmd_passes(argc - 2, argv + 2);
+  else if (strcmp(argv[1], "targets") == 0)
+    rc = cmd_targets(argc - 2, argv + 2);
   else if (strcmp(argv[1], "opt") == 0)
     rc = cmd_opt(argc - 2, argv + 2);
   else if (strcmp(argv[1], "eval") == 0)

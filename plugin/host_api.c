@@ -55,6 +55,11 @@ static int h_pass_register(const GPPassInfo *info, int allow_override) {
   return gp_pass_register(info, allow_override != 0, origin ? origin : "host");
 }
 
+static int h_target_register(const GPTargetInfo *info, int allow_override) {
+  const char *origin = gp_registry_origin();
+  return gp_target_register(info, allow_override != 0, origin ? origin : "host");
+}
+
 static int32_t h_ctx_opt_level(const GPPassContext *ctx) { return ctx ? ctx->opt_level : 2; }
 
 static const char *h_ctx_target(const GPPassContext *ctx) { return ctx ? ctx->target : NULL; }
@@ -206,6 +211,10 @@ static const GPHostAPI k_host_api = {
     .pattern_table_read = h_pattern_table_read,
     .pattern_table_register = gp_pattern_table_register,
     .pattern_table_get = gp_pattern_table_get,
+    .target_register = h_target_register,
+    .target_unregister = gp_target_unregister,
+    .target_has_kernel = gp_target_has_kernel,
+    .target_list = gp_target_names,
 };
 
 const GPHostAPI *gp_host_api(void) {

@@ -45,8 +45,10 @@ static void lock(void) {
 
 static void unlock(void) { pthread_mutex_unlock(&g_mu); }
 
-/* Unregister every pass whose origin is `origin`.  Leaves the error slot as it was. */
+/* Unregister every pass and target whose origin is `origin`.  Leaves the error slot as it
+ * was. */
 static void unregister_origin(const char *origin) {
+  gp_targets_unregister_origin(origin);
   GPPassEntry **list = NULL;
   size_t n = gp_pass_list(&list);
   GPVec names = {0};

@@ -30,7 +30,7 @@ typedef struct GPPluginInfo {
  *  - GP_ERR_VALUE: NULL table, name or initialize; a different file with the same plugin name
  *    already loaded;
  *  - initialize failing: its error (kind kept), prefixed "plugin <name> (<path>): initialize
- *    failed"; every pass it registered is unregistered and the object is closed. */
+ *    failed"; every pass and target it registered is unregistered and the object is closed. */
 int gp_plugin_load(const char *path);
 
 /* Load every regular file named `*.so` in `dir`, sorted by name (strcmp).  Stops at the first
@@ -41,8 +41,8 @@ int gp_plugin_load_dir(const char *dir);
  * borrowed, see GPPluginInfo); returns the count (*out is NULL when 0). */
 size_t gp_plugin_list(GPPluginInfo **out);
 
-/* Unload every plugin in reverse load order: finalize(), unregister the passes whose origin is
- * the plugin, dlclose.  (A plugin that registered ops stays mapped -- ops are immortal and keep
+/* Unload every plugin in reverse load order: unregister the passes and targets whose origin is
+ * the plugin, finalize(), dlclose.  (A plugin that registered ops stays mapped -- ops are immortal and keep
  * pointers into it -- but is forgotten.)  Call at exit so leak checkers stay quiet. */
 void gp_plugins_unload_all(void);
 

@@ -9,6 +9,24 @@ static const char default_llvm[] =
     "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr,FoldConstant,CanonicalizeCast,"
     "CanonicalizeOps,InferType,FoldConstant,FuseOps";
 
+/* The llvm target: the reference evaluator runs every op, and composite functions (what
+ * MergeComposite makes) like any other function. */
+static const char *const llvm_composites[] = {"fc", "fc_relu", "conv2d_relu", "conv2d_relu6", "conv2d_leaky_relu"};
+
+static int register_llvm_target(void) {
+  if (!GP_HAS_FIELD(H, GPHostAPI, target_register)) return 0; /* a 1.1 host has no targets */
+  GPTargetInfo t = {
+      .struct_size = sizeof t,
+      .abi_version = GP_ABI_VERSION,
+      .name = "llvm",
+      .help = "CPU; the reference evaluator runs every op and composite functions",
+      .kernels = llvm_composites,
+      .num_kernels = (int32_t)(sizeof llvm_composites / sizeof llvm_composites[0]),
+      .flags = GP_TARGET_ALL_OPS,
+  };
+  return H->target_register(&t, 0);
+}
+
 static int std_initialize(const GPHostAPI *host) {
   if (!host || host->struct_size < GP_STRUCT_SIZE(GPHostAPI, plugin_load)) return -1;
   gp_std_host = host;
@@ -20,6 +38,7 @@ static int std_initialize(const GPHostAPI *host) {
                                 std_register_canonicalize_cast, std_register_merge_composite};
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i]() != 0) return -1;
+  if (register_llvm_target() != 0) return -1;
   return H->opt_set_register("llvm", "default", default_llvm);
 }
 

@@ -159,6 +159,22 @@ char *gp_opt_set_list(void) {
   return gp_buf_take(&b);
 }
 
+void gp_opt_set_targets_locked(GPVec *names) {
+  for (size_t i = 0; i < g_targets.len; i++) gp_vec_push(names, gp_strdup(((TargetSets *)g_targets.items[i])->target));
+}
+
+char *gp_opt_sets_of_locked(const char *target, GPVec *names, GPVec *pipelines) {
+  ptrdiff_t ti = find_target(target);
+  if (ti < 0) return NULL;
+  const TargetSets *t = g_targets.items[ti];
+  for (size_t i = 0; i < t->names.len; i++) {
+    gp_vec_push(names, t->names.items[i]);
+    gp_vec_push(pipelines, t->pipelines.items[i]);
+  }
+  const char *def = t->selected ? t->selected : "default";
+  return find_set(t, def) >= 0 ? gp_strdup(def) : NULL;
+}
+
 void gp_opt_sets_shutdown(void) {
   gp_reg_lock();
   GPVec all = g_targets;

@@ -129,6 +129,7 @@ static void entry_free(GPPassEntry *e) {
   free_strs(in->required, in->num_required);
   free_strs(in->targets, in->num_targets);
   free_strs(in->excluded_targets, in->num_excluded_targets);
+  free_strs(in->kernels, in->num_kernels);
   for (int32_t i = 0; i < in->num_config_keys; i++) {
     const GPConfigKey *k = &in->config_keys[i];
     gp_free((void *)k->name);
@@ -277,9 +278,15 @@ static GPPassEntry *entry_from_info(const GPPassInfo *info, const char *origin) 
                  info->struct_size, v10);
     return NULL;
   }
-  /* Only the fields this host knows; a larger struct from a newer minor is accepted. */
+  /* Only the fields this host knows; a larger struct from a newer minor is accepted, and the
+   * fields an older minor lacks stay zero. */
   GPPassInfo in;
+  memset(&in, 0, sizeof in);
   memcpy(&in, info, sizeof in < info->struct_size ? sizeof in : info->struct_size);
+  if (!GP_HAS_FIELD(info, GPPassInfo, num_kernels)) { /* a 1.0 / 1.1 descriptor */
+    in.kernels = NULL;
+    in.num_kernels = 0;
+  }
   if (!gp_reg_name_valid(in.name)) {
     gp_error_set(GP_ERR_VALUE, "pass registration: invalid pass name '%s' (expected [A-Za-z0-9_.-]+)",
                  in.name ? in.name : "(null)");
@@ -300,7 +307,8 @@ static GPPassEntry *entry_from_info(const GPPassInfo *info, const char *origin) 
   }
   if (validate_strs(nm, "required", in.required, in.num_required, true) ||
       validate_strs(nm, "targets", in.targets, in.num_targets, false) ||
-      validate_strs(nm, "excluded_targets", in.excluded_targets, in.num_excluded_targets, false))
+      validate_strs(nm, "excluded_targets", in.excluded_targets, in.num_excluded_targets, false) ||
+      validate_strs(nm, "kernels", in.kernels, in.num_kernels, true))
     return NULL;
   if (in.num_config_keys < 0 || (in.num_config_keys > 0 && !in.config_keys)) {
     gp_error_set(GP_ERR_VALUE, "pass '%s': bad config_keys (count %d)", nm, in.num_config_keys);
@@ -350,6 +358,7 @@ static GPPassEntry *entry_from_info(const GPPassInfo *info, const char *origin) 
   o->num_required = in.num_required;
   o->targets = dup_strs(in.targets, in.num_targets);
   o->excluded_targets = dup_strs(in.excluded_targets, in.num_excluded_targets);
+  o->kernels = dup_strs(in.kernels, in.num_kernels);
   GPConfigKey *keys = in.num_config_keys ? gp_calloc((size_t)in.num_config_keys, sizeof *keys) : NULL;
   for (int32_t i = 0; i < in.num_config_keys; i++) {
     const GPConfigKey *k = &in.config_keys[i];
@@ -497,6 +506,7 @@ void gp_registry_shutdown(void) {
   for (size_t i = 0; i < all.len; i++) gp_pass_entry_release(all.items[i]);
   gp_vec_free(&all);
   gp_opt_sets_shutdown();
+  gp_targets_shutdown();
   gp_op_attrs_clear();
   gp_funcs_shutdown();
   gp_pattern_tables_shutdown();

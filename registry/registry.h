@@ -28,7 +28,7 @@ size_t gp_pass_list(GPPassEntry ***out);
 /* The origin used for registrations made while a plugin initializes (set by the loader). */
 void gp_registry_set_origin(const char *origin);
 const char *gp_registry_origin(void);
-/* Unregister every pass and drop every optimization set (process exit / tests only). */
+/* Unregister every pass, drop every optimization set and target (process exit / tests only). */
 void gp_registry_shutdown(void);
 
 /* Global functions by name (registry/global_funcs.c; GPHostAPI.func_register / func_get).
@@ -51,6 +51,45 @@ char *gp_opt_set_get(const char *target, const char *set);
 int gp_opt_set_select(const char *target, const char *set);
 /* Lines "target set pipeline" (gp_malloc'd). */
 char *gp_opt_set_list(void);
+
+/* Targets (registry/targets.c; GPHostAPI.target_*, ABI 1.2): what each target has kernels for.
+ * Thread-safe (the registry lock).  gp_target_register copies `info` (GPTargetInfo's rules);
+ * `origin` names the plugin (NULL: gp_registry_origin()).  A taken name is GP_ERR_VALUE naming
+ * who registered it, unless allow_override. */
+int gp_target_register(const GPTargetInfo *info, bool allow_override, const char *origin);
+/* GP_ERR_NOT_FOUND naming the known targets when `name` is not registered. */
+int gp_target_unregister(const char *name);
+/* Remove every target registered by `origin` (the loader, when a plugin goes away). */
+void gp_targets_unregister_origin(const char *origin);
+/* 1 / 0 (an unregistered target has no kernel); -1 + GP_ERR_VALUE when an argument is NULL. */
+int gp_target_has_kernel(const char *target, const char *kernel);
+/* NULL when `target` has every one of the n kernels; else why not, gp_malloc'd:
+ * "target 'llvm' has no kernel 'fc'" / "... has no kernels 'fc', 'fc_relu'", or for an
+ * unregistered target "target 'x' is not registered, so it has no kernel 'fc'". */
+char *gp_target_missing_kernels(const char *target, const char *const *kernels, int32_t n);
+/* GPHostAPI.target_list: the sorted names in one gp_malloc'd block (NULL when none). */
+int gp_target_names(char ***out_names, int32_t *out_count);
+
+/* A target as `graphpass targets` shows it: a consistent copy of its entry and its
+ * optimization sets.  Every string and array is owned by the view. */
+typedef struct GPTargetView {
+  char *name;
+  bool registered;      /* false: only optimization sets name this target */
+  char *help;           /* NULL when none (or not registered) */
+  char *origin;         /* the registering plugin or "host"; NULL when not registered */
+  uint32_t flags;       /* GP_TARGET_* */
+  int32_t num_kernels;
+  char **kernels;       /* sorted (ops and composites together) */
+  int32_t num_sets;
+  char **set_names;     /* sorted */
+  char **set_pipelines; /* parallel to set_names */
+  char *default_set;    /* the set that runs when no pipeline is given; NULL when none */
+} GPTargetView;
+/* Every registered target and every target with optimization sets, sorted by name. */
+size_t gp_target_views(GPTargetView **out);
+void gp_target_views_free(GPTargetView *v, size_t n);
+/* Drop every target (gp_registry_shutdown). */
+void gp_targets_shutdown(void);
 
 /* A pipeline item parsed from "A,B{key=value,key2=value2},C". */
 typedef struct GPPipelineItem {
@@ -120,7 +159,8 @@ bool gp_pass_enabled(const GPPassContext *ctx, const GPPassEntry *e);
 
 /* Run a pipeline (NULL: the target's default set).  Resolves required passes (expanded,
  * de-duplicated, topologically ordered; a cycle or missing pass is GP_ERR_NOT_FOUND /
- * GP_ERR_VALUE naming it), skips passes bound to other targets or excluding this one, applies
+ * GP_ERR_VALUE naming it), skips passes bound to other targets, excluding this one or bound to
+ * kernels it lacks (gp_target_missing_kernels), applies
  * enablement, runs the instruments.  Returns a new module; `m` is never changed.  On a pass
  * failure: GP_ERR_PASS "pass <Name>: <message>".  With ctx->explain, writes one line per pass
  * to ctx->out: "explain: <Name>: ran|skipped (<reason>)", then the pass's notes

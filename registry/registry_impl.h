@@ -47,6 +47,12 @@ size_t gp_edit_distance(const char *a, const char *b);
  * GP_ERR_NOT_FOUND naming the target and the known targets. */
 char *gp_opt_set_default(const char *target);
 
+/* Lock held: push a gp_strdup'd copy of every target name that has optimization sets. */
+void gp_opt_set_targets_locked(GPVec *names);
+/* Lock held: push target's set names and pipelines (borrowed, sorted by name); returns the
+ * name of the set that runs by default (gp_malloc'd), or NULL when there is none. */
+char *gp_opt_sets_of_locked(const char *target, GPVec *names, GPVec *pipelines);
+
 /* Drop every optimization set (gp_registry_shutdown). */
 void gp_opt_sets_shutdown(void);
 

@@ -173,7 +173,8 @@ static char *target_refusal(const GPPassInfo *in, const GPPassContext *ctx) {
     return w;
   }
   if (str_in(in->excluded_targets, in->num_excluded_targets, ctx->target)) return fmt("target %s excluded", ctx->target);
-  return NULL;
+  /* Paddle Lite's BindKernel: the target must have every kernel the pass binds to. */
+  return gp_target_missing_kernels(ctx->target, in->kernels, in->num_kernels);
 }
 
 typedef struct Frame {

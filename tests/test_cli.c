@@ -155,3 +155,77 @@ Test(cli, embedding_example) {
   cr_assert_null(strstr(out, "%dead"), "%s", out);
   gp_free(out);
 }
+
+Test(cli, targets_lists_sets_and_kernels) {
+  char *plugin = th_path("tests/plugins/libext_plugin.so");
+  char *out;
+  GPBuf b = {0};
+  gp_buf_printf(&b, "targets --plugin %s", plugin);
+  int rc = run("%s", b.data, &out);
+  gp_buf_free(&b);
+  cr_assert_eq(rc, 0, "%s", out);
+  /* one block per target, sorted by name, blank line between */
+  cr_assert(strstr(out, "target ext_npu (plugin ext_plugin)\n"
+                        "  a test accelerator (ext_plugin)\n"
+                        "  optimization sets: none\n"
+                        "  kernels:\n"
+                        "    ops: nn.dense\n"
+                        "    composites: fc, fc_int8\n"
+                        "\n"
+                        "target llvm (plugin std)\n"),
+            "%s", out);
+  cr_assert(strstr(out, "  optimization sets:\n    default (runs by default): RemoveUnusedFunctions,"), "%s", out);
+  cr_assert(strstr(out, "  kernels:\n    ops: all ops\n"
+                        "    composites: conv2d_leaky_relu, conv2d_relu, conv2d_relu6, fc, fc_relu\n"),
+            "%s", out);
+  gp_free(out);
+
+  rc = run("targets --no-default-plugins", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert_str_eq(out, "no targets (load a plugin that registers one)\n");
+  gp_free(out);
+  rc = run("targets --bogus", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "targets: unexpected argument '--bogus'"), "%s", out);
+  gp_free(out);
+  rc = run("targets --plugin", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "targets: --plugin needs a value"), "%s", out);
+  gp_free(out);
+  gp_free(plugin);
+}
+
+Test(cli, kernel_bound_pass_explained_and_filtered) {
+  char *plugin = th_path("tests/plugins/libext_plugin.so");
+  char *out;
+  GPBuf b = {0};
+  gp_buf_printf(&b, "opt examples/resnet_block.relay --plugin %s --pipeline ExtFcFuse,ExtOldMinor --explain -o /dev/null",
+                plugin);
+  int rc = run("%s", b.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: ExtFcFuse: skipped (target 'llvm' has no kernel 'fc_int8')\n"
+                        "explain: ExtOldMinor: ran\n"),
+            "%s", out);
+  gp_free(out);
+  gp_buf_puts(&b, " --target ext_npu");
+  rc = run("%s", b.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: ExtFcFuse: ran\n"), "%s", out);
+  gp_free(out);
+  /* `passes --target` lists only what runs there */
+  b.len = 0;
+  gp_buf_printf(&b, "passes --plugin %s --target ext_npu", plugin);
+  rc = run("%s", b.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "all,kernels:fc,fc_int8"), "%s", out);
+  gp_free(out);
+  b.len = 0;
+  gp_buf_printf(&b, "passes --plugin %s --target llvm", plugin);
+  rc = run("%s", b.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert_null(strstr(out, "ExtFcFuse"), "%s", out);
+  cr_assert(strstr(out, "ExtOldMinor"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&b);
+  gp_free(plugin);
+}

@@ -254,6 +254,8 @@ Test(plugin, failed_initialize_unregisters) {
             gp_error_message());
   gp_error_clear();
   cr_assert(!pass_registered("ExtCountCalls"), "the failed plugin's pass stayed registered");
+  cr_assert(!pass_registered("ExtFcFuse"));
+  cr_assert_eq(gp_target_has_kernel("ext_npu", "fc"), 0, "the failed plugin's target stayed registered");
   cr_assert_str_eq(gp_registry_origin(), "host");
   GPPluginInfo *list;
   cr_assert_eq(gp_plugin_list(&list), 0u);
@@ -261,6 +263,101 @@ Test(plugin, failed_initialize_unregisters) {
   cr_assert_eq(gp_plugin_load(p), 0, "%s", gp_error_message());
   cr_assert(pass_registered("ExtCountCalls"));
   gp_plugins_unload_all();
+  gp_free(p);
+}
+
+/* ---- targets and kernels (ABI 1.2) */
+
+static char *run_explain(const char *pipeline, const char *target) {
+  GPModule *m = gp_module_new("t");
+  GPPassContext *ctx = gp_ctx_new();
+  char *buf = NULL;
+  size_t len = 0;
+  ctx->out = open_memstream(&buf, &len);
+  ctx->explain = true;
+  cr_assert_eq(gp_ctx_set_target(ctx, target), 0);
+  GPModule *r = gp_run_pipeline(m, pipeline, ctx);
+  cr_assert_not_null(r, "%s", gp_error_message());
+  fclose(ctx->out);
+  gp_ctx_free(ctx);
+  gp_release(r);
+  gp_release(m);
+  char *copy = gp_strdup(buf);
+  free(buf);
+  return copy;
+}
+
+Test(plugin, targets_and_kernel_bound_passes) {
+  char *p = ext_path();
+  cr_assert_eq(gp_plugin_load(p), 0, "%s", gp_error_message());
+  /* the plugin's target, with its origin */
+  GPTargetView *v;
+  size_t n = gp_target_views(&v);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(v[0].name, "ext_npu");
+  cr_assert_str_eq(v[0].origin, "ext_plugin");
+  cr_assert_eq(v[0].num_kernels, 3);
+  gp_target_views_free(v, n);
+  /* ExtFcFuse binds kernel fc: runs for ext_npu, skipped elsewhere with the reason */
+  char *out = run_explain("ExtFcFuse", "ext_npu");
+  cr_assert_str_eq(out, "explain: ExtFcFuse: ran\n");
+  gp_free(out);
+  out = run_explain("ExtFcFuse", "llvm");
+  cr_assert_str_eq(out, "explain: ExtFcFuse: skipped (target 'llvm' is not registered, so it has no kernels 'fc', 'fc_int8')\n");
+  gp_free(out);
+  /* a 1.1 GPPassInfo registers; the garbage after its struct_size is not read */
+  GPPassEntry *e = gp_pass_acquire("ExtOldMinor");
+  cr_assert_not_null(e);
+  cr_assert_eq(e->info.num_kernels, 0);
+  cr_assert_null(e->info.kernels);
+  cr_assert_str_eq(e->origin, "ext_plugin");
+  gp_pass_entry_release(e);
+  out = run_explain("ExtOldMinor", "ext_npu");
+  cr_assert_str_eq(out, "explain: ExtOldMinor: ran\n");
+  gp_free(out);
+  /* through the host table */
+  const GPHostAPI *h = graphpass_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, target_list));
+  cr_assert_eq(h->target_has_kernel("ext_npu", "nn.dense"), 1);
+  cr_assert_eq(h->target_has_kernel("ext_npu", "nn.relu"), 0);
+  char **names;
+  int32_t count;
+  cr_assert_eq(h->target_list(&names, &count), 0);
+  cr_assert_eq(count, 1);
+  cr_assert_str_eq(names[0], "ext_npu");
+  h->free(names);
+  /* unloading removes the plugin's targets and passes */
+  gp_plugins_unload_all();
+  cr_assert_eq(gp_target_has_kernel("ext_npu", "fc"), 0);
+  cr_assert(!pass_registered("ExtFcFuse"));
+  cr_assert(!pass_registered("ExtOldMinor"));
+  gp_free(p);
+}
+
+Test(plugin, std_registers_llvm_target) {
+  char *p = vpath("plugins/libgp_std.so");
+  cr_assert_eq(gp_plugin_load(p), 0, "%s", gp_error_message());
+  const GPHostAPI *h = graphpass_host_api();
+  cr_assert_eq(h->target_has_kernel("llvm", "nn.conv2d"), 1); /* every op */
+  cr_assert_eq(h->target_has_kernel("llvm", "nn.batch_norm"), 1);
+  static const char *const composites[] = {"fc", "fc_relu", "conv2d_relu", "conv2d_relu6", "conv2d_leaky_relu"};
+  for (size_t i = 0; i < sizeof composites / sizeof *composites; i++)
+    cr_assert_eq(h->target_has_kernel("llvm", composites[i]), 1, "%s", composites[i]);
+  cr_assert_eq(h->target_has_kernel("llvm", "no_such_composite"), 0);
+  GPTargetView *v;
+  size_t n = gp_target_views(&v);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(v[0].origin, "std");
+  cr_assert_eq(v[0].flags, GP_TARGET_ALL_OPS);
+  cr_assert_str_eq(v[0].default_set, "default");
+  gp_target_views_free(v, n);
+  /* registering llvm again is an error naming the owner */
+  GPTargetInfo t = {.struct_size = sizeof t, .abi_version = GP_ABI_VERSION, .name = "llvm"};
+  cr_assert_eq(h->target_register(&t, 0), -1);
+  cr_assert_str_eq(h->error_message(), "target 'llvm' is already registered (by std)");
+  h->error_clear();
+  gp_plugins_unload_all();
+  cr_assert_eq(h->target_has_kernel("llvm", "fc"), 0);
   gp_free(p);
 }
 

@@ -82,6 +82,7 @@ typedef struct Spec {
   const GPConfigKey *keys;
   int nkeys;
   int kind; /* GPPassKind; 0 = transform */
+  const char *const *kernels;
 } Spec;
 
 static int count(const char *const *a) {
@@ -111,6 +112,8 @@ static TP *reg_spec(const char *name, Spec s) {
       .self = tp,
       .self_deleter = tp_delete,
       .help = "a test pass",
+      .kernels = s.kernels,
+      .num_kernels = count(s.kernels),
   };
   cr_assert_eq(gp_pass_register(&info, false, NULL), 0, "register %s: %s", name, gp_error_message());
   return tp;
@@ -488,6 +491,308 @@ Test(registry, targets) {
   cr_assert_eq(gp_ctx_set_target(ctx, "bad target"), -1);
   cr_assert_str_eq(ctx->target, "cuda");
   ctx_done(ctx, &cap);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Targets and kernels (ABI 1.2)                                                               */
+
+static int reg_target(const char *name, uint32_t flags, const char *const *kernels) {
+  GPTargetInfo t = {.struct_size = sizeof t, .abi_version = GP_ABI_VERSION, .name = name, .help = "a test target",
+                    .kernels = kernels, .num_kernels = count(kernels), .flags = flags};
+  return gp_target_register(&t, false, NULL);
+}
+
+Test(registry, bind_targets_and_exclude_targets) {
+  /* Paddle's BindTargets / ExcludeTargets: excluded wins over bound. */
+  reg_spec("Bound", (Spec){.targets = REQ("arm", "x86")});
+  reg_spec("BoundButExcluded", (Spec){.targets = REQ("arm", "x86"), .excluded = REQ("x86")});
+  reg_spec("AllButArm", (Spec){.excluded = REQ("arm")});
+  Cap cap;
+  GPPassContext *ctx = ctx_capture(&cap);
+  ctx->explain = true;
+  cr_assert_eq(gp_ctx_set_target(ctx, "x86"), 0);
+  cr_assert_str_eq(run_ok("Bound,BoundButExcluded,AllButArm", ctx), "Bound,AllButArm,");
+  cr_assert_eq(gp_ctx_set_target(ctx, "arm"), 0);
+  cr_assert_str_eq(run_ok("Bound,BoundButExcluded,AllButArm", ctx), "Bound,BoundButExcluded,");
+  cr_assert_eq(gp_ctx_set_target(ctx, "opencl"), 0);
+  cr_assert_str_eq(run_ok("Bound,BoundButExcluded,AllButArm", ctx), "AllButArm,");
+  fflush(ctx->out);
+  cr_assert_str_eq(cap.buf, "explain: Bound: ran\n"
+                            "explain: BoundButExcluded: skipped (target x86 excluded)\n"
+                            "explain: AllButArm: ran\n"
+                            "explain: Bound: ran\n"
+                            "explain: BoundButExcluded: ran\n"
+                            "explain: AllButArm: skipped (target arm excluded)\n"
+                            "explain: Bound: skipped (target opencl not in [arm, x86])\n"
+                            "explain: BoundButExcluded: skipped (target opencl not in [arm, x86])\n"
+                            "explain: AllButArm: ran\n");
+  ctx_done(ctx, &cap);
+}
+
+Test(registry, kernel_bound_pass_runs_only_with_its_kernels) {
+  cr_assert_eq(reg_target("npu", 0, REQ("nn.dense", "fc")), 0, "%s", gp_error_message());
+  cr_assert_eq(reg_target("cpu", GP_TARGET_ALL_OPS, REQ("conv2d_relu")), 0, "%s", gp_error_message());
+  TP *fc = reg_spec("FcFuse", (Spec){.kernels = REQ("fc")});
+  TP *fcr = reg_spec("FcReluFuse", (Spec){.kernels = REQ("fc", "fc_relu", "nn.relu")});
+  TP *conv = reg_spec("ConvOps", (Spec){.kernels = REQ("nn.conv2d", "conv2d_relu")});
+  reg("Plain", 0, NULL);
+  Cap cap;
+  GPPassContext *ctx = ctx_capture(&cap);
+  ctx->explain = true;
+  cr_assert_eq(gp_ctx_set_target(ctx, "npu"), 0);
+  cr_assert_str_eq(run_ok("FcFuse,FcReluFuse,ConvOps,Plain", ctx), "FcFuse,Plain,");
+  cr_assert_eq(gp_ctx_set_target(ctx, "cpu"), 0); /* every op, plus conv2d_relu */
+  cr_assert_str_eq(run_ok("FcFuse,FcReluFuse,ConvOps,Plain", ctx), "ConvOps,Plain,");
+  cr_assert_eq(gp_ctx_set_target(ctx, "llvm"), 0); /* not registered here: no kernels */
+  cr_assert_str_eq(run_ok("FcFuse,Plain", ctx), "Plain,");
+  fflush(ctx->out);
+  cr_assert_str_eq(cap.buf,
+                   "explain: FcFuse: ran\n"
+                   "explain: FcReluFuse: skipped (target 'npu' has no kernels 'fc_relu', 'nn.relu')\n"
+                   "explain: ConvOps: skipped (target 'npu' has no kernels 'nn.conv2d', 'conv2d_relu')\n"
+                   "explain: Plain: ran\n"
+                   "explain: FcFuse: skipped (target 'cpu' has no kernel 'fc')\n"
+                   "explain: FcReluFuse: skipped (target 'cpu' has no kernels 'fc', 'fc_relu')\n"
+                   "explain: ConvOps: ran\n"
+                   "explain: Plain: ran\n"
+                   "explain: FcFuse: skipped (target 'llvm' is not registered, so it has no kernel 'fc')\n"
+                   "explain: Plain: ran\n");
+  cr_assert_eq(fc->calls, 1);
+  cr_assert_eq(fcr->calls, 0);
+  cr_assert_eq(conv->calls, 1);
+
+  /* once the target gains the kernels, the pass runs */
+  GPTargetInfo t = {.struct_size = sizeof t, .abi_version = GP_ABI_VERSION, .name = "npu",
+                    .kernels = REQ("fc", "fc_relu", "nn.relu"), .num_kernels = 3};
+  cr_assert_eq(gp_target_register(&t, true, NULL), 0, "%s", gp_error_message());
+  cr_assert_eq(gp_ctx_set_target(ctx, "npu"), 0);
+  cr_assert_str_eq(run_ok("FcReluFuse", ctx), "FcReluFuse,");
+  /* a target and a kernel binding together: the target reason comes first */
+  reg_spec("ArmFc", (Spec){.targets = REQ("arm"), .kernels = REQ("fc")});
+  fclose(ctx->out);
+  free(cap.buf);
+  ctx->out = open_memstream(&cap.buf, &cap.len);
+  cr_assert_str_eq(run_ok("ArmFc", ctx), "");
+  fflush(ctx->out);
+  cr_assert_str_eq(cap.buf, "explain: ArmFc: skipped (target npu not in [arm])\n");
+  ctx_done(ctx, &cap);
+}
+
+Test(registry, kernel_bound_requirement_is_skipped_not_fatal) {
+  reg_target("npu", 0, REQ("fc"));
+  reg_spec("NeedsRelu", (Spec){.kernels = REQ("fc_relu")});
+  reg("User", 0, REQ("NeedsRelu"));
+  Cap cap;
+  GPPassContext *ctx = ctx_capture(&cap);
+  ctx->explain = true;
+  cr_assert_eq(gp_ctx_set_target(ctx, "npu"), 0);
+  cr_assert_str_eq(run_ok("User", ctx), "User,");
+  fflush(ctx->out);
+  cr_assert_str_eq(cap.buf, "explain: NeedsRelu: skipped (target 'npu' has no kernel 'fc_relu'; required by User)\n"
+                            "explain: User: ran\n");
+  ctx_done(ctx, &cap);
+}
+
+Test(registry, target_has_kernel_and_list) {
+  cr_assert_eq(reg_target("b_npu", 0, REQ("fc", "nn.dense")), 0);
+  cr_assert_eq(reg_target("a_cpu", GP_TARGET_ALL_OPS, REQ("fc_relu")), 0);
+  cr_assert_eq(gp_target_has_kernel("b_npu", "fc"), 1);
+  cr_assert_eq(gp_target_has_kernel("b_npu", "nn.dense"), 1);
+  cr_assert_eq(gp_target_has_kernel("b_npu", "nn.relu"), 0);
+  cr_assert_eq(gp_target_has_kernel("a_cpu", "nn.relu"), 1);     /* an op */
+  cr_assert_eq(gp_target_has_kernel("a_cpu", "fc_relu"), 1);     /* listed composite */
+  cr_assert_eq(gp_target_has_kernel("a_cpu", "fc"), 0);          /* not an op, not listed */
+  cr_assert_eq(gp_target_has_kernel("nowhere", "nn.relu"), 0);
+  cr_assert_eq(gp_error_kind(), GP_OK);
+  cr_assert_eq(gp_target_has_kernel(NULL, "fc"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE);
+  gp_error_clear();
+
+  char **names = NULL;
+  int32_t n = -1;
+  cr_assert_eq(gp_target_names(&names, &n), 0);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(names[0], "a_cpu");
+  cr_assert_str_eq(names[1], "b_npu");
+  gp_free(names); /* one block */
+  cr_assert_eq(gp_target_names(NULL, &n), -1);
+
+  cr_assert_eq(gp_target_unregister("a_cpu"), 0);
+  cr_assert_eq(gp_target_has_kernel("a_cpu", "nn.relu"), 0);
+  cr_assert_eq(gp_target_unregister("a_cpu"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(gp_error_message(), "no such target 'a_cpu' (known targets: b_npu)");
+  cr_assert_eq(gp_target_unregister("b_npu"), 0);
+  cr_assert_eq(gp_target_unregister(NULL), -1);
+  cr_assert_str_eq(gp_error_message(), "no such target '(null)' (no target is registered)");
+  cr_assert_eq(gp_target_names(&names, &n), 0);
+  cr_assert_eq(n, 0);
+  cr_assert_null(names);
+  gp_error_clear();
+}
+
+static void target_err(const GPTargetInfo *t, int kind, const char *msg) {
+  gp_error_clear();
+  cr_assert_eq(gp_target_register(t, false, NULL), -1, "should fail: %s", msg);
+  cr_assert_eq(gp_error_kind(), kind, "%s", gp_error_message());
+  cr_assert(strstr(gp_error_message(), msg), "message '%s' lacks '%s'", gp_error_message(), msg);
+}
+
+Test(registry, target_registration_errors) {
+  target_err(NULL, GP_ERR_VALUE, "target registration: info is NULL");
+  GPTargetInfo t = {.struct_size = sizeof t, .abi_version = GP_ABI_VERSION, .name = "x"};
+  static const char *bad_names[] = {"", "a b", "a/b", "x{y}"};
+  for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++) {
+    t.name = bad_names[i];
+    target_err(&t, GP_ERR_VALUE, "invalid target name");
+  }
+  t.name = NULL;
+  target_err(&t, GP_ERR_VALUE, "invalid target name '(null)'");
+  t.name = "x";
+  t.struct_size = GP_STRUCT_SIZE(GPTargetInfo, flags) - 1;
+  target_err(&t, GP_ERR_VERSION, "smaller than the ABI 1.2 size");
+  t.struct_size = 0;
+  target_err(&t, GP_ERR_VERSION, "struct_size 0");
+  t.struct_size = sizeof t;
+  t.abi_version = 2u << 16;
+  target_err(&t, GP_ERR_VERSION, "ABI version 2.0");
+  t.abi_version = GP_ABI_VERSION;
+  t.flags = 0x6;
+  target_err(&t, GP_ERR_VALUE, "target 'x': unknown flags 0x6");
+  t.flags = 0;
+  t.num_kernels = 2;
+  target_err(&t, GP_ERR_VALUE, "target 'x': kernels is NULL but its count is 2");
+  t.num_kernels = -1;
+  target_err(&t, GP_ERR_VALUE, "negative kernel count -1");
+  const char *ks[] = {"fc", NULL, "fc"};
+  t.kernels = ks;
+  t.num_kernels = 2;
+  target_err(&t, GP_ERR_VALUE, "target 'x': kernels[1] is not a valid name ('(null)')");
+  ks[1] = "bad kernel";
+  target_err(&t, GP_ERR_VALUE, "kernels[1] is not a valid name ('bad kernel')");
+  ks[1] = "fc_relu";
+  t.num_kernels = 3;
+  target_err(&t, GP_ERR_VALUE, "target 'x': kernel 'fc' is listed twice (kernels[0] and kernels[2])");
+  char **names;
+  int32_t n;
+  cr_assert_eq(gp_target_names(&names, &n), 0);
+  cr_assert_eq(n, 0, "nothing registered by the failures");
+
+  /* duplicates: an error naming who has it, unless allow_override */
+  t.num_kernels = 2;
+  cr_assert_eq(gp_target_register(&t, false, "plugA"), 0, "%s", gp_error_message());
+  gp_error_clear();
+  cr_assert_eq(gp_target_register(&t, false, "plugB"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE);
+  cr_assert_str_eq(gp_error_message(), "target 'x' is already registered (by plugA)");
+  cr_assert_eq(gp_target_register(&t, true, "plugB"), 0, "%s", gp_error_message());
+  GPTargetView *v;
+  size_t nv = gp_target_views(&v);
+  cr_assert_eq(nv, 1);
+  cr_assert_str_eq(v[0].origin, "plugB");
+  gp_target_views_free(v, nv);
+
+  /* a larger struct from a newer minor is accepted; fields past struct_size are not read */
+  struct {
+    GPTargetInfo info;
+    void *future[4];
+  } big;
+  memset(&big, 0xab, sizeof big);
+  big.info = (GPTargetInfo){.struct_size = sizeof big, .abi_version = GP_ABI_VERSION | 9u, .name = "newer"};
+  cr_assert_eq(gp_target_register(&big.info, false, NULL), 0, "%s", gp_error_message());
+}
+
+Test(registry, older_minor_pass_info_has_no_kernels) {
+  /* A 1.1 plugin's GPPassInfo ends at `help`; the bytes after it are not the plugin's. */
+  size_t v11 = GP_STRUCT_SIZE(GPPassInfo, help);
+  unsigned char *raw = malloc(sizeof(GPPassInfo));
+  memset(raw, 0xab, sizeof(GPPassInfo));
+  TP *tp = calloc(1, sizeof *tp);
+  snprintf(tp->name, sizeof tp->name, "OldPlugin");
+  GPPassInfo old = {.struct_size = v11, .abi_version = (1u << 16) | 1u, .name = "OldPlugin", .opt_level = 0,
+                    .func = tp_call, .self = tp, .self_deleter = tp_delete};
+  memcpy(raw, &old, v11);
+  cr_assert_eq(gp_pass_register((const GPPassInfo *)(void *)raw, false, NULL), 0, "%s", gp_error_message());
+  free(raw);
+  GPPassEntry *e = gp_pass_acquire("OldPlugin");
+  cr_assert_not_null(e);
+  cr_assert_eq(e->info.num_kernels, 0);
+  cr_assert_null(e->info.kernels);
+  gp_pass_entry_release(e);
+  /* it runs for any target, registered or not */
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_target(ctx, "anything"), 0);
+  cr_assert_str_eq(run_ok("OldPlugin", ctx), "OldPlugin,");
+  gp_ctx_free(ctx);
+
+  /* kernel names are checked like pass names */
+  GPPassInfo info = {.struct_size = sizeof info, .abi_version = GP_ABI_VERSION, .name = "BadKernels",
+                     .func = tp_call, .kernels = (const char *const[]){"fc", "no good"}, .num_kernels = 2};
+  cr_assert_eq(gp_pass_register(&info, false, NULL), -1);
+  cr_assert_str_eq(gp_error_message(), "pass 'BadKernels': kernels[1] is not a valid name ('no good')");
+  info.kernels = NULL;
+  cr_assert_eq(gp_pass_register(&info, false, NULL), -1);
+  cr_assert_str_eq(gp_error_message(), "pass 'BadKernels': kernels is NULL but its count is 2");
+  info.num_kernels = -3;
+  cr_assert_eq(gp_pass_register(&info, false, NULL), -1);
+  cr_assert_str_eq(gp_error_message(), "pass 'BadKernels': negative kernels count -3");
+  gp_error_clear();
+  /* the registry keeps its own copy */
+  const char *ks[] = {"fc", "fc_relu"};
+  info.kernels = ks;
+  info.num_kernels = 2;
+  cr_assert_eq(gp_pass_register(&info, false, NULL), 0, "%s", gp_error_message());
+  ks[0] = "changed";
+  e = gp_pass_acquire("BadKernels");
+  cr_assert_eq(e->info.num_kernels, 2);
+  cr_assert_str_eq(e->info.kernels[0], "fc");
+  cr_assert_str_eq(e->info.kernels[1], "fc_relu");
+  gp_pass_entry_release(e);
+}
+
+Test(registry, target_views_and_origin_removal) {
+  cr_assert_eq(gp_opt_set_register("npu", "default", "A,B"), 0);
+  cr_assert_eq(gp_opt_set_register("npu", "fast", "A"), 0);
+  cr_assert_eq(gp_opt_set_register("gpu", "only", "B"), 0); /* sets, no target entry */
+  cr_assert_eq(gp_opt_set_select("npu", "fast"), 0);
+  GPTargetInfo t = {.struct_size = sizeof t, .abi_version = GP_ABI_VERSION, .name = "npu", .help = "an NPU",
+                    .kernels = REQ("nn.dense", "fc"), .num_kernels = 2};
+  cr_assert_eq(gp_target_register(&t, false, "plug"), 0);
+  t.name = "cpu";
+  t.flags = GP_TARGET_ALL_OPS;
+  t.num_kernels = 0;
+  t.help = NULL;
+  cr_assert_eq(gp_target_register(&t, false, "host"), 0);
+  GPTargetView *v;
+  size_t n = gp_target_views(&v);
+  cr_assert_eq(n, 3);
+  cr_assert_str_eq(v[0].name, "cpu");
+  cr_assert(v[0].registered);
+  cr_assert_eq(v[0].flags, GP_TARGET_ALL_OPS);
+  cr_assert_eq(v[0].num_sets, 0);
+  cr_assert_null(v[0].default_set);
+  cr_assert_null(v[0].help);
+  cr_assert_str_eq(v[1].name, "gpu");
+  cr_assert(!v[1].registered);
+  cr_assert_null(v[1].origin);
+  cr_assert_eq(v[1].num_sets, 1);
+  cr_assert_null(v[1].default_set); /* no "default" set */
+  cr_assert_str_eq(v[2].name, "npu");
+  cr_assert_str_eq(v[2].origin, "plug");
+  cr_assert_str_eq(v[2].help, "an NPU");
+  cr_assert_eq(v[2].num_kernels, 2);
+  cr_assert_str_eq(v[2].kernels[0], "fc"); /* sorted */
+  cr_assert_str_eq(v[2].kernels[1], "nn.dense");
+  cr_assert_eq(v[2].num_sets, 2);
+  cr_assert_str_eq(v[2].set_names[0], "default");
+  cr_assert_str_eq(v[2].set_pipelines[0], "A,B");
+  cr_assert_str_eq(v[2].set_names[1], "fast");
+  cr_assert_str_eq(v[2].default_set, "fast");
+  gp_target_views_free(v, n);
+
+  gp_targets_unregister_origin("plug");
+  cr_assert_eq(gp_target_has_kernel("npu", "fc"), 0);
+  cr_assert_eq(gp_target_has_kernel("cpu", "nn.dense"), 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -911,6 +1216,66 @@ static void *thread_churn(void *p) {
     gp_opt_set_register("llvm", "default", "Head");
   }
   return NULL;
+}
+
+static void *thread_target_churn(void *p) {
+  int *stop = p;
+  GPTargetInfo t = {.struct_size = sizeof t, .abi_version = GP_ABI_VERSION, .name = "npu",
+                    .kernels = (const char *const[]){"fc"}, .num_kernels = 1};
+  while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+    gp_target_register(&t, true, NULL);
+    gp_target_unregister("npu");
+    gp_target_register(&t, false, NULL);
+    GPTargetView *v;
+    size_t n = gp_target_views(&v);
+    gp_target_views_free(v, n);
+    gp_targets_unregister_origin("host");
+  }
+  return NULL;
+}
+
+typedef struct KArg {
+  int iters, ran, skipped;
+  char err[256];
+} KArg;
+
+static void *thread_kernel_run(void *p) {
+  KArg *ka = p;
+  GPPassContext *ctx = gp_ctx_new();
+  ctx->out = NULL;
+  gp_ctx_set_target(ctx, "npu");
+  GPModule *m = gp_module_new("thread");
+  for (int i = 0; i < ka->iters; i++) {
+    t_order[0] = 0;
+    GPModule *r = gp_run_pipeline(m, "FcFuse", ctx);
+    if (!r) {
+      snprintf(ka->err, sizeof ka->err, "%s", gp_error_message());
+      break;
+    }
+    gp_release(r);
+    if (strcmp(t_order, "FcFuse,") == 0) ka->ran++;
+    else ka->skipped++;
+    if (gp_target_has_kernel("npu", "fc") < 0) break;
+  }
+  gp_release(m);
+  gp_ctx_free(ctx);
+  return NULL;
+}
+
+Test(registry, two_threads_targets) {
+  reg_spec("FcFuse", (Spec){.kernels = REQ("fc")});
+  KArg a = {.iters = 300}, b = {.iters = 300};
+  int stop = 0;
+  pthread_t ta, tb, tc;
+  pthread_create(&tc, NULL, thread_target_churn, &stop);
+  pthread_create(&ta, NULL, thread_kernel_run, &a);
+  pthread_create(&tb, NULL, thread_kernel_run, &b);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+  pthread_join(tc, NULL);
+  cr_assert_eq(a.ran + a.skipped, 300, "%s", a.err);
+  cr_assert_eq(b.ran + b.skipped, 300, "%s", b.err);
 }
 
 Test(registry, two_threads_concurrently) {

@@ -7,8 +7,15 @@
  * returns a copy of its input; and the config key "ExtCountCalls.verbose" (bool, default false)
  * which adds one line per function.
  *
+ * With a 1.2 host it also registers the target "ext_npu" (kernels nn.dense, fc and fc_int8),
+ * the pass "ExtFcFuse" bound to kernels "fc" and "fc_int8" (Paddle's BindKernel; the std llvm
+ * target has fc but not fc_int8; returns a copy of its input), and the
+ * pass "ExtOldMinor" through a GPPassInfo that claims ABI 1.1 (struct_size ends at `help`;
+ * the 1.2 fields hold garbage the host must not read).
+ *
  * Test hook: when the environment variable GP_EXT_PLUGIN_FAIL_INIT is set, initialize registers
- * its pass and then fails, so the host must unregister the pass and close the plugin.
+ * its passes and target and then fails, so the host must unregister them and close the
+ * plugin.
  *
  * Built a second time with -DGP_TEST_FAKE_MAJOR=2: the table then claims ABI 2.0 and the host
  * must refuse it.
@@ -67,6 +74,57 @@ static int count_calls(void *self, const GPAny *args, int32_t nargs, GPAny *resu
   return 0;
 }
 
+static int copy_module(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  (void)self;
+  if (nargs < 1 || args[0].type_index != GP_TI_MODULE || !args[0].v_obj) {
+    host->error_set(GP_ERR_VALUE, "ext_plugin: expected a module as argument 0");
+    return -1;
+  }
+  GPModule *out = host->module_copy((const GPModule *)args[0].v_obj);
+  if (!out) return -1;
+  result->type_index = GP_TI_MODULE;
+  result->v_obj = &out->obj;
+  return 0;
+}
+
+/* The 1.2 additions: a target, a kernel-bound pass, and a pass registered the 1.1 way. */
+static int register_targets_and_kernels(void) {
+  if (!GP_HAS_FIELD(host, GPHostAPI, target_list)) return 0; /* a 1.1 host */
+  static const char *const npu_kernels[] = {"nn.dense", "fc", "fc_int8"};
+  GPTargetInfo t;
+  memset(&t, 0, sizeof t);
+  t.struct_size = sizeof t;
+  t.abi_version = GP_ABI_VERSION;
+  t.name = "ext_npu";
+  t.help = "a test accelerator (ext_plugin)";
+  t.kernels = npu_kernels;
+  t.num_kernels = 3;
+  if (host->target_register(&t, 0) != 0) return -1;
+
+  static const char *const fc[] = {"fc", "fc_int8"};
+  GPPassInfo info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  info.abi_version = GP_ABI_VERSION;
+  info.name = "ExtFcFuse";
+  info.kind = GP_PASS_TRANSFORM;
+  info.func = copy_module;
+  info.help = "needs kernels fc and fc_int8 (test plugin)";
+  info.kernels = fc;
+  info.num_kernels = 2;
+  if (host->pass_register(&info, 0) != 0) return -1;
+
+  memset(&info, 0, sizeof info);
+  info.struct_size = GP_STRUCT_SIZE(GPPassInfo, help); /* as a 1.1 plugin fills it */
+  info.abi_version = (uint32_t)(GP_ABI_VERSION_MAJOR << 16 | 1);
+  info.name = "ExtOldMinor";
+  info.kind = GP_PASS_TRANSFORM;
+  info.func = copy_module;
+  info.help = "registered with a 1.1 GPPassInfo (test plugin)";
+  memset((char *)&info + info.struct_size, 0xab, sizeof info - info.struct_size); /* not ours */
+  return host->pass_register(&info, 0);
+}
+
 static int ext_initialize(const GPHostAPI *h) {
   /* A plugin checks that the host table has every field it uses. */
   if (!h || GP_ABI_MAJOR_OF(h->abi_version) != GP_ABI_VERSION_MAJOR ||
@@ -98,6 +156,7 @@ static int ext_initialize(const GPHostAPI *h) {
   info.func = count_calls;
   info.help = "count the call nodes of the module (test plugin)";
   if (host->pass_register(&info, 0) != 0) return -1;
+  if (register_targets_and_kernels() != 0) return -1;
   if (getenv("GP_EXT_PLUGIN_FAIL_INIT")) {
     host->error_set(GP_ERR_VALUE, "ext_plugin: asked to fail (GP_EXT_PLUGIN_FAIL_INIT)");
     return -1;
