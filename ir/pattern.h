@@ -82,6 +82,8 @@ GPPatternTable *gp_pattern_table_read(const char *path);
 GPPatternTable *gp_pattern_table_parse(const char *text, size_t len, const char *source);
 int gp_pattern_table_register(const char *name, GPPatternTable *table, int allow_override);
 GPPatternTable *gp_pattern_table_get(const char *name);
+/* Remove the tables a plugin registered (the loader, at unload and on a failed initialize). */
+void gp_pattern_tables_unregister_origin(const char *origin);
 void gp_pattern_tables_shutdown(void);
 
 #endif

@@ -2,6 +2,7 @@
  * loader.c -- loading plugins (see plugin.h).
  */
 #include "plugin.h"
+#include "../ir/pattern.h"
 
 #include "../registry/registry.h"
 
@@ -45,10 +46,11 @@ static void lock(void) {
 
 static void unlock(void) { pthread_mutex_unlock(&g_mu); }
 
-/* Unregister every pass and target whose origin is `origin`.  Leaves the error slot as it
+/* Unregister every pass, target and pattern table whose origin is `origin`.  Leaves the error slot as it
  * was. */
 static void unregister_origin(const char *origin) {
   gp_targets_unregister_origin(origin);
+  gp_pattern_tables_unregister_origin(origin);
   GPPassEntry **list = NULL;
   size_t n = gp_pass_list(&list);
   GPVec names = {0};

@@ -8,6 +8,8 @@
  *
  * The registry follows global_funcs.c: one rwlock; tables retained; a taken name is GP_ERR_VALUE
  * unless allow_override; NULL removes; get returns a new reference or NULL without an error.
+ * Each table records the plugin that registered it, and goes when that plugin is unloaded or
+ * fails its initialize (plugin/loader.c), whether or not its finalize removes it.
  */
 #include "../ir/pattern.h"
 #include "registry.h"
@@ -197,8 +199,20 @@ GPPatternTable *gp_pattern_table_read(const char *path) {
 
 /* ---- the registry */
 
+typedef struct TEnt {
+  GPPatternTable *table; /* one reference */
+  char *origin;          /* the registering plugin, or "host" */
+} TEnt;
+
 static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
-static GPStrMap g_tables; /* name -> GPPatternTable* (one reference each) */
+static GPStrMap g_tables; /* name -> TEnt* */
+
+static void tent_free(TEnt *e) {
+  if (!e) return;
+  gp_release(e->table);
+  gp_free(e->origin);
+  gp_free(e);
+}
 
 int gp_pattern_table_register(const char *name, GPPatternTable *table, int allow_override) {
   if (!name_ok(name)) {
@@ -210,7 +224,12 @@ int gp_pattern_table_register(const char *name, GPPatternTable *table, int allow
     gp_error_set(GP_ERR_TYPE, "pattern_table_register: '%s': not a pattern table", name);
     return -1;
   }
-  GPPatternTable *old = NULL;
+  TEnt *old = NULL, *neu = NULL;
+  if (table) {
+    neu = gp_malloc(sizeof *neu);
+    neu->table = gp_retain(table);
+    neu->origin = gp_strdup(gp_registry_origin());
+  }
   int rc = 0;
   pthread_rwlock_wrlock(&g_lock);
   if (!table) {
@@ -220,10 +239,12 @@ int gp_pattern_table_register(const char *name, GPPatternTable *table, int allow
     rc = -2;
   } else {
     old = gp_strmap_remove(&g_tables, name);
-    gp_strmap_put(&g_tables, name, gp_retain(table));
+    gp_strmap_put(&g_tables, name, neu);
+    neu = NULL;
   }
   pthread_rwlock_unlock(&g_lock);
-  gp_release(old);
+  tent_free(old);
+  tent_free(neu);
   if (rc == -1)
     gp_error_set(GP_ERR_NOT_FOUND, "pattern_table_register: cannot remove '%s': no pattern table has that name", name);
   if (rc == -2)
@@ -235,10 +256,28 @@ int gp_pattern_table_register(const char *name, GPPatternTable *table, int allow
 GPPatternTable *gp_pattern_table_get(const char *name) {
   if (!name) return NULL;
   pthread_rwlock_rdlock(&g_lock);
-  GPPatternTable *t = gp_strmap_get(&g_tables, name);
-  gp_retain(t);
+  TEnt *e = gp_strmap_get(&g_tables, name);
+  GPPatternTable *t = e ? gp_retain(e->table) : NULL;
   pthread_rwlock_unlock(&g_lock);
   return t;
+}
+
+void gp_pattern_tables_unregister_origin(const char *origin) {
+  GPVec dead = {0};
+  pthread_rwlock_wrlock(&g_lock);
+  for (size_t i = 0; i < g_tables.cap; i++) {
+    if (!g_tables.keys || !g_tables.keys[i]) continue;
+    TEnt *e = g_tables.vals[i];
+    if (strcmp(e->origin, origin) == 0) gp_vec_push(&dead, gp_strdup(g_tables.keys[i]));
+  }
+  for (size_t i = 0; i < dead.len; i++) {
+    TEnt *e = gp_strmap_remove(&g_tables, dead.items[i]);
+    gp_free(dead.items[i]);
+    dead.items[i] = e;
+  }
+  pthread_rwlock_unlock(&g_lock);
+  for (size_t i = 0; i < dead.len; i++) tent_free(dead.items[i]);
+  gp_vec_free(&dead);
 }
 
 void gp_pattern_tables_shutdown(void) {
@@ -247,6 +286,6 @@ void gp_pattern_tables_shutdown(void) {
   g_tables = (GPStrMap){0};
   pthread_rwlock_unlock(&g_lock);
   for (size_t i = 0; i < all.cap; i++)
-    if (all.keys && all.keys[i]) gp_release(all.vals[i]);
+    if (all.keys && all.keys[i]) tent_free(all.vals[i]);
   gp_strmap_free(&all);
 }

@@ -536,3 +536,15 @@ Test(pattern_plugin, rewrites_and_tables_through_the_abi) {
   gp_plugins_unload_all();
   cr_assert_null(gp_pattern_table_get("ext.activations"), "the plugin removed its table when unloaded");
 }
+
+Test(pattern_plugin, its_tables_go_with_it_without_finalize) {
+  setenv("GP_PATTERN_PLUGIN_KEEP_TABLE", "1", 1);
+  char *path = th_path("tests/plugins/libpattern_plugin.so");
+  cr_assert_eq(gp_plugin_load(path), 0, "%s", gp_error_message());
+  gp_free(path);
+  GPPatternTable *t = gp_pattern_table_get("ext.activations");
+  cr_assert_not_null(t);
+  gp_release(t); /* the registry's reference is the last one */
+  gp_plugins_unload_all();
+  cr_assert_null(gp_pattern_table_get("ext.activations"));
+}
