@@ -1,5 +1,5 @@
-/* bench_patterns.c -- MergeComposite with a three-pattern table (TVM DNNL-style: conv2d +
- * batch_norm + relu, conv2d + batch_norm, add + relu) on the ONNX light models and on
+/* bench_patterns.c -- MergeComposite with a three-pattern table (TVM DNNL-style: conv2d
+ * [+ bias_add] + batch_norm + relu, conv2d [+ bias_add] + batch_norm, add + relu) on the ONNX light models and on
  * bench_synth's CNN-like graphs of about 10k, 100k and 1M op calls.
  *
  * The pass function is called directly on the typed module (bench_util.h), so a figure is the
@@ -20,8 +20,8 @@
 
 static const char *const kNames[3] = {"conv2d_bn_relu", "conv2d_bn", "add_relu"};
 static const char *const kPatterns[3] = {
-    "nn.relu(nn.batch_norm(nn.conv2d(_, _), _, _, _, _).0)",
-    "nn.batch_norm(nn.conv2d(_, _), _, _, _, _).0",
+    "nn.relu(nn.batch_norm(nn.bias_add?(nn.conv2d(_, _), _), _, _, _, _).0)",
+    "nn.batch_norm(nn.bias_add?(nn.conv2d(_, _), _), _, _, _, _).0",
     "nn.relu(add(_, _))",
 };
 

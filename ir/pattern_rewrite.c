@@ -14,6 +14,7 @@
  * Cost: the index, the in-degrees and the rebuild are linear; a selection walk costs one
  * kind/op test per node plus a match (bounded by the pattern) where that test passes. */
 #include "pattern.h"
+#include "../common/scratch.h"
 
 #include <assert.h>
 #include <string.h>
@@ -223,9 +224,9 @@ static GPExpr *rebuild(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GP
 
 static void driver_free(Driver *d) {
   gp_ni_free(&d->ni);
-  gp_free(d->indeg);
-  gp_free(d->claim);
-  gp_free(d->skip);
+  gp_scratch_free(d->indeg);
+  gp_scratch_free(d->claim);
+  gp_scratch_free(d->skip);
   gp_free(d->recs);
   gp_free(d->ids);
   gp_free(d->scratch);
@@ -260,9 +261,9 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
   Driver d = {.spec = spec};
   if (gp_ni_build(&d.ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
   size_t n = d.ni.n;
-  d.indeg = gp_calloc(n ? n : 1, sizeof *d.indeg);
-  d.claim = gp_calloc(n ? n : 1, sizeof *d.claim);
-  d.skip = gp_calloc(n ? n : 1, 1);
+  d.indeg = gp_scratch_zalloc(n ? n : 1, sizeof *d.indeg);
+  d.claim = gp_scratch_zalloc(n ? n : 1, sizeof *d.claim);
+  d.skip = gp_scratch_zalloc(n ? n : 1, 1);
   for (size_t i = 0; i < (size_t)d.ni.kid_off[n]; i++) d.indeg[d.ni.kids[i]]++;
   mark_sealed(&d);
   for (int32_t k = 0; k < spec->num_patterns; k++) {

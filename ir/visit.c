@@ -1,6 +1,7 @@
 /* visit.c -- the node index (a dense post-order numbering with child ids), the iterative
  * post-order and the rewriter built on it. */
 #include "ir.h"
+#include "../common/scratch.h"
 
 #include <string.h>
 
@@ -37,19 +38,21 @@ static void sh_grow(Shared *s) {
   s->cap = ocap ? ocap * 2 : 256;
   s->shift = 64;
   for (size_t c = s->cap; c > 1; c >>= 1) s->shift--;
-  s->tab = gp_calloc(s->cap, sizeof *s->tab);
+  s->tab = gp_scratch_zalloc(s->cap, sizeof *s->tab);
   for (size_t i = 0; i < ocap; i++)
     if (old[i].key) s->tab[sh_slot(s, old[i].key)] = old[i];
-  gp_free(old);
+  gp_scratch_free(old);
 }
 
+/* 24 bytes: a chain of n nodes holds n frames at its deepest. */
 typedef struct {
   GPExpr *e;
-  int32_t next, count;
-  size_t base;   /* this node's child ids in `entry_kids` (child order) */
-  size_t shslot; /* unused unless shared */
-  bool shared;
+  size_t base;     /* this node's child ids in `ekids` (child order) */
+  int32_t next;
+  uint32_t count;  /* children, and FRAME_SHARED when the node went into the shared table */
 } Frame;
+#define FRAME_SHARED 0x80000000u
+#define FRAME_COUNT(f) ((int32_t)((f)->count & ~FRAME_SHARED))
 
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   memset(ni, 0, sizeof *ni);
@@ -59,25 +62,26 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   }
   Shared sh = {0};
   size_t fcap = 256, ncap = 1024, kcap = 1024, klen = 0, nf = 0;
-  Frame *fr = gp_malloc(fcap * sizeof *fr);
-  GPExpr **nodes = gp_malloc(ncap * sizeof *nodes);
-  int32_t *ekids = gp_malloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
-  size_t *ebase = gp_malloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
+  Frame *fr = gp_scratch_alloc(fcap * sizeof *fr);
+  GPExpr **nodes = gp_scratch_alloc(ncap * sizeof *nodes);
+  int32_t *ekids = gp_scratch_alloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
+  size_t *ebase = gp_scratch_alloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
   size_t n = 0;
   int rc = 0;
 #define ENTER(x, is_shared)                                                                      \
   do {                                                                                           \
     GPExpr *x_ = (x);                                                                            \
     int32_t c_ = gp_expr_num_children(x_);                                                       \
-    if (nf == fcap) fcap *= 2, fr = gp_realloc(fr, fcap * sizeof *fr);                           \
-    while (klen + (size_t)c_ > kcap) kcap *= 2, ekids = gp_realloc(ekids, kcap * sizeof *ekids); \
-    fr[nf++] = (Frame){x_, 0, c_, klen, 0, (is_shared)};                                         \
+    if (nf == fcap) fcap *= 2, fr = gp_scratch_realloc(fr, fcap * sizeof *fr);                   \
+    while (klen + (size_t)c_ > kcap)                                                             \
+      kcap *= 2, ekids = gp_scratch_realloc(ekids, kcap * sizeof *ekids);                        \
+    fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u)};           \
     klen += (size_t)c_;                                                                          \
   } while (0)
   ENTER(root, false); /* a DAG: the root is never met again below itself */
   while (nf) {
     Frame *f = &fr[nf - 1];
-    if (f->next < f->count) {
+    if (f->next < FRAME_COUNT(f)) {
       int32_t pos = visit_pos(f->e, f->next++, flags);
       GPExpr *c = gp_expr_child_at(f->e, pos);
       size_t at = f->base + (size_t)pos;
@@ -107,13 +111,13 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }
     if (n == ncap) {
       ncap *= 2;
-      nodes = gp_realloc(nodes, ncap * sizeof *nodes);
-      ebase = gp_realloc(ebase, ncap * sizeof *ebase);
+      nodes = gp_scratch_realloc(nodes, ncap * sizeof *nodes);
+      ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);
     }
     int32_t id = (int32_t)n;
     nodes[n] = f->e;
     ebase[n++] = f->base;
-    if (f->shared) sh.tab[sh_slot(&sh, f->e)].id = id;
+    if (f->count & FRAME_SHARED) sh.tab[sh_slot(&sh, f->e)].id = id;
     nf--;
     if (nf) {
       Frame *p = &fr[nf - 1];
@@ -122,12 +126,12 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }
   }
 #undef ENTER
-  gp_free(fr);
-  gp_free(sh.tab);
+  gp_scratch_free(fr);
+  gp_scratch_free(sh.tab);
   if (rc == 0) {
     /* CSR in id order */
-    ni->kid_off = gp_malloc((n + 1) * sizeof(int32_t));
-    ni->kids = gp_malloc((klen ? klen : 1) * sizeof(int32_t));
+    ni->kid_off = gp_scratch_alloc((n + 1) * sizeof(int32_t));
+    ni->kids = gp_scratch_alloc((klen ? klen : 1) * sizeof(int32_t));
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
       ni->kid_off[i] = (int32_t)m;
@@ -139,17 +143,17 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     ni->nodes = nodes;
     ni->n = n;
   } else {
-    gp_free(nodes);
+    gp_scratch_free(nodes);
   }
-  gp_free(ekids);
-  gp_free(ebase);
+  gp_scratch_free(ekids);
+  gp_scratch_free(ebase);
   return rc;
 }
 
 void gp_ni_free(GPNodeIndex *ni) {
-  gp_free(ni->nodes);
-  gp_free(ni->kid_off);
-  gp_free(ni->kids);
+  gp_scratch_free(ni->nodes);
+  gp_scratch_free(ni->kid_off);
+  gp_scratch_free(ni->kids);
   memset(ni, 0, sizeof *ni);
 }
 
@@ -158,9 +162,9 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
   *count = 0;
   GPNodeIndex ni;
   if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return -1;
-  *out = ni.nodes;
+  *out = gp_malloc((ni.n ? ni.n : 1) * sizeof **out); /* the caller frees it with gp_free */
+  memcpy(*out, ni.nodes, ni.n * sizeof **out);
   *count = ni.n;
-  ni.nodes = NULL;
   gp_ni_free(&ni);
   return 0;
 }
@@ -182,7 +186,7 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
 
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) {
   size_t n = ni->n;
-  GPExpr **res = gp_calloc(n ? n : 1, sizeof *res); /* id -> rewrite (owned) */
+  GPExpr **res = gp_scratch_zalloc(n ? n : 1, sizeof *res); /* id -> rewrite (owned) */
   GPExpr *kids_small[16];
   GPExpr *result = NULL;
   bool failed = false;
@@ -219,7 +223,7 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
   }
   if (!failed && n) result = gp_retain(res[n - 1]);
   for (size_t i = 0; i < n; i++) gp_release(res[i]);
-  gp_free(res);
+  gp_scratch_free(res);
   return result;
 }
 

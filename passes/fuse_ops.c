@@ -55,12 +55,12 @@
 enum { P_ELEM = 0, P_BCAST = 1, P_INJ = 2, P_REDUCE = 3, P_OUTEW = 4, P_TUPLE = 7, P_OPAQUE = 8 };
 #define NO_EDGE 0xFFu
 
-/* Arrays and scratch: std_buf_* (passes.h), so the large per-node arrays of a big graph are
+/* Arrays and scratch: gp_scratch_* (passes.h), so the large per-node arrays of a big graph are
  * mappings of their own; every block below is released with xfree. */
-static inline void *xmalloc(size_t n) { return std_buf_alloc(n); }
-static inline void *xcalloc(size_t n, size_t size) { return std_buf_zalloc(n, size); }
-static inline void *xrealloc(void *p, size_t n) { return std_buf_realloc(p, n); }
-static inline void xfree(void *p) { std_buf_free(p); }
+static inline void *xmalloc(size_t n) { return gp_scratch_alloc(n); }
+static inline void *xcalloc(size_t n, size_t size) { return gp_scratch_zalloc(n, size); }
+static inline void *xrealloc(void *p, size_t n) { return gp_scratch_realloc(p, n); }
+static inline void xfree(void *p) { gp_scratch_free(p); }
 
 static inline uint8_t pmax(uint8_t a, uint8_t b) { return a > b ? a : b; }
 

@@ -8,6 +8,7 @@
 #define GP_PASSES_H
 
 #include "graphpass.h"
+#include "../common/scratch.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,18 +20,9 @@ extern const GPHostAPI *gp_std_host;
 
 /* ---- support.c: what every pass needs */
 
-/* Buffers for the passes' arrays and tables (abort on out of memory; free with std_buf_free
- * only).  Below 1 KiB a block comes from malloc; from 1 KiB it is a mapping (mmap/mremap,
- * reused through a small per-thread cache): a request of 1 KiB or more then never makes glibc
- * consolidate the many small blocks an earlier pass freed (a cache miss each on a big graph),
- * and growing a large array moves page tables instead of copying bytes.  See support.c.
- * std_buf_zalloc(n, size) is zeroed. */
-void *std_buf_alloc(size_t n);
-void *std_buf_zalloc(size_t n, size_t size);
-void *std_buf_realloc(void *p, size_t n);
-void std_buf_free(void *p);
+/* Buffers for the passes' arrays and tables: common/scratch.h (gp_scratch_*). */
 
-/* Pointer-keyed open-addressing map (plugin-local; slots from std_buf_zalloc). */
+/* Pointer-keyed open-addressing map (plugin-local; slots from gp_scratch_zalloc). */
 typedef struct PMapSlot {
   const void *key;
   void *val;

@@ -21,6 +21,8 @@ PROTO = 'frontend/onnx/onnx.proto'
 GEN_C = 'build/gen/frontend/onnx/onnx.pb-c.c'
 GEN_H = 'build/gen/frontend/onnx/onnx.pb-c.h'
 STD_PLUGIN = g('passes/*.c', 'plugin/std_plugin.c')
+# compiled once per variant, linked into the host library and the standard plugin alike
+COMMON = g('common/*.c')
 CLI = g('cli/*.c')
 TESTS = g('tests/test_*.c')
 TEST_PLUGINS = g('tests/plugins/*.c')
@@ -88,13 +90,14 @@ for name, d, cc, vflags, vld in VARIANTS:
         w('  cc = %s' % cc)
         w('  vflags = %s %s' % (vflags, extra))
         return o
-    core_objs = [c(s) for s in CORE + [GEN_C]]
+    common_objs = [c(s) for s in COMMON]
+    core_objs = [c(s) for s in CORE + [GEN_C]] + common_objs
     w('build %s/lib/libgraphpass_core.a: ar %s' % (d, ' '.join(core_objs)))
     w('build %s/lib/libgraphpass.so: so %s' % (d, ' '.join(core_objs)))
     w('  cc = %s' % cc)
     w('  vldflags = %s -Wl,-soname,libgraphpass.so -Wl,--no-undefined' % vld)
     w('  solibs = $libs')
-    std_objs = [c(s) for s in STD_PLUGIN]
+    std_objs = [c(s) for s in STD_PLUGIN] + common_objs
     w('build %s/plugins/libgp_std.so: so %s' % (d, ' '.join(std_objs)))
     w('  cc = %s' % cc)
     w('  vldflags = %s' % vld)

@@ -10,7 +10,7 @@ out=build/tsan
 mkdir -p $out/obj
 flags="-std=c11 -g -O1 -D_GNU_SOURCE -pthread -fsanitize=thread -Iabi -I."
 objs=""
-for f in ir/*.c ir/ops/*.c registry/*.c eval/*.c; do
+for f in common/*.c ir/*.c ir/ops/*.c registry/*.c eval/*.c; do
   o=$out/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
   gcc $flags -c "$f" -o "$o"
   objs="$objs $o"
