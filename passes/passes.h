@@ -93,5 +93,10 @@ int std_register_simplify_inference(void);
 int std_register_canonicalize_ops(void);
 int std_register_canonicalize_cast(void);
 int std_register_merge_composite(void);
+/* Paddle Lite's fusions (pattern_pass.h) */
+int std_register_fc_fuse(void);
+int std_register_conv_bn_fuse(void);
+int std_register_conv_elementwise_fuse(void);
+int std_register_conv_activation_fuse(void);
 
 #endif
