@@ -20,6 +20,7 @@ typedef struct Merge {
   const char *source;
   int64_t *counts;    /* per entry */
   int32_t *graphs;    /* per entry: composites made so far (FunctionVar_<g>_<i>) */
+  bool untyped;       /* a composite was built without types: re-type the result */
 } Merge;
 
 /* The entry's check function on the match's root (input graph): TVM's `check`. */
@@ -53,7 +54,7 @@ static int merge_check(void *user, const GPMatch *m) {
 static GPExpr *merge_rewrite(void *user, const GPMatch *m) {
   Merge *mg = user;
   const GPPatternEntry *en = &mg->table->entries[m->pattern_index];
-  GPExpr *result = pp_make_composite(m, en->name, mg->graphs[m->pattern_index]++);
+  GPExpr *result = pp_make_composite(m, en->name, mg->graphs[m->pattern_index]++, &mg->untyped);
   if (result) {
     mg->counts[m->pattern_index]++;
   } else {
@@ -112,7 +113,7 @@ static int merge_composite(void *self, const GPAny *args, int32_t nargs, GPAny *
   mg.counts = H->alloc(sizeof(int64_t) * (size_t)(table->n ? table->n : 1));
   mg.graphs = H->alloc(sizeof(int32_t) * (size_t)(table->n ? table->n : 1));
   for (int32_t i = 0; i < table->n; i++) mg.counts[i] = mg.graphs[i] = 0;
-  GPModule *out = std_function_pass(mod, merge_function, &mg);
+  GPModule *out = std_function_pass_typed(mod, merge_function, &mg, &mg.untyped);
   if (out) {
     int64_t total = 0;
     char buf[400];

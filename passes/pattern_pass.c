@@ -24,6 +24,7 @@ static GPExpr *pp_rewrite(void *user, const GPMatch *m) {
   const PPRule *rule = &r->rules[m->pattern_index];
   GPExpr *out = rule->rewrite(r, m);
   if (out) r->made[m->pattern_index]++;
+  if (rule->rewrite != pp_composite) r->untyped = true; /* the driver types only its top node */
   return out;
 }
 
@@ -57,7 +58,7 @@ int pp_run(const char *pass, const PPRule *rules, int32_t n, void *user, const G
     if (!(pats[i] = H->pattern_compile(rules[i].pattern, src, 1, 1))) goto done;
   }
   PPFunc f = {.run = &r, .pats = (const GPPattern *const *)pats};
-  out = std_function_pass(mod, pp_function, &f);
+  out = std_function_pass_typed(mod, pp_function, &f, &r.untyped);
   if (out) {
     int64_t total = 0;
     char buf[400];
@@ -160,12 +161,12 @@ static void pattern_name(const GPMatch *m, char *buf, size_t cap) {
 }
 
 GPExpr *pp_composite(PPRun *r, const GPMatch *m) {
-  GPExpr *result = pp_make_composite(m, r->rules[m->pattern_index].name, r->graphs[m->pattern_index]++);
+  GPExpr *result = pp_make_composite(m, r->rules[m->pattern_index].name, r->graphs[m->pattern_index]++, &r->untyped);
   if (!result) pp_fail(r, m, "building the composite failed");
   return result;
 }
 
-GPExpr *pp_make_composite(const GPMatch *m, const char *composite, int32_t g) {
+GPExpr *pp_make_composite(const GPMatch *m, const char *composite, int32_t g, bool *untyped) {
   int32_t ni = m->num_inputs, nn = m->num_nodes, np = 0;
   GPVar **params = gp_scratch_zalloc((size_t)(ni ? ni : 1), sizeof(GPVar *));
   GPExpr **made = gp_scratch_zalloc((size_t)(nn ? nn : 1), sizeof(GPExpr *));
@@ -174,6 +175,7 @@ GPExpr *pp_make_composite(const GPMatch *m, const char *composite, int32_t g) {
     char name[64];
     snprintf(name, sizeof name, "FunctionVar_%d_%d", (int)g, (int)np);
     if (!(params[np] = H->var_new(name, m->inputs[np]->checked_type))) goto out;
+    params[np]->base.checked_type = m->inputs[np]->checked_type; /* as InferType types a var */
   }
   /* the interior, descendants first (reverse pre-order); a node listed twice is built once */
   for (int32_t i = nn - 1; i >= 0; i--) {
@@ -204,6 +206,9 @@ GPExpr *pp_make_composite(const GPMatch *m, const char *composite, int32_t g) {
     else H->error_set(GP_ERR_INTERNAL, "unexpected %s in a match", std_kind_name(ekind(u)));
     if (kids != small) gp_scratch_free(kids);
     if (!made[i]) goto out;
+    /* Each new node computes what u computes, on parameters of its inputs' types: u's type
+     * (the nodes are ours alone until returned). */
+    made[i]->checked_type = u->checked_type;
   }
   {
     char pname[1024];
@@ -212,9 +217,17 @@ GPExpr *pp_make_composite(const GPMatch *m, const char *composite, int32_t g) {
     GPAttrValue vals[2] = {{.kind = GP_ATTR_STR, .s = pname},
                            {.kind = GP_ATTR_STR, .s = composite}};
     GPAttrs *attrs = H->attrs_new(2, keys, vals);
-    GPFunctionExpr *fn = attrs ? H->function_new(np, params, made[0], NULL, attrs) : NULL;
+    /* the return type as InferType annotates it */
+    GPFunctionExpr *fn = attrs ? H->function_new(np, params, made[0], made[0]->checked_type, attrs) : NULL;
     gp_release(attrs);
+    bool typed = fn && made[0]->checked_type;
+    const GPType *small_t[16], **pt = np > 16 ? gp_scratch_alloc(sizeof(GPType *) * (size_t)np) : small_t;
+    for (int32_t i = 0; typed && i < np; i++) typed = (pt[i] = params[i]->base.checked_type) != NULL;
+    if (typed) fn->base.checked_type = H->type_func(np, pt, made[0]->checked_type);
+    if (pt != small_t) gp_scratch_free(pt);
     if (fn) result = (GPExpr *)H->call_new(&fn->base, ni, m->inputs, NULL);
+    if (result && typed && fn->base.checked_type) result->checked_type = m->root->checked_type;
+    if (untyped && (!result || !result->checked_type)) *untyped = true;
     gp_release(fn);
   }
 out:

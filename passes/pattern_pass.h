@@ -40,6 +40,7 @@ struct PPRun {
   int64_t made[PP_MAX_RULES];
   int32_t graphs[PP_MAX_RULES]; /* composites made per rule (FunctionVar_<g>_<i>) */
   int64_t declined;
+  bool untyped;        /* a rewrite left nodes without types: re-type the result */
   SBOps ops;
 };
 
@@ -62,8 +63,9 @@ void pp_fail(PPRun *r, const GPMatch *m, const char *fmt, ...) __attribute__((fo
  * parameters are the match's inputs (MergeComposite's form). */
 GPExpr *pp_composite(PPRun *r, const GPMatch *m);
 /* The same for any caller (MergeComposite): Composite="<name>", parameters FunctionVar_<g>_<i>.
- * A new reference, or NULL + error. */
-GPExpr *pp_make_composite(const GPMatch *m, const char *name, int32_t g);
+ * A new reference, or NULL + error.  Every node it builds carries the type InferType would give
+ * it when the match's nodes are typed; otherwise *untyped is set (untyped may be NULL). */
+GPExpr *pp_make_composite(const GPMatch *m, const char *name, int32_t g, bool *untyped);
 
 /* Attributes of a call (NULL / dflt when absent or of another kind). */
 const GPAttrValue *pp_attr(const GPExpr *call, const char *key);

@@ -548,3 +548,33 @@ Test(pattern_plugin, its_tables_go_with_it_without_finalize) {
   gp_plugins_unload_all();
   cr_assert_null(gp_pattern_table_get("ext.activations"));
 }
+
+/* The composites carry the types InferType gives them (MergeComposite skips the re-typing):
+ * the output printed with types equals its own text re-parsed and typed afresh. */
+Test(merge_composite, composites_are_typed_as_infer_types_them) {
+  static const char *const names[] = {"mc_chain", "mc_capture", "mc_alt_opt", "mc_attr_type", "mc_tuple_const",
+                                      "mc_refuse"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char before[256], pipe[300];
+    snprintf(before, sizeof before, PDATA "%s.before.relay", names[i]);
+    snprintf(pipe, sizeof pipe, "MergeComposite{file=" PDATA "%s.pat}", names[i]);
+    GPModule *in = th_parse_file(before);
+    GPModule *out = run(in, pipe);
+    cr_assert(out, "%s", gp_error_message());
+    char *typed = gp_print(out, GP_PRINT_TYPES | GP_PRINT_METADATA);
+    char *plain = gp_print(out, GP_PRINT_METADATA);
+    GPModule *re = gp_parse(plain, strlen(plain), "re.relay");
+    cr_assert(re, "%s", gp_error_message());
+    GPModule *fresh = gp_infer_types(re);
+    cr_assert(fresh, "%s", gp_error_message());
+    char *want = gp_print(fresh, GP_PRINT_TYPES | GP_PRINT_METADATA);
+    cr_assert_str_eq(typed, want, "%s", names[i]);
+    gp_free(typed);
+    gp_free(plain);
+    gp_free(want);
+    gp_release(fresh);
+    gp_release(re);
+    gp_release(out);
+    gp_release(in);
+  }
+}
