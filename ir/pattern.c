@@ -166,7 +166,7 @@ static void pp_set_kids(PP *P, int32_t node, int32_t nk, const int32_t *k) {
     while ((size_t)(P->nkids + nk) > P->ncap_kids) P->ncap_kids = P->ncap_kids ? P->ncap_kids * 2 : 16;
     pt->kids = gp_realloc(pt->kids, P->ncap_kids * sizeof *pt->kids);
   }
-  memcpy(pt->kids + P->nkids, k, (size_t)nk * sizeof *k);
+  if (nk) memcpy(pt->kids + P->nkids, k, (size_t)nk * sizeof *k);
   pt->nodes[node].kid0 = P->nkids;
   pt->nodes[node].nkids = nk;
   P->nkids += nk;
@@ -939,9 +939,9 @@ int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out) {
     size_t nn = m.nodes.len, ni = m.inputs.len, nc = (size_t)p->num_captures;
     GPMatch *r = gp_calloc(1, sizeof *r + (nn + ni + nc) * sizeof(GPExpr *));
     GPExpr **arr = (GPExpr **)(r + 1);
-    memcpy(arr, m.nodes.items, nn * sizeof *arr);
-    memcpy(arr + nn, m.inputs.items, ni * sizeof *arr);
-    memcpy(arr + nn + ni, m.caps, nc * sizeof *arr);
+    if (nn) memcpy(arr, m.nodes.items, nn * sizeof *arr);
+    if (ni) memcpy(arr + nn, m.inputs.items, ni * sizeof *arr);
+    if (nc) memcpy(arr + nn + ni, m.caps, nc * sizeof *arr);
     r->struct_size = sizeof *r;
     r->abi_version = GP_ABI_VERSION;
     r->pattern = p;

@@ -578,3 +578,53 @@ Test(merge_composite, composites_are_typed_as_infer_types_them) {
     gp_release(in);
   }
 }
+
+/* Token soup: every string compiles or fails with a located parse error, never crashes (run
+ * under ASan/UBSan too); what compiles is matched at every node of a graph. */
+Test(pattern_lang, random_token_soup, .timeout = 60) {
+  static const char *const toks[] = {"nn.relu", "nn.conv2d", "add", "(", ")", "(", ")", ",", ",", "_", "const",
+                                     "var", "%a", "%b", "%a=", "|", "?", ".0", ".1", ":", "Tensor[(1, ?), float32]",
+                                     "{", "}", "padding=[1, 1, 1, 1]", "axis=1", "=", "\"NCHW\"", "#c\n", " ", "\n",
+                                     "split", "concatenate", "1.5f", "-3", "[", "]", "True", "None", "float32", "@",
+                                     "\"", "nn.bias_add?"};
+  Prog g = prog(k_graph);
+  GPExpr **nodes;
+  size_t nn;
+  cr_assert_eq(gp_post_order(g.body, &nodes, &nn), 0);
+  uint64_t x = 88172645463325252ull;
+  int compiled = 0;
+  for (int it = 0; it < 20000; it++) {
+    GPBuf b = {0};
+    gp_buf_puts(&b, "");
+    int len = 1 + (int)(it % 12);
+    for (int k = 0; k < len; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      gp_buf_puts(&b, toks[x % (sizeof toks / sizeof toks[0])]);
+    }
+    gp_error_clear();
+    GPPattern *p = gp_pattern_compile(b.data, "soup", 1, 1);
+    if (!p) {
+      cr_assert_eq(gp_error_kind(), GP_ERR_PARSE, "'%s': %s", b.data, gp_error_message());
+      cr_assert(strncmp(gp_error_message(), "soup:1:", 7) == 0 || strncmp(gp_error_message(), "soup:2:", 7) == 0 ||
+                    strstr(gp_error_message(), "soup:"),
+                "'%s': %s", b.data, gp_error_message());
+    } else {
+      compiled++;
+      for (size_t i = 0; i < nn; i++) {
+        GPMatch *m = NULL;
+        int r = gp_pattern_match(p, nodes[i], &m);
+        cr_assert_geq(r, 0);
+        if (r) {
+          cr_assert_eq(m->root, nodes[i]);
+          cr_assert_geq(m->num_nodes + m->num_inputs, 1);
+          gp_free(m);
+        }
+      }
+      gp_release(p);
+    }
+    gp_buf_free(&b);
+  }
+  cr_assert_gt(compiled, 100, "the soup compiled too rarely to exercise the matcher (%d)", compiled);
+  gp_free(nodes);
+  gp_release(g.mod);
+}
