@@ -52,26 +52,7 @@ int report(int code) {
 }
 
 /* Read a whole file ('-' = stdin) into a NUL-terminated buffer. */
-char *read_file(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) {
-    gp_error_set(GP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    return NULL;
-  }
-  GPBuf b = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) gp_buf_put(&b, chunk, n);
-  bool err = ferror(f);
-  if (f != stdin) fclose(f);
-  if (err) {
-    gp_buf_free(&b);
-    gp_error_set(GP_ERR_IO, "%s: read error", path);
-    return NULL;
-  }
-  *len = b.len;
-  return gp_buf_take(&b);
-}
+char *read_file(const char *path, size_t *len) { return gp_read_file(path, len); }
 
 int load_plugins(const PluginOpts *o) {
   if (!o->no_default_plugins) {

@@ -276,24 +276,11 @@ GPTensor *gp_npy_parse(const void *data, size_t len, const char *path) {
 }
 
 GPTensor *gp_npy_read(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    gp_error_set(GP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    return NULL;
-  }
-  GPBuf b = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) gp_buf_put(&b, chunk, n);
-  bool err = ferror(f);
-  fclose(f);
-  if (err) {
-    gp_buf_free(&b);
-    gp_error_set(GP_ERR_IO, "%s: read error", path);
-    return NULL;
-  }
-  GPTensor *t = gp_npy_parse(b.data ? b.data : "", b.len, path);
-  gp_buf_free(&b);
+  size_t len;
+  char *data = gp_read_file(path, &len);
+  if (!data) return NULL;
+  GPTensor *t = gp_npy_parse(data, len, path);
+  gp_free(data);
   return t;
 }
 

@@ -44,6 +44,9 @@ void gp_buf_put(GPBuf *b, const char *s, size_t n);
 void gp_buf_puts(GPBuf *b, const char *s);
 void gp_buf_printf(GPBuf *b, const char *fmt, ...) GP_FMT(2, 3);
 char *gp_buf_take(GPBuf *b); /* returns data (never NULL), resets b */
+/* A whole file ('-': stdin), NUL-terminated (gp_free it), its length in *len; NULL + GP_ERR_IO
+ * "<path>: cannot open: <why>" / "<path>: read error". */
+char *gp_read_file(const char *path, size_t *len);
 void gp_buf_free(GPBuf *b);
 
 /* Growable array of pointers. */

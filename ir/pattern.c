@@ -505,6 +505,19 @@ static bool pp_type(PP *P, int32_t node) {
   return true;
 }
 
+/* Append v to a list that starts in a caller's small array and moves to the heap when full. */
+static int32_t *ids_push(int32_t *a, int32_t *small, int32_t *n, int32_t *cap, int32_t v) {
+  if (*n == *cap) {
+    *cap *= 2;
+    int32_t *g = gp_malloc((size_t)*cap * sizeof *g);
+    memcpy(g, a, (size_t)*n * sizeof *g);
+    if (a != small) gp_free(a);
+    a = g;
+  }
+  a[(*n)++] = v;
+  return a;
+}
+
 static int32_t pp_primary(PP *P) {
   pp_ws(P);
   const char *at = P->p;
@@ -545,14 +558,7 @@ static int32_t pp_primary(PP *P) {
       if (pp_peek(P, ')')) break; /* (a,) */
       int32_t k = pp_alt(P);
       if (k < 0) break;
-      if (nf == cap) {
-        cap *= 2;
-        int32_t *g = gp_malloc((size_t)cap * sizeof *g);
-        memcpy(g, f, (size_t)nf * sizeof *g);
-        if (f != small) gp_free(f);
-        f = g;
-      }
-      f[nf++] = k;
+      f = ids_push(f, small, &nf, &cap, k);
     }
     int32_t node = -1;
     if (!P->failed && pp_expect(P, ')', "',' or ')' closing the tuple")) {
@@ -601,14 +607,7 @@ static int32_t pp_primary(PP *P) {
     do {
       int32_t k = pp_alt(P);
       if (k < 0) break;
-      if (na == cap) {
-        cap *= 2;
-        int32_t *g = gp_malloc((size_t)cap * sizeof *g);
-        memcpy(g, a, (size_t)na * sizeof *g);
-        if (a != small) gp_free(a);
-        a = g;
-      }
-      a[na++] = k;
+      a = ids_push(a, small, &na, &cap, k);
     } while (pp_accept(P, ','));
     if (!P->failed) pp_expect(P, ')', "',' or ')' closing the call");
   }

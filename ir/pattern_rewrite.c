@@ -69,27 +69,18 @@ static void mark_sealed(Driver *d) {
   size_t sl = 0, sc = 0;
   for (size_t i = 0; i + 1 < n; i++) {
     if (d->skip[i] || !fn_is_sealed(d->ni.nodes[i])) continue;
-    d->skip[i] = 1;
-    int32_t nk = gp_expr_num_children(d->ni.nodes[i]);
-    for (int32_t k = 0; k < nk; k++) {
-      if (sl == sc) {
-        sc = sc ? sc * 2 : 64;
-        stack = gp_realloc(stack, sc * sizeof *stack);
-      }
-      stack[sl++] = gp_ni_kid(&d->ni, (int32_t)i, k);
-    }
+    stack = gp_realloc(stack, (sc = sc ? sc : 64) * sizeof *stack);
+    stack[sl++] = (int32_t)i;
     while (sl) {
       int32_t v = stack[--sl];
       if (d->skip[v]) continue;
       d->skip[v] = 1;
       int32_t vk = gp_expr_num_children(d->ni.nodes[v]);
-      for (int32_t k = 0; k < vk; k++) {
-        if (sl == sc) {
-          sc = sc ? sc * 2 : 64;
-          stack = gp_realloc(stack, sc * sizeof *stack);
-        }
-        stack[sl++] = gp_ni_kid(&d->ni, v, k);
+      if (sl + (size_t)vk > sc) {
+        while (sl + (size_t)vk > sc) sc *= 2;
+        stack = gp_realloc(stack, sc * sizeof *stack);
       }
+      for (int32_t k = 0; k < vk; k++) stack[sl++] = gp_ni_kid(&d->ni, v, k);
     }
   }
   gp_free(stack);

@@ -1,6 +1,7 @@
 /* util.c -- the one allocator, byte buffers, vectors, hash maps. */
 #include "ir.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,4 +270,25 @@ void gp_strmap_free(GPStrMap *m) {
   gp_free(m->keys);
   gp_free(m->vals);
   memset(m, 0, sizeof *m);
+}
+
+char *gp_read_file(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) {
+    gp_error_set(GP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  GPBuf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) gp_buf_put(&b, chunk, n);
+  bool err = ferror(f);
+  if (f != stdin) fclose(f);
+  if (err) {
+    gp_buf_free(&b);
+    gp_error_set(GP_ERR_IO, "%s: read error", path);
+    return NULL;
+  }
+  if (len) *len = b.len;
+  return gp_buf_take(&b);
 }

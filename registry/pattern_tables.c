@@ -171,29 +171,18 @@ GPPatternTable *gp_pattern_table_read(const char *path) {
     gp_error_set(GP_ERR_VALUE, "pattern_table_read: the path is NULL");
     return NULL;
   }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    gp_error_set(GP_ERR_IO, "cannot read pattern file '%s': %s", path, strerror(errno));
+  size_t len;
+  char *text = gp_read_file(path, &len);
+  if (!text) {
+    gp_error_prefix("cannot read the pattern file");
     return NULL;
   }
-  GPBuf b = {0};
-  char chunk[4096];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) gp_buf_put(&b, chunk, got);
-  bool err = ferror(f);
-  fclose(f);
-  if (err) {
-    gp_buf_free(&b);
-    gp_error_set(GP_ERR_IO, "cannot read pattern file '%s': read error", path);
-    return NULL;
-  }
-  if (b.len && memchr(b.data, 0, b.len)) {
-    gp_buf_free(&b);
+  GPPatternTable *t = NULL;
+  if (memchr(text, 0, len))
     gp_error_set(GP_ERR_PARSE, "%s: error: the file holds a NUL byte (not a pattern file)", path);
-    return NULL;
-  }
-  GPPatternTable *t = gp_pattern_table_parse(b.data ? b.data : "", b.len, path);
-  gp_buf_free(&b);
+  else
+    t = gp_pattern_table_parse(text, len, path);
+  gp_free(text);
   return t;
 }
 
