@@ -100,5 +100,8 @@ int std_register_eliminate_common_subexpr(void);
 int std_register_simplify_inference(void);
 int std_register_canonicalize_ops(void);
 int std_register_canonicalize_cast(void);
+int std_register_annotate_target(void);
+int std_register_merge_compiler_regions(void);
+int std_register_partition_graph(void);
 
 #endif

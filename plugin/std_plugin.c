@@ -17,7 +17,8 @@ static int std_initialize(const GPHostAPI *host) {
                                 std_register_fold_constant, std_register_legalize,
                                 std_register_eliminate_common_subexpr,
                                 std_register_simplify_inference, std_register_canonicalize_ops,
-                                std_register_canonicalize_cast};
+                                std_register_canonicalize_cast, std_register_annotate_target,
+                                std_register_merge_compiler_regions, std_register_partition_graph};
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i]() != 0) return -1;
   return H->opt_set_register("llvm", "default", default_llvm);
