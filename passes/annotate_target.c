@@ -16,8 +16,9 @@
  * target.
  *
  * A target is unknown (an error naming it and the config key) when no op of the module has an
- * attribute target.T (of any value), no composite function of the module is named T.*, and no
- * function relay.ext.T is registered (TVM's codegen hook).  An op attribute that is neither a
+ * attribute target.T (of any value), no composite function of the module is named T.*, no
+ * annotation of the module names T, and no function relay.ext.T is registered (TVM's codegen
+ * hook).  An op attribute that is neither a
  * bool nor a packed function, a predicate that fails or returns a non-bool are errors naming the
  * pass, the op, the attribute and the call (source:line:col).  Linear: one host rewrite per
  * function, a hash map from rewritten nodes to their targets, op attributes looked up once per op. */
@@ -54,7 +55,10 @@ typedef struct Annot {
 
 static int target_index(Annot *A, const char *name) {
   for (int32_t i = 0; i < A->nnames; i++)
-    if (strcmp(A->names[i], name) == 0) return i;
+    if (strcmp(A->names[i], name) == 0) {
+      if (i >= 1 && i <= A->ntargets) A->known[i] = true; /* met in an existing annotation */
+      return i;
+    }
   if (A->nnames >= (int32_t)(sizeof A->names / sizeof A->names[0])) return 0;
   A->names[A->nnames] = name; /* borrowed from an attrs object of the input, alive for the run */
   return A->nnames++;
@@ -237,7 +241,10 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   case GP_TI_CALL: {
     const GPCall *pc = (const GPCall *)rebuilt;
     int ann = byoc_ann(&A->ops, orig);
-    if (ann == 1) return gp_retain(rebuilt);
+    if (ann == 1) {
+      target_index(A, byoc_compiler(rebuilt));
+      return gp_retain(rebuilt);
+    }
     if (ann == 2) {
       GPExpr *in = pc->args[0];
       if (tgt_get(A, in) < 0) tgt_put(A, in, target_index(A, byoc_compiler(rebuilt)));
