@@ -43,13 +43,17 @@ GPExpr *byoc_annotate(const GPOp *op, GPExpr *x, const char *compiler);
 typedef struct ByocIndex {
   GPExpr **nodes; /* host array (H->free) */
   size_t n;
-  PMap at; /* node -> index + 1 */
+  PMap at;      /* node -> index + 1 */
+  int32_t *off; /* per node: its first entry in kid (n + 1 entries) */
+  int32_t *kid; /* child c of node i is node kid[off[i] + c] (one hash probe per edge, once) */
 } ByocIndex;
 int byoc_index_build(ByocIndex *ix, GPExpr *root);
 static inline int32_t byoc_index_of(const ByocIndex *ix, const void *e) {
   return (int32_t)(intptr_t)pmap_get(&ix->at, e) - 1;
 }
 void byoc_index_free(ByocIndex *ix);
+/* The index of child c of node i. */
+static inline int32_t byoc_kid(const ByocIndex *ix, int32_t i, int32_t c) { return ix->kid[ix->off[i] + c]; }
 
 typedef struct ByocRegions {
   int32_t n;          /* nodes */

@@ -31,13 +31,29 @@ GPExpr *byoc_annotate(const GPOp *op, GPExpr *x, const char *compiler) {
 int byoc_index_build(ByocIndex *ix, GPExpr *root) {
   memset(ix, 0, sizeof *ix);
   if (H->post_order(root, &ix->nodes, &ix->n) != 0) return -1;
-  for (size_t i = 0; i < ix->n; i++) pmap_put(&ix->at, ix->nodes[i], (void *)(intptr_t)(i + 1));
+  size_t edges = 0;
+  for (size_t i = 0; i < ix->n; i++) {
+    pmap_put(&ix->at, ix->nodes[i], (void *)(intptr_t)(i + 1));
+    edges += (size_t)gp_expr_num_children(ix->nodes[i]);
+  }
+  ix->off = std_buf_alloc((ix->n + 1) * sizeof(int32_t));
+  ix->kid = std_buf_alloc((edges ? edges : 1) * sizeof(int32_t));
+  int32_t k = 0;
+  for (size_t i = 0; i < ix->n; i++) {
+    GPExpr *e = ix->nodes[i];
+    int32_t nk = gp_expr_num_children(e);
+    ix->off[i] = k;
+    for (int32_t c = 0; c < nk; c++) ix->kid[k++] = byoc_index_of(ix, gp_expr_child_at(e, c));
+  }
+  ix->off[ix->n] = k;
   return 0;
 }
 
 void byoc_index_free(ByocIndex *ix) {
   if (ix->nodes) H->free(ix->nodes);
   pmap_free(&ix->at);
+  std_buf_free(ix->off);
+  std_buf_free(ix->kid);
   memset(ix, 0, sizeof *ix);
 }
 
@@ -140,7 +156,7 @@ int byoc_regions_build(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, co
       continue;
     }
     if (ann == 2) {
-      int32_t a = byoc_index_of(ix, ((const GPCall *)e)->args[0]);
+      int32_t a = byoc_kid(ix, i, 1);
       int32_t g = a >= 0 ? byoc_group(r, a) : -1;
       if (g < 0) {
         H->error_set(GP_ERR_PASS, "%s: the compiler_end at %s closes no region (no compiler_begin leads to it)", pass,
@@ -161,9 +177,8 @@ int byoc_regions_build(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, co
     if (na <= 0) continue;
     int32_t dest = -1, seen_open = 0, seen_none = 0;
     for (int32_t k = 0; k < na; k++) {
-      GPExpr *arg = gp_expr_child_at(e, first + k);
-      if (byoc_ann(o, arg) == 2) continue;
-      int32_t ai = byoc_index_of(ix, arg);
+      int32_t ai = byoc_kid(ix, i, first + k);
+      if (byoc_ann(o, ix->nodes[ai]) == 2) continue;
       int32_t g = ai >= 0 ? byoc_group(r, ai) : -1;
       if (g < 0) {
         seen_none = 1;

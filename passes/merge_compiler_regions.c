@@ -61,7 +61,7 @@ static void rset_push(RSet *s, int32_t x) {
 
 /* The region a begin reads from (the group of its argument), or -1. */
 static int32_t begin_parent(Merge *M, int32_t b) {
-  int32_t a = byoc_index_of(&M->ix, ((const GPCall *)M->ix.nodes[b])->args[0]);
+  int32_t a = byoc_kid(&M->ix, b, 1);
   return a >= 0 ? byoc_group(&M->rs, a) : -1;
 }
 
@@ -190,7 +190,7 @@ static GPExpr *merge_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   if (byoc_ann(&M->ops, orig) != 1) return gp_retain(rebuilt);
   GPExpr *end = ((const GPCall *)orig)->args[0];
   if (byoc_ann(&M->ops, end) != 2) return gp_retain(rebuilt);
-  int32_t bi = byoc_index_of(&M->ix, orig), ei = byoc_index_of(&M->ix, end);
+  int32_t bi = byoc_index_of(&M->ix, orig), ei = bi >= 0 ? byoc_kid(&M->ix, bi, 1) : -1;
   if (bi < 0 || ei < 0 || byoc_group(&M->rs, bi) != byoc_group(&M->rs, ei)) return gp_retain(rebuilt);
   GPExpr *new_end = ((const GPCall *)rebuilt)->args[0];
   return gp_retain(((const GPCall *)new_end)->args[0]);

@@ -155,7 +155,7 @@ static int begin_param(Part *P, FnState *S, PMap *keyed, int32_t g, int32_t b, i
     S->inside[b] = gp_retain(p->var ? &p->var->base : P->ix.nodes[p->input]);
     return 0;
   }
-  Param p = {.var = NULL, .input = byoc_index_of(&P->ix, arg)};
+  Param p = {.var = NULL, .input = byoc_kid(&P->ix, b, 1)};
   if (P->bind && is_constant(arg)) {
     S->inside[b] = gp_retain(arg);
   } else {
@@ -189,7 +189,7 @@ static int analyse_regions(Part *P, FnState *S) {
     for (int32_t b = r->ins_head[g]; b >= 0; b = r->next[b]) argidx[b] = k++;
     S->fields_start[g] = nf;
     for (int32_t e = r->outs_head[g]; e >= 0; e = r->next[e]) {
-      int32_t a = byoc_index_of(&P->ix, ((const GPCall *)P->ix.nodes[e])->args[0]);
+      int32_t a = byoc_kid(&P->ix, e, 1);
       if (stamp[a] == g) continue;
       stamp[a] = g;
       S->field[a] = nf - S->fields_start[g];
@@ -213,7 +213,7 @@ static int analyse_regions(Part *P, FnState *S) {
         }
         if (c < gp_expr_num_children(e)) {
           stack[sp - 1] = c + 1;
-          int32_t ki = byoc_index_of(&P->ix, gp_expr_child_at(e, c));
+          int32_t ki = byoc_kid(&P->ix, i, c);
           if (ki < 0 || S->reached[ki] || byoc_ann(&P->ops, P->ix.nodes[ki]) == 2 || byoc_group(r, ki) != g) continue;
           S->reached[ki] = 1;
           stack[sp++] = ki, stack[sp++] = 0;
@@ -245,9 +245,8 @@ static int inside_values(Part *P, FnState *S) {
     GPExpr **kids = nk <= KIDS_SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
     if (!kids) abort();
     for (int32_t c = 0; c < nk; c++) {
-      GPExpr *kid = gp_expr_child_at(e, c);
-      int32_t ki = byoc_index_of(&P->ix, kid);
-      kids[c] = ki >= 0 && S->inside[ki] && byoc_group(&P->rs, ki) == g ? S->inside[ki] : kid;
+      int32_t ki = byoc_kid(&P->ix, i, c);
+      kids[c] = ki >= 0 && S->inside[ki] && byoc_group(&P->rs, ki) == g ? S->inside[ki] : gp_expr_child_at(e, c);
     }
     S->inside[i] = rebuild(e, kids);
     if (kids != small) free(kids);
@@ -326,7 +325,7 @@ static int outside_value(Part *P, FnState *S, int32_t v) {
       S->outv[v] = gp_retain(call);
       return 0;
     }
-    int32_t a = byoc_index_of(&P->ix, ((const GPCall *)e)->args[0]);
+    int32_t a = byoc_kid(&P->ix, v, 1);
     /* one get-item per output node: cached in outv of the output node (never used outside) */
     if (!S->outv[a]) {
       GPTupleGetItem *gi = H->tuple_get_item_new(call, S->field[a]);
@@ -340,7 +339,7 @@ static int outside_value(Part *P, FnState *S, int32_t v) {
   GPExpr *small[KIDS_SMALL];
   GPExpr **kids = nk <= KIDS_SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
   if (!kids) abort();
-  for (int32_t c = 0; c < nk; c++) kids[c] = S->outv[byoc_index_of(&P->ix, gp_expr_child_at(e, c))];
+  for (int32_t c = 0; c < nk; c++) kids[c] = S->outv[byoc_kid(&P->ix, v, c)];
   S->outv[v] = rebuild(e, kids);
   if (kids != small) free(kids);
   return S->outv[v] ? 0 : -1;
@@ -360,7 +359,7 @@ static int32_t dep_at(Part *P, FnState *S, int32_t v, int32_t j) {
   GPExpr *e = P->ix.nodes[v];
   if (byoc_ann(&P->ops, e) == 2) return j == 0 ? n + byoc_group(&P->rs, v) : -1;
   if (j >= gp_expr_num_children(e)) return -1;
-  int32_t ki = byoc_index_of(&P->ix, gp_expr_child_at(e, j));
+  int32_t ki = byoc_kid(&P->ix, v, j);
   if (byoc_group(&P->rs, ki) >= 0 && byoc_ann(&P->ops, P->ix.nodes[ki]) != 2) return fail_outside(P, ki), -2;
   return ki;
 }
