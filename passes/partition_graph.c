@@ -72,7 +72,9 @@ static GPExpr *rebuild(GPExpr *e, GPExpr *const *kids) {
   case GP_TI_CALL: {
     const GPCall *c = (const GPCall *)e;
     GPCall *n = H->call_new(kids[0], c->nargs, kids + 1, c->attrs);
-    return n ? H->expr_annotate(&n->base, NULL, e->line, e->col) : NULL;
+    GPExpr *r = n ? H->expr_annotate(&n->base, NULL, e->line, e->col) : NULL;
+    gp_release(n);
+    return r;
   }
   case GP_TI_TUPLE: {
     GPTuple *n = H->tuple_new(nk, kids);
