@@ -65,6 +65,11 @@ static int32_t begin_parent(Merge *M, int32_t b) {
   return a >= 0 ? byoc_group(&M->rs, a) : -1;
 }
 
+/* Equal compilers are usually one string: equal attribute sets are one interned object. */
+static inline bool same_target(const ByocRegions *r, int32_t a, int32_t b) {
+  return r->target[a] == r->target[b] || strcmp(r->target[a], r->target[b]) == 0;
+}
+
 static int merge_regions(Merge *M) {
   ByocRegions *r = &M->rs;
   int32_t nr = r->nreg;
@@ -138,7 +143,7 @@ static int merge_regions(Merge *M) {
       }
       for (int32_t k = 0; k < np && !S.saturated; k++) {
         int32_t p = parents[k];
-        if (strcmp(r->target[p], r->target[R]) == 0 || stamp[p] == mark) continue;
+        if (same_target(r, p, R) || stamp[p] == mark) continue;
         stamp[p] = mark;
         rset_push(&S, p);
         if (S.n > RESTR_CAP) S.saturated = true;
@@ -156,7 +161,7 @@ static int merge_regions(Merge *M) {
       int32_t root = R;
       for (int32_t k = 0; k < np && !S.saturated; k++) {
         int32_t p = parents[k];
-        if (strcmp(r->target[p], r->target[R]) != 0 || stamp[p] == mark) continue;
+        if (!same_target(r, p, R) || stamp[p] == mark) continue;
         int32_t pend = pending[p] + pending[root];
         free(sets[p].v);
         sets[p] = (RSet){0};

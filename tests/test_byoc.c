@@ -69,6 +69,11 @@ Test(byoc, region_cycle_is_not_merged) {
   gp_ctx_free(ctx);
 }
 
+/* A supported region joined by an unsupported branch that does not read it merges with its
+ * consumer (TVM: not in the consumer's restrictions); the consumer after a second unsupported
+ * op does not (that op reads the merged region). */
+Test(byoc, join_of_an_independent_unsupported_branch_merges) { golden_all("join"); }
+
 /* PartitionGraph with bind_constants=false passes the constant as an argument. */
 Test(byoc, bind_constants_off_passes_constants) {
   GPModule *in = th_parse_file(DATA "byoc_const.merged.relay");
