@@ -17,8 +17,8 @@
  *
  * A target is unknown (an error naming it and the config key) when no op of the module has an
  * attribute target.T (of any value), no composite function of the module is named T.*, no
- * annotation of the module names T, and no function relay.ext.T is registered (TVM's codegen
- * hook).  An op attribute that is neither a
+ * annotation and no function with Compiler="T" of the module names T, and no function
+ * relay.ext.T is registered (TVM's codegen hook).  An op attribute that is neither a
  * bool nor a packed function, a predicate that fails or returns a non-bool are errors naming the
  * pass, the op, the attribute and the call (source:line:col).  Linear: one host rewrite per
  * function, a hash map from rewritten nodes to their targets, op attributes looked up once per op. */
@@ -415,6 +415,13 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
   if (parse_targets(A, list) != 0 || byoc_ops(&A->ops) != 0) goto done;
   out = std_function_pass(mod, annot_function, A);
   if (!out) goto done;
+  for (int32_t f = 0; f < mod->num_functions; f++) { /* an external function of T makes T known */
+    const GPFunctionExpr *fn = mod->funcs[f];
+    const GPAttrValue *c = fn->attrs ? H->attrs_get(fn->attrs, "Compiler") : NULL;
+    if (!c || c->kind != GP_ATTR_STR || !c->s) continue;
+    for (int32_t t = 1; t <= A->ntargets; t++)
+      if (!strcmp(c->s, A->names[t])) A->known[t] = true;
+  }
   for (int32_t t = 1; t <= A->ntargets; t++) {
     if (A->known[t]) continue;
     char fname[160];

@@ -427,8 +427,8 @@ static int partition_function(Part *P, const GPModule *in, int32_t fi) {
   FnState S = {0};
   if (byoc_index_build(&P->ix, pre) != 0) goto out;
   if (byoc_regions_build(&P->rs, &P->ix, &P->ops, PASS_NAME, P->source) != 0) goto out;
-  if (P->rs.nreg == 0) {
-    rc = 0; /* nothing to lift */
+  if (P->rs.nreg == 0) { /* nothing to lift; default annotations may have gone */
+    rc = pre == &f0->base ? 0 : H->module_add(P->out, P->fname, (GPFunctionExpr *)pre, 1);
     goto out;
   }
   int32_t n = (int32_t)P->ix.n, nr = P->rs.nreg;

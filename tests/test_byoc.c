@@ -227,6 +227,14 @@ Test(byoc, annotate_twice_is_stable) {
   th_golden(DATA "byoc_chain.annotated.relay", DATA "byoc_chain.annotated.relay", "AnnotateTarget", cfg);
 }
 
+/* The trio on its own output changes nothing: external functions are skipped (and make their
+ * target known), what is left in @main is unsupported. */
+Test(byoc, partitioning_twice_changes_nothing) {
+  const char *cfg[] = {"AnnotateTarget.targets", "test", NULL};
+  th_golden(DATA "byoc_mixed.partitioned.relay", DATA "byoc_mixed.partitioned.relay",
+            "AnnotateTarget,MergeCompilerRegions,PartitionGraph", cfg);
+}
+
 /* ---- long graphs: no recursion, one region per run of supported ops */
 
 static GPModule *alternating_chain(int64_t n, int64_t period) {
