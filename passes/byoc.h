@@ -39,7 +39,8 @@ const char *byoc_compiler(const GPExpr *ann);
 /* A new annotation call (begin or end) of x with compiler `compiler`; NULL + error. */
 GPExpr *byoc_annotate(const GPOp *op, GPExpr *x, const char *compiler);
 
-/* Node indices of a function (post order, children first). */
+/* Node indices of a function (post order, children first); child indices as a CSR.  The hash
+ * map holds the shared nodes only (see byoc_regions.c): byoc_index_of answers for those. */
 typedef struct ByocIndex {
   GPExpr **nodes; /* host array (H->free) */
   size_t n;
@@ -52,6 +53,9 @@ static inline int32_t byoc_index_of(const ByocIndex *ix, const void *e) {
   return (int32_t)(intptr_t)pmap_get(&ix->at, e) - 1;
 }
 void byoc_index_free(ByocIndex *ix);
+/* A copy of e with children kids (e retained when they are its own); calls keep e's location.
+ * A new reference, or NULL + error. */
+GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids);
 /* The index of child c of node i. */
 static inline int32_t byoc_kid(const ByocIndex *ix, int32_t i, int32_t c) { return ix->kid[ix->off[i] + c]; }
 

@@ -28,25 +28,93 @@ GPExpr *byoc_annotate(const GPOp *op, GPExpr *x, const char *compiler) {
   return c ? &c->base : NULL;
 }
 
+/* Child indices without a hash probe for unshared nodes.  A node whose ref_count is 1 has exactly
+ * one parent (every edge is a counted reference), so in the post order it is the last node
+ * finished inside its parent's visit that is not yet claimed: a stack of finished nodes gives
+ * it when the parent comes (children claimed last to first).  Shared nodes (and immortal ops)
+ * also go to a hash map, which answers every child the stack does not.  Should the host's
+ * order ever break that (a child neither on top nor in the map), the map is filled for all. */
+static int index_children(ByocIndex *ix, bool all_in_map) {
+  int32_t *stk = all_in_map ? NULL : std_buf_alloc((ix->n ? ix->n : 1) * sizeof(int32_t));
+  int32_t sp = 0, k = 0;
+  for (size_t i = 0; i < ix->n; i++) {
+    GPExpr *e = ix->nodes[i];
+    int32_t nk = gp_expr_num_children(e);
+    ix->off[i] = k;
+    for (int32_t c = nk - 1; c >= 0; c--) {
+      GPExpr *child = gp_expr_child_at(e, c);
+      int32_t ci;
+      if (sp && ix->nodes[stk[sp - 1]] == child)
+        ci = stk[--sp];
+      else if ((ci = byoc_index_of(ix, child)) < 0) {
+        std_buf_free(stk);
+        return -1;
+      }
+      ix->kid[k + c] = ci;
+    }
+    k += nk;
+    if (stk) stk[sp++] = (int32_t)i;
+  }
+  ix->off[ix->n] = k;
+  std_buf_free(stk);
+  return 0;
+}
+
 int byoc_index_build(ByocIndex *ix, GPExpr *root) {
   memset(ix, 0, sizeof *ix);
   if (H->post_order(root, &ix->nodes, &ix->n) != 0) return -1;
   size_t edges = 0;
   for (size_t i = 0; i < ix->n; i++) {
-    pmap_put(&ix->at, ix->nodes[i], (void *)(intptr_t)(i + 1));
-    edges += (size_t)gp_expr_num_children(ix->nodes[i]);
+    const GPExpr *e = ix->nodes[i];
+    if (__atomic_load_n(&e->obj.ref_count, __ATOMIC_RELAXED) != 1) pmap_put(&ix->at, e, (void *)(intptr_t)(i + 1));
+    edges += (size_t)gp_expr_num_children(e);
   }
   ix->off = std_buf_alloc((ix->n + 1) * sizeof(int32_t));
   ix->kid = std_buf_alloc((edges ? edges : 1) * sizeof(int32_t));
-  int32_t k = 0;
-  for (size_t i = 0; i < ix->n; i++) {
-    GPExpr *e = ix->nodes[i];
-    int32_t nk = gp_expr_num_children(e);
-    ix->off[i] = k;
-    for (int32_t c = 0; c < nk; c++) ix->kid[k++] = byoc_index_of(ix, gp_expr_child_at(e, c));
+  if (index_children(ix, false) == 0) return 0;
+  for (size_t i = 0; i < ix->n; i++) pmap_put(&ix->at, ix->nodes[i], (void *)(intptr_t)(i + 1));
+  return index_children(ix, true);
+}
+
+GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids) {
+  int32_t nk = gp_expr_num_children(e);
+  bool same = true;
+  for (int32_t i = 0; i < nk && same; i++) same = kids[i] == gp_expr_child_at(e, i);
+  if (same) return gp_retain(e);
+  switch (ekind(e)) {
+  case GP_TI_CALL: {
+    const GPCall *c = (const GPCall *)e;
+    GPCall *n = H->call_new(kids[0], c->nargs, kids + 1, c->attrs);
+    GPExpr *r = n ? H->expr_annotate(&n->base, NULL, e->line, e->col) : NULL;
+    gp_release(n);
+    return r;
   }
-  ix->off[ix->n] = k;
-  return 0;
+  case GP_TI_TUPLE: {
+    GPTuple *n = H->tuple_new(nk, kids);
+    return n ? &n->base : NULL;
+  }
+  case GP_TI_TUPLE_GET_ITEM: {
+    GPTupleGetItem *n = H->tuple_get_item_new(kids[0], ((const GPTupleGetItem *)e)->index);
+    return n ? &n->base : NULL;
+  }
+  case GP_TI_FUNCTION_EXPR: {
+    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
+    GPFunctionExpr *n = H->function_new(f->nparams, (GPVar *const *)kids, kids[f->nparams], f->ret_type, f->attrs);
+    return n ? &n->base : NULL;
+  }
+  case GP_TI_LET: {
+    if (ekind(kids[0]) != GP_TI_VAR) break;
+    GPLet *n = H->let_new((GPVar *)kids[0], kids[1], kids[2]);
+    return n ? &n->base : NULL;
+  }
+  case GP_TI_IF: {
+    GPIf *n = H->if_new(kids[0], kids[1], kids[2]);
+    return n ? &n->base : NULL;
+  }
+  default: break;
+  }
+  H->error_set(GP_ERR_INTERNAL, "cannot rebuild %s", std_kind_name(ekind(e)));
+  return NULL;
 }
 
 void byoc_index_free(ByocIndex *ix) {

@@ -189,16 +189,34 @@ static int merge_regions(Merge *M) {
   return 0;
 }
 
-/* Drops compiler_begin(compiler_end(x)) inside one region. */
-static GPExpr *merge_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
-  Merge *M = user;
-  if (byoc_ann(&M->ops, orig) != 1) return gp_retain(rebuilt);
-  GPExpr *end = ((const GPCall *)orig)->args[0];
-  if (byoc_ann(&M->ops, end) != 2) return gp_retain(rebuilt);
-  int32_t bi = byoc_index_of(&M->ix, orig), ei = bi >= 0 ? byoc_kid(&M->ix, bi, 1) : -1;
-  if (bi < 0 || ei < 0 || byoc_group(&M->rs, bi) != byoc_group(&M->rs, ei)) return gp_retain(rebuilt);
-  GPExpr *new_end = ((const GPCall *)rebuilt)->args[0];
-  return gp_retain(((const GPCall *)new_end)->args[0]);
+/* The function without the compiler_begin(compiler_end(x)) pairs inside one region: every node
+ * rebuilt in post order from its children's new versions (such a begin becomes x's). */
+static GPExpr *drop_inner_annotations(Merge *M) {
+  size_t n = M->ix.n;
+  GPExpr **nv = std_buf_zalloc(n ? n : 1, sizeof(GPExpr *));
+  GPExpr *small[16], *res = NULL;
+  size_t i = 0;
+  for (; i < n; i++) {
+    GPExpr *e = M->ix.nodes[i];
+    if (byoc_ann(&M->ops, e) == 1) {
+      int32_t ei = byoc_kid(&M->ix, (int32_t)i, 1);
+      if (byoc_ann(&M->ops, M->ix.nodes[ei]) == 2 && byoc_group(&M->rs, (int32_t)i) == byoc_group(&M->rs, ei)) {
+        nv[i] = gp_retain(nv[byoc_kid(&M->ix, ei, 1)]);
+        continue;
+      }
+    }
+    int32_t nk = gp_expr_num_children(e);
+    GPExpr **kids = nk <= 16 ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
+    if (!kids) abort();
+    for (int32_t c = 0; c < nk; c++) kids[c] = nv[byoc_kid(&M->ix, (int32_t)i, c)];
+    nv[i] = byoc_rebuild(e, kids);
+    if (kids != small) free(kids);
+    if (!nv[i]) break;
+  }
+  if (i == n && n) res = gp_retain(nv[n - 1]);
+  for (size_t k = 0; k < n; k++) gp_release(nv[k]);
+  std_buf_free(nv);
+  return res;
 }
 
 static GPExpr *merge_function(void *user, const GPModule *mod, int32_t index) {
@@ -208,7 +226,7 @@ static GPExpr *merge_function(void *user, const GPModule *mod, int32_t index) {
   GPExpr *res = NULL;
   if (byoc_index_build(&M->ix, fn) != 0) return NULL;
   if (byoc_regions_build(&M->rs, &M->ix, &M->ops, PASS_NAME, M->source) == 0 && merge_regions(M) == 0)
-    res = H->rewrite(fn, merge_rewrite, M);
+    res = drop_inner_annotations(M);
   byoc_regions_free(&M->rs);
   byoc_index_free(&M->ix);
   return res;

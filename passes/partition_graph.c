@@ -61,49 +61,6 @@ static GPExpr *pre_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   return nt ? &nt->base : NULL;
 }
 
-/* ---- rebuilding a node with new children */
-
-static GPExpr *rebuild(GPExpr *e, GPExpr *const *kids) {
-  int32_t nk = gp_expr_num_children(e);
-  bool same = true;
-  for (int32_t i = 0; i < nk && same; i++) same = kids[i] == gp_expr_child_at(e, i);
-  if (same) return gp_retain(e);
-  switch (ekind(e)) {
-  case GP_TI_CALL: {
-    const GPCall *c = (const GPCall *)e;
-    GPCall *n = H->call_new(kids[0], c->nargs, kids + 1, c->attrs);
-    GPExpr *r = n ? H->expr_annotate(&n->base, NULL, e->line, e->col) : NULL;
-    gp_release(n);
-    return r;
-  }
-  case GP_TI_TUPLE: {
-    GPTuple *n = H->tuple_new(nk, kids);
-    return n ? &n->base : NULL;
-  }
-  case GP_TI_TUPLE_GET_ITEM: {
-    GPTupleGetItem *n = H->tuple_get_item_new(kids[0], ((const GPTupleGetItem *)e)->index);
-    return n ? &n->base : NULL;
-  }
-  case GP_TI_FUNCTION_EXPR: {
-    const GPFunctionExpr *f = (const GPFunctionExpr *)e;
-    GPFunctionExpr *n = H->function_new(f->nparams, (GPVar *const *)kids, kids[f->nparams], f->ret_type, f->attrs);
-    return n ? &n->base : NULL;
-  }
-  case GP_TI_LET: {
-    if (ekind(kids[0]) != GP_TI_VAR) break;
-    GPLet *n = H->let_new((GPVar *)kids[0], kids[1], kids[2]);
-    return n ? &n->base : NULL;
-  }
-  case GP_TI_IF: {
-    GPIf *n = H->if_new(kids[0], kids[1], kids[2]);
-    return n ? &n->base : NULL;
-  }
-  default: break;
-  }
-  H->error_set(GP_ERR_INTERNAL, "%s: cannot rebuild %s", PASS_NAME, std_kind_name(ekind(e)));
-  return NULL;
-}
-
 /* ---- one function */
 
 typedef struct Param {
@@ -250,7 +207,7 @@ static int inside_values(Part *P, FnState *S) {
       int32_t ki = byoc_kid(&P->ix, i, c);
       kids[c] = ki >= 0 && S->inside[ki] && byoc_group(&P->rs, ki) == g ? S->inside[ki] : gp_expr_child_at(e, c);
     }
-    S->inside[i] = rebuild(e, kids);
+    S->inside[i] = byoc_rebuild(e, kids);
     if (kids != small) free(kids);
     if (!S->inside[i]) return -1;
   }
@@ -342,7 +299,7 @@ static int outside_value(Part *P, FnState *S, int32_t v) {
   GPExpr **kids = nk <= KIDS_SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
   if (!kids) abort();
   for (int32_t c = 0; c < nk; c++) kids[c] = S->outv[byoc_kid(&P->ix, v, c)];
-  S->outv[v] = rebuild(e, kids);
+  S->outv[v] = byoc_rebuild(e, kids);
   if (kids != small) free(kids);
   return S->outv[v] ? 0 : -1;
 }
@@ -445,7 +402,7 @@ static int partition_function(Part *P, const GPModule *in, int32_t fi) {
   S.params = std_buf_zalloc((size_t)n, sizeof(Param));
   if (analyse_regions(P, &S) != 0 || inside_values(P, &S) != 0) goto out;
   const GPFunctionExpr *f = (const GPFunctionExpr *)pre;
-  GPExpr *body = partition_body(P, &S, byoc_index_of(&P->ix, f->body));
+  GPExpr *body = partition_body(P, &S, byoc_kid(&P->ix, n - 1, f->nparams));
   if (!body) goto out;
   GPFunctionExpr *nf = H->function_new(f->nparams, f->params, body, f->ret_type, f->attrs);
   gp_release(body);
