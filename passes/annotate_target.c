@@ -64,8 +64,35 @@ static int target_index(Annot *A, const char *name) {
   return A->nnames++;
 }
 
-static int tgt_get(const Annot *A, const void *e) { return (int)(intptr_t)pmap_get(&A->target_of, e) - 1; }
-static void tgt_put(Annot *A, const void *e, int t) { pmap_put(&A->target_of, e, (void *)(intptr_t)(t + 1)); }
+/* The target of a rewritten node (TVM's op_expr_to_target_), or -1.  A node this run made with
+ * arguments reads it from its first compiler_begin (whose attrs are this run's, one interned
+ * object per target), so no map entry per node; calls without arguments and the inputs of
+ * existing compiler_ends are in `target_of`. */
+static int tgt_get(const Annot *A, const GPExpr *e) {
+  const GPExpr *first = NULL;
+  switch (ekind(e)) {
+  case GP_TI_CALL: {
+    const GPCall *c = (const GPCall *)e;
+    if (c->op == &A->ops.begin->base || c->op == &A->ops.end->base) return -1;
+    if (c->nargs) first = c->args[0];
+    break;
+  }
+  case GP_TI_TUPLE:
+    if (((const GPTuple *)e)->n) first = ((const GPTuple *)e)->fields[0];
+    break;
+  case GP_TI_TUPLE_GET_ITEM: first = ((const GPTupleGetItem *)e)->tuple; break;
+  default: break;
+  }
+  if (first && byoc_ann(&A->ops, first) == 1) {
+    const GPAttrs *a = ((const GPCall *)first)->attrs;
+    for (int32_t t = 0; t < A->nnames; t++)
+      if (a == A->begin_attrs[t]) return t;
+  }
+  return A->target_of.len ? (int)(intptr_t)pmap_get(&A->target_of, e) - 1 : -1;
+}
+static void tgt_put(Annot *A, const GPExpr *e, int t) {
+  if (tgt_get(A, e) != t) pmap_put(&A->target_of, e, (void *)(intptr_t)(t + 1));
+}
 
 /* A new annotation call of x for target t (attrs cached per target). */
 static GPExpr *annotate(Annot *A, int begin, GPExpr *x, int t) {

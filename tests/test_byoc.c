@@ -223,8 +223,13 @@ Test(byoc, compiler_end_without_region_names_pass_and_node) {
 
 /* Annotating twice changes nothing the second time (existing annotations are kept). */
 Test(byoc, annotate_twice_is_stable) {
-  const char *cfg[] = {"AnnotateTarget.targets", "test", NULL};
-  th_golden(DATA "byoc_chain.annotated.relay", DATA "byoc_chain.annotated.relay", "AnnotateTarget", cfg);
+  static const char *const names[] = {"chain", "mixed", "cycle", "two_targets", "composite", "const", "join"};
+  for (size_t i = 0; i < GP_ARRAY_LEN(names); i++) {
+    char a[256];
+    snprintf(a, sizeof a, DATA "byoc_%s.annotated.relay", names[i]);
+    const char *cfg[] = {"AnnotateTarget.targets", targets_of(names[i]), NULL};
+    th_golden(a, a, "AnnotateTarget", cfg);
+  }
 }
 
 /* The trio on its own output changes nothing: external functions are skipped (and make their
