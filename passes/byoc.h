@@ -53,9 +53,10 @@ static inline int32_t byoc_index_of(const ByocIndex *ix, const void *e) {
   return (int32_t)(intptr_t)pmap_get(&ix->at, e) - 1;
 }
 void byoc_index_free(ByocIndex *ix);
-/* A copy of e with children kids (e retained when they are its own); calls keep e's location.
- * A new reference, or NULL + error. */
-GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids);
+/* A copy of e with children kids (e retained when they are its own); calls keep e's location,
+ * and with keep_type every node keeps e's checked type (for rewrites that keep every type, such
+ * as dropping identity annotations: no re-typing then).  A new reference, or NULL + error. */
+GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids, bool keep_type);
 /* The index of child c of node i. */
 static inline int32_t byoc_kid(const ByocIndex *ix, int32_t i, int32_t c) { return ix->kid[ix->off[i] + c]; }
 

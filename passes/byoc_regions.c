@@ -76,18 +76,13 @@ int byoc_index_build(ByocIndex *ix, GPExpr *root) {
   return index_children(ix, true);
 }
 
-GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids) {
+static GPExpr *rebuild_node(GPExpr *e, GPExpr *const *kids) {
   int32_t nk = gp_expr_num_children(e);
-  bool same = true;
-  for (int32_t i = 0; i < nk && same; i++) same = kids[i] == gp_expr_child_at(e, i);
-  if (same) return gp_retain(e);
   switch (ekind(e)) {
   case GP_TI_CALL: {
     const GPCall *c = (const GPCall *)e;
     GPCall *n = H->call_new(kids[0], c->nargs, kids + 1, c->attrs);
-    GPExpr *r = n ? H->expr_annotate(&n->base, NULL, e->line, e->col) : NULL;
-    gp_release(n);
-    return r;
+    return n ? &n->base : NULL;
   }
   case GP_TI_TUPLE: {
     GPTuple *n = H->tuple_new(nk, kids);
@@ -115,6 +110,19 @@ GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids) {
   }
   H->error_set(GP_ERR_INTERNAL, "cannot rebuild %s", std_kind_name(ekind(e)));
   return NULL;
+}
+
+GPExpr *byoc_rebuild(GPExpr *e, GPExpr *const *kids, bool keep_type) {
+  int32_t nk = gp_expr_num_children(e);
+  bool same = true;
+  for (int32_t i = 0; i < nk && same; i++) same = kids[i] == gp_expr_child_at(e, i);
+  if (same) return gp_retain(e);
+  GPExpr *n = rebuild_node(e, kids);
+  const GPType *t = keep_type ? e->checked_type : NULL;
+  if (!n || (!t && (ekind(e) != GP_TI_CALL || !e->line))) return n;
+  GPExpr *r = H->expr_annotate(n, t, e->line, e->col);
+  gp_release(n);
+  return r;
 }
 
 void byoc_index_free(ByocIndex *ix) {

@@ -209,7 +209,7 @@ static GPExpr *drop_inner_annotations(Merge *M) {
     GPExpr **kids = nk <= 16 ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
     if (!kids) abort();
     for (int32_t c = 0; c < nk; c++) kids[c] = nv[byoc_kid(&M->ix, (int32_t)i, c)];
-    nv[i] = byoc_rebuild(e, kids);
+    nv[i] = byoc_rebuild(e, kids, true);
     if (kids != small) free(kids);
     if (!nv[i]) break;
   }
@@ -239,7 +239,9 @@ static int merge_compiler_regions(void *self, const GPAny *args, int32_t nargs, 
   if (std_pass_args(PASS_NAME, args, nargs, &mod, &ctx) != 0) return -1;
   Merge M = {0};
   if (byoc_ops(&M.ops) != 0) return -1;
-  GPModule *out = std_function_pass(mod, merge_function, &M);
+  /* dropping identity annotations keeps every type: the rebuilt nodes carry them, no re-typing */
+  bool untyped = false;
+  GPModule *out = std_function_pass_typed(mod, merge_function, &M, &untyped);
   if (!out) return -1;
   std_note(ctx, "merged %lld regions into their consumers", (long long)M.merged);
   if (M.saturated)

@@ -207,7 +207,7 @@ static int inside_values(Part *P, FnState *S) {
       int32_t ki = byoc_kid(&P->ix, i, c);
       kids[c] = ki >= 0 && S->inside[ki] && byoc_group(&P->rs, ki) == g ? S->inside[ki] : gp_expr_child_at(e, c);
     }
-    S->inside[i] = byoc_rebuild(e, kids);
+    S->inside[i] = byoc_rebuild(e, kids, false);
     if (kids != small) free(kids);
     if (!S->inside[i]) return -1;
   }
@@ -299,7 +299,7 @@ static int outside_value(Part *P, FnState *S, int32_t v) {
   GPExpr **kids = nk <= KIDS_SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
   if (!kids) abort();
   for (int32_t c = 0; c < nk; c++) kids[c] = S->outv[byoc_kid(&P->ix, v, c)];
-  S->outv[v] = byoc_rebuild(e, kids);
+  S->outv[v] = byoc_rebuild(e, kids, false);
   if (kids != small) free(kids);
   return S->outv[v] ? 0 : -1;
 }
