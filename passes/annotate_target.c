@@ -51,6 +51,7 @@ typedef struct Annot {
   PMap target_of; /* rewritten node -> target index + 1 */
   PMap support;   /* op -> OpSupport* */
   int64_t supported_calls;
+  bool untyped; /* a result without a type: re-type */
 } Annot;
 
 static int target_index(Annot *A, const char *name) {
@@ -105,7 +106,19 @@ static GPExpr *annotate(Annot *A, int begin, GPExpr *x, int t) {
     if (!*slot) return NULL;
   }
   GPCall *c = H->call_new((GPExpr *)&op->base, 1, &x, *slot);
-  return c ? &c->base : NULL;
+  if (!c || !x->checked_type) return c ? &c->base : NULL;
+  /* an identity: x's type (so the result needs no re-typing) */
+  GPExpr *r = H->expr_annotate(&c->base, x->checked_type, 0, 0);
+  gp_release(c);
+  return r;
+}
+
+/* A new node typed like orig (a new reference; n is consumed). */
+static GPExpr *typed_like(GPExpr *n, const GPExpr *orig) {
+  if (!n || !orig->checked_type) return n;
+  GPExpr *r = H->expr_annotate(n, orig->checked_type, orig->line, orig->col);
+  gp_release(n);
+  return r;
 }
 
 static OpSupport *op_support(Annot *A, const GPOp *op, const GPExpr *call) {
@@ -262,8 +275,16 @@ static GPExpr *insert_end(Annot *A, GPExpr *e) {
 
 #define SMALL 8
 
+static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt);
+
+/* Every result carries its type when it can (the input is typed; annotations are identities);
+ * one that does not (e.g. a rebuilt node kept as it is) makes the pass re-type. */
 static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Annot *A = user;
+  return std_note_typed(annot_node(A, orig, rebuilt), &A->untyped);
+}
+
+static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
   switch (ekind(rebuilt)) {
   case GP_TI_CALL: {
     const GPCall *pc = (const GPCall *)rebuilt;
@@ -289,7 +310,7 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
       GPCall *nc = H->call_new(pc->op, pc->nargs, args, pc->attrs);
       for (int32_t i = 0; i < pc->nargs; i++) gp_release(args[i]);
       if (nc) {
-        res = H->expr_annotate(&nc->base, NULL, orig->line, orig->col);
+        res = H->expr_annotate(&nc->base, orig->checked_type, orig->line, orig->col);
         gp_release(nc);
       }
     }
@@ -310,7 +331,7 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     if (annotate_args(A, tp->n, tp->fields, &t, fs) == 0) {
       GPTuple *nt = H->tuple_new(tp->n, fs);
       for (int32_t i = 0; i < tp->n; i++) gp_release(fs[i]);
-      res = nt ? &nt->base : NULL;
+      res = typed_like(nt ? &nt->base : NULL, orig);
     }
     if (fs != small) free(fs);
     if (res) tgt_put(A, res, t);
@@ -323,9 +344,9 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     if (annotate_args(A, 1, &g->tuple, &t, &a) != 0) return NULL;
     GPTupleGetItem *ng = H->tuple_get_item_new(a, g->index);
     gp_release(a);
-    if (!ng) return NULL;
-    tgt_put(A, &ng->base, t);
-    return &ng->base;
+    GPExpr *r = typed_like(ng ? &ng->base : NULL, orig);
+    if (r) tgt_put(A, r, t);
+    return r;
   }
   case GP_TI_FUNCTION_EXPR: {
     const GPFunctionExpr *of = (const GPFunctionExpr *)orig;
@@ -335,7 +356,7 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     if (!body) return NULL;
     GPFunctionExpr *nf = H->function_new(f->nparams, f->params, body, f->ret_type, f->attrs);
     gp_release(body);
-    return nf ? &nf->base : NULL;
+    return typed_like(nf ? &nf->base : NULL, orig);
   }
   case GP_TI_LET: {
     const GPLet *l = (const GPLet *)rebuilt;
@@ -354,7 +375,7 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     GPLet *nl = H->let_new(l->var, value, body);
     gp_release(value);
     gp_release(body);
-    return nl ? &nl->base : NULL;
+    return typed_like(nl ? &nl->base : NULL, orig);
   }
   case GP_TI_IF: {
     const GPIf *f = (const GPIf *)rebuilt;
@@ -363,7 +384,7 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     GPExpr *b = a ? insert_end(A, f->else_branch) : NULL;
     GPIf *ni = b ? H->if_new(c, a, b) : NULL;
     gp_release(c), gp_release(a), gp_release(b);
-    return ni ? &ni->base : NULL;
+    return typed_like(ni ? &ni->base : NULL, orig);
   }
   default: return gp_retain(rebuilt);
   }
@@ -372,6 +393,7 @@ static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
 static GPExpr *annot_function(void *user, const GPModule *mod, int32_t index) {
   Annot *A = user;
   A->source = mod->source_name;
+  A->untyped = false;
   return H->rewrite(&mod->funcs[index]->base, annot_rewrite, A);
 }
 
@@ -440,7 +462,7 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
   if (!A) abort();
   GPModule *out = NULL;
   if (parse_targets(A, list) != 0 || byoc_ops(&A->ops) != 0) goto done;
-  out = std_function_pass(mod, annot_function, A);
+  out = std_function_pass_typed(mod, annot_function, A, &A->untyped);
   if (!out) goto done;
   for (int32_t f = 0; f < mod->num_functions; f++) { /* an external function of T makes T known */
     const GPFunctionExpr *fn = mod->funcs[f];
