@@ -36,12 +36,35 @@ typedef struct Part {
   ByocIndex ix;
   ByocRegions rs;
   int64_t created;
+  bool untyped; /* a node built without its type: re-type the result */
 } Part;
+
+/* n (consumed) with checked type t; without t, n as it is and the module is re-typed. */
+static GPExpr *with_type(Part *P, GPExpr *n, const GPType *t, uint32_t line, uint32_t col) {
+  if (!n) return NULL;
+  if (!t) {
+    P->untyped = true;
+    return n;
+  }
+  GPExpr *r = H->expr_annotate(n, t, line, col);
+  gp_release(n);
+  return r;
+}
 
 /* ---- FlattenTupleOutputs + RemoveDefaultAnnotations */
 
+static GPExpr *pre_node(Part *P, GPExpr *orig, GPExpr *rebuilt);
+
+/* Every result keeps the type of the node it replaces (the annotations are identities and the
+ * flattening keeps the tuple's type). */
 static GPExpr *pre_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Part *P = user;
+  GPExpr *r = pre_node(P, orig, rebuilt);
+  if (!r || r->checked_type || ekind(r) == GP_TI_OP) return r;
+  return with_type(P, r, orig->checked_type, orig->line, orig->col);
+}
+
+static GPExpr *pre_node(Part *P, GPExpr *orig, GPExpr *rebuilt) {
   int ann = byoc_ann(&P->ops, orig);
   if (!ann) return gp_retain(rebuilt);
   const char *c = byoc_compiler(orig);
@@ -54,7 +77,7 @@ static GPExpr *pre_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   if (!fs) abort();
   int32_t k = 0;
   for (; k < t->n; k++)
-    if (!(fs[k] = byoc_annotate(P->ops.end, t->fields[k], c))) break;
+    if (!(fs[k] = with_type(P, byoc_annotate(P->ops.end, t->fields[k], c), t->fields[k]->checked_type, 0, 0))) break;
   GPTuple *nt = k == t->n ? H->tuple_new(t->n, fs) : NULL;
   for (int32_t i = 0; i < k; i++) gp_release(fs[i]);
   free(fs);
@@ -120,7 +143,8 @@ static int begin_param(Part *P, FnState *S, PMap *keyed, int32_t g, int32_t b, i
   } else {
     char name[256];
     snprintf(name, sizeof name, "%s_%d_i%d", P->rs.target[g], (int)P->rs.label[g], (int)argidx);
-    p.var = H->var_new(name, e->checked_type);
+    GPVar *nv = H->var_new(name, e->checked_type);
+    p.var = (GPVar *)with_type(P, nv ? &nv->base : NULL, e->checked_type, 0, 0);
     if (!p.var) return -1;
     S->inside[b] = gp_retain(&p.var->base);
   }
@@ -207,7 +231,7 @@ static int inside_values(Part *P, FnState *S) {
       int32_t ki = byoc_kid(&P->ix, i, c);
       kids[c] = ki >= 0 && S->inside[ki] && byoc_group(&P->rs, ki) == g ? S->inside[ki] : gp_expr_child_at(e, c);
     }
-    S->inside[i] = byoc_rebuild(e, kids, false);
+    S->inside[i] = byoc_rebuild(e, kids, true);
     if (kids != small) free(kids);
     if (!S->inside[i]) return -1;
   }
@@ -234,12 +258,23 @@ static int make_region_call(Part *P, FnState *S, int32_t g) {
   GPAttrs *attrs = NULL;
   GPFunctionExpr *fn = NULL;
   GPGlobalVar *gv = NULL;
+  const GPType **pts = malloc(sizeof(GPType *) * (size_t)(nv ? nv : 1));
+  if (!pts) abort();
+  bool typed = true;
+  for (int32_t k = 0; k < nv; k++) typed = typed && (pts[k] = vars[k]->base.checked_type) != NULL;
   if (nf == 1) {
     body = gp_retain(fs[0]);
   } else {
+    const GPType **fts = malloc(sizeof(GPType *) * (size_t)nf);
+    if (!fts) abort();
+    for (int32_t f = 0; f < nf; f++) typed = typed && (fts[f] = fs[f]->checked_type) != NULL;
     GPTuple *t = H->tuple_new(nf, fs);
-    body = t ? &t->base : NULL;
+    body = with_type(P, t ? &t->base : NULL, typed ? H->type_tuple(nf, fts) : NULL, 0, 0);
+    free(fts);
   }
+  const GPType *ret = body ? body->checked_type : NULL;
+  const GPType *fty = typed && ret ? H->type_func(nv, pts, ret) : NULL;
+  free(pts);
   if (!body) goto done;
   char base[512], name[560];
   snprintf(base, sizeof base, "tvmgen_%s_%s_%s_%d", P->mod_name, P->rs.target[g], P->fname, (int)P->rs.label[g]);
@@ -253,12 +288,15 @@ static int make_region_call(Part *P, FnState *S, int32_t g) {
                          {.kind = GP_ATTR_STR, .s = P->rs.target[g]},
                          {.kind = GP_ATTR_STR, .s = name}};
   attrs = H->attrs_new(4, keys, vals);
-  fn = attrs ? H->function_new(nv, vars, body, NULL, attrs) : NULL;
+  fn = attrs ? H->function_new(nv, vars, body, ret, attrs) : NULL;
+  fn = (GPFunctionExpr *)with_type(P, fn ? &fn->base : NULL, fty, 0, 0);
   if (!fn || H->module_add(P->out, name, fn, 0) != 0) goto done;
   gv = H->global_var_new(name);
+  gv = (GPGlobalVar *)with_type(P, gv ? &gv->base : NULL, fty, 0, 0);
   GPCall *call = gv ? H->call_new(&gv->base, nv, args, NULL) : NULL;
-  if (!call) goto done;
-  S->outv[S->n + g] = &call->base;
+  GPExpr *tc = with_type(P, call ? &call->base : NULL, ret, 0, 0);
+  if (!tc) goto done;
+  S->outv[S->n + g] = tc;
   P->created++;
   rc = 0;
 done:
@@ -288,8 +326,9 @@ static int outside_value(Part *P, FnState *S, int32_t v) {
     /* one get-item per output node: cached in outv of the output node (never used outside) */
     if (!S->outv[a]) {
       GPTupleGetItem *gi = H->tuple_get_item_new(call, S->field[a]);
-      if (!gi) return -1;
-      S->outv[a] = &gi->base;
+      GPExpr *tg = with_type(P, gi ? &gi->base : NULL, S->inside[a] ? S->inside[a]->checked_type : NULL, 0, 0);
+      if (!tg) return -1;
+      S->outv[a] = tg;
     }
     S->outv[v] = gp_retain(S->outv[a]);
     return 0;
@@ -299,7 +338,7 @@ static int outside_value(Part *P, FnState *S, int32_t v) {
   GPExpr **kids = nk <= KIDS_SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
   if (!kids) abort();
   for (int32_t c = 0; c < nk; c++) kids[c] = S->outv[byoc_kid(&P->ix, v, c)];
-  S->outv[v] = byoc_rebuild(e, kids, false);
+  S->outv[v] = byoc_rebuild(e, kids, true);
   if (kids != small) free(kids);
   return S->outv[v] ? 0 : -1;
 }
@@ -406,6 +445,7 @@ static int partition_function(Part *P, const GPModule *in, int32_t fi) {
   if (!body) goto out;
   GPFunctionExpr *nf = H->function_new(f->nparams, f->params, body, f->ret_type, f->attrs);
   gp_release(body);
+  nf = (GPFunctionExpr *)with_type(P, nf ? &nf->base : NULL, pre->checked_type, pre->line, pre->col);
   if (!nf) goto out;
   rc = H->module_add(P->out, P->fname, nf, 1);
   gp_release(nf);
@@ -440,7 +480,8 @@ static int partition_graph(void *self, const GPAny *args, int32_t nargs, GPAny *
   }
   gp_release(typed);
   if (!P.out) return -1;
-  GPModule *res = H->infer_types(P.out);
+  /* every node built carries its type unless P.untyped: then type the module again */
+  GPModule *res = P.untyped ? H->infer_types(P.out) : gp_retain(P.out);
   gp_release(P.out);
   if (!res) return -1;
   std_note(ctx, "lifted %lld regions into external functions", (long long)P.created);
