@@ -282,6 +282,38 @@ Test(byoc, long_supported_chain_is_one_region) {
   gp_ctx_free(ctx);
 }
 
+/* Modules index their names from 32 functions on (PartitionGraph adds one per region): lookups,
+ * overrides and copies stay right across the switch. */
+Test(byoc, module_name_index) {
+  GPModule *m = gp_module_new("idx");
+  GPVar *x = gp_var_new("x", NULL);
+  GPFunctionExpr *f = gp_function_new(1, &x, &x->base, NULL, NULL);
+  char name[32];
+  for (int i = 0; i < 100; i++) {
+    snprintf(name, sizeof name, "f%d", i);
+    cr_assert_eq(gp_module_add(m, name, f, false), 0);
+    cr_assert_eq(gp_module_find(m, name), i);
+    cr_assert_eq(gp_module_find(m, "f0"), 0);
+  }
+  cr_assert_eq(gp_module_find(m, "nosuch"), -1);
+  cr_assert_neq(gp_module_add(m, "f50", f, false), 0, "a duplicate name must be refused");
+  gp_error_clear();
+  cr_assert_eq(gp_module_add(m, "f50", f, true), 0);
+  cr_assert_eq(gp_module_find(m, "f50"), 50);
+  GPModule *c = gp_module_copy(m);
+  for (int i = 0; i < 100; i++) {
+    snprintf(name, sizeof name, "f%d", i);
+    cr_assert_eq(gp_module_find(c, name), i);
+  }
+  cr_assert_eq(gp_module_add(c, "g", f, false), 0);
+  cr_assert_eq(gp_module_find(c, "g"), 100);
+  cr_assert_eq(gp_module_find(m, "g"), -1);
+  gp_release(c);
+  gp_release(m);
+  gp_release(f);
+  gp_release(x);
+}
+
 /* ---- the command line */
 
 static int run_cli(const char *args, char **out) {
