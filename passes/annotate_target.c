@@ -11,6 +11,8 @@
  *    returns true when called with the call (TVM's FTVMAnnotateTarget);
  *  - a call of a composite function (attr Composite="T.<name>", as MergeComposite makes); the
  *    composite function itself is kept as it is.
+ * With AnnotateTarget.include_non_call_ops=false (TVM's CallOpsTargetRewriter) tuples, get-items
+ * and calls of local functions get compiler_ends on their children and stay outside every region.
  * Annotations already present (a second run) are kept: a call whose first argument is a
  * compiler_begin of a target other than "default" is left alone, and compiler_end keeps its
  * target.
@@ -51,7 +53,8 @@ typedef struct Annot {
   PMap target_of; /* rewritten node -> target index + 1 */
   PMap support;   /* op -> OpSupport* */
   int64_t supported_calls;
-  bool untyped; /* a result without a type: re-type */
+  bool untyped;        /* a result without a type: re-type */
+  bool call_ops_only;  /* include_non_call_ops=false: TVM's CallOpsTargetRewriter */
 } Annot;
 
 static int target_index(Annot *A, const char *name) {
@@ -275,6 +278,42 @@ static GPExpr *insert_end(Annot *A, GPExpr *e) {
 
 #define SMALL 8
 
+/* include_non_call_ops=false: a node that is not an op call gets compiler_ends on its children
+ * and no region of its own (TVM's CallOpsTargetRewriter); kids are n rewritten children. */
+static GPExpr *ends_only(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
+  int32_t nk = gp_expr_num_children(rebuilt), first = ekind(rebuilt) == GP_TI_CALL ? 1 : 0;
+  GPExpr *small[SMALL], **kids = nk <= SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)nk);
+  if (!kids) abort();
+  int32_t k = 0;
+  for (; k < nk; k++) {
+    GPExpr *c = gp_expr_child_at(rebuilt, k);
+    if (!(kids[k] = k < first ? gp_retain(c) : insert_end(A, c))) break;
+  }
+  GPExpr *n = NULL;
+  if (k == nk) {
+    switch (ekind(rebuilt)) {
+    case GP_TI_CALL: {
+      GPCall *c = H->call_new(kids[0], nk - 1, kids + 1, ((const GPCall *)rebuilt)->attrs);
+      n = c ? &c->base : NULL;
+      break;
+    }
+    case GP_TI_TUPLE: {
+      GPTuple *t = H->tuple_new(nk, kids);
+      n = t ? &t->base : NULL;
+      break;
+    }
+    default: {
+      GPTupleGetItem *g = H->tuple_get_item_new(kids[0], ((const GPTupleGetItem *)rebuilt)->index);
+      n = g ? &g->base : NULL;
+      break;
+    }
+    }
+  }
+  for (int32_t i = 0; i < k; i++) gp_release(kids[i]);
+  if (kids != small) free(kids);
+  return typed_like(n, orig);
+}
+
 static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt);
 
 /* Every result carries its type when it can (the input is typed; annotations are identities);
@@ -301,6 +340,7 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
     const GPCall *oc = (const GPCall *)orig;
     if (oc->nargs && byoc_ann(&A->ops, oc->args[0]) == 1 && strcmp(byoc_compiler(oc->args[0]), BYOC_DEFAULT) != 0)
       return gp_retain(rebuilt);
+    if (A->call_ops_only && ekind(pc->op) == GP_TI_VAR) return ends_only(A, orig, rebuilt);
     int t = call_target(A, orig);
     if (t < 0) return NULL;
     GPExpr *small[SMALL], **args = pc->nargs <= SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)pc->nargs);
@@ -324,6 +364,7 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
   case GP_TI_TUPLE: {
     const GPTuple *tp = (const GPTuple *)rebuilt;
     if (tp->n == 0) return gp_retain(rebuilt);
+    if (A->call_ops_only) return ends_only(A, orig, rebuilt);
     GPExpr *small[SMALL], **fs = tp->n <= SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)tp->n);
     if (!fs) abort();
     int t = -1;
@@ -339,6 +380,7 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
   }
   case GP_TI_TUPLE_GET_ITEM: {
     const GPTupleGetItem *g = (const GPTupleGetItem *)rebuilt;
+    if (A->call_ops_only) return ends_only(A, orig, rebuilt);
     int t = -1;
     GPExpr *a;
     if (annotate_args(A, 1, &g->tuple, &t, &a) != 0) return NULL;
@@ -461,6 +503,7 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
   Annot *A = calloc(1, sizeof *A);
   if (!A) abort();
   GPModule *out = NULL;
+  A->call_ops_only = !std_config_bool(ctx, "AnnotateTarget.include_non_call_ops", true);
   if (parse_targets(A, list) != 0 || byoc_ops(&A->ops) != 0) goto done;
   out = std_function_pass_typed(mod, annot_function, A, &A->untyped);
   if (!out) goto done;
@@ -503,6 +546,10 @@ int std_register_annotate_target(void) {
        .type_index = GP_TI_RAW_STR,
        .default_value = {.type_index = GP_TI_RAW_STR, .v_c_str = ""},
        .help = "comma-separated targets, in priority order (an op supported by several goes to the first)"},
+      {.name = "include_non_call_ops",
+       .type_index = GP_TI_BOOL,
+       .default_value = {.type_index = GP_TI_BOOL, .v_int64 = 1},
+       .help = "annotate tuples and get-items too (TVM's default); false: only op calls get regions"},
   };
   GPPassInfo info = {
       .struct_size = sizeof(GPPassInfo),
@@ -513,7 +560,7 @@ int std_register_annotate_target(void) {
       .required = required,
       .num_required = 1,
       .config_keys = keys,
-      .num_config_keys = 1,
+      .num_config_keys = 2,
       .func = annotate_target,
       .help = "Annotate the calls each BYOC target supports with compiler_begin/compiler_end (TVM's AnnotateTarget).",
   };

@@ -74,6 +74,15 @@ Test(byoc, region_cycle_is_not_merged) {
  * op does not (that op reads the merged region). */
 Test(byoc, join_of_an_independent_unsupported_branch_merges) { golden_all("join"); }
 
+/* include_non_call_ops=false (TVM's CallOpsTargetRewriter): tuples and get-items get compiler_ends
+ * on their fields and no region; the partition comes out the same here. */
+Test(byoc, call_ops_only_annotation) {
+  const char *cfg[] = {"AnnotateTarget.targets", "test", "AnnotateTarget.include_non_call_ops", "false", NULL};
+  th_golden(DATA "byoc_mixed.before.relay", DATA "byoc_mixed.callops.annotated.relay", "AnnotateTarget", cfg);
+  th_golden(DATA "byoc_mixed.before.relay", DATA "byoc_mixed.partitioned.relay",
+            "AnnotateTarget,MergeCompilerRegions,PartitionGraph", cfg);
+}
+
 /* PartitionGraph with bind_constants=false passes the constant as an argument. */
 Test(byoc, bind_constants_off_passes_constants) {
   GPModule *in = th_parse_file(DATA "byoc_const.merged.relay");
