@@ -7,7 +7,9 @@
  * machine kind (issue #5) and the ratio.
  *   usage: bench_onnx [light_dir] [plugin_dir] [runs] [pass]
  *   (defaults: ../shared/onnx/light, build/plugins, 5; runs up to 1000).  With `pass`, only that
- *   pass is timed (the others run once, untimed), for profiling with perf. */
+ *   pass is timed (the others run once, untimed), for profiling with perf.  With `pass` BYOC:
+ *   AnnotateTarget, MergeCompilerRegions and PartitionGraph on ResNet-50 (conv2d, relu and add
+ *   supported by a test target), as imported and after SimplifyInference,FoldConstant. */
 #include "../eval/eval.h"
 #include "../frontend/onnx/onnx.h"
 #include "../ir/ir.h"
@@ -101,9 +103,39 @@ static double tvm_ms(const char *pass, int index) {
   return 0;
 }
 
+/* pass "BYOC": the trio on the imported model and on it after SimplifyInference,FoldConstant
+ * (conv2d, relu and add supported by a test target). */
+static void bench_model_byoc(const char *path, const char *base, int runs) {
+  GPModule *m = gp_onnx_import_file(path, NULL);
+  GPPassContext *ctx = gp_ctx_new();
+  gp_ctx_set_opt_level(ctx, 3);
+  bench_byoc_setup("bench_onnx", ctx);
+  const char *pre[2] = {"InferType", "SimplifyInference,FoldConstant,InferType"};
+  for (int v = 0; m && v < 2; v++) {
+    GPModule *in = gp_run_pipeline(m, pre[v], ctx);
+    if (!in) break;
+    double ms[3];
+    int32_t ext;
+    bench_byoc_trio("bench_onnx", in, ctx, runs, ms, &ext);
+    printf("%-16s BYOC (conv2d/relu/add) after %-40s %d external functions\n", base, pre[v], (int)ext);
+    for (int p = 0; p < 3; p++) printf("  %-24s %9.3f ms\n", bench_byoc_passes[p], ms[p]);
+    gp_release(in);
+  }
+  if (!m || gp_error_kind()) {
+    fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
+    exit(1);
+  }
+  gp_release(m);
+  gp_ctx_free(ctx);
+}
+
 static void bench_model(const char *path, int runs, const char *only) {
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   bool resnet = strstr(base, "resnet50") != NULL;
+  if (only && !strcmp(only, "BYOC")) {
+    if (resnet) bench_model_byoc(path, base, runs);
+    return;
+  }
   double *t = gp_malloc((size_t)runs * sizeof *t);
   GPModule *m = NULL;
   int import_runs = only ? 1 : runs;

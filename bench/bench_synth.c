@@ -14,7 +14,9 @@
  * gp_run_pipeline.  Prints ms (median of 5 runs; 3 at 1M) and ns per op call of the input graph,
  * and, per pass, the ratio of the largest to the smallest ns per call over the sizes.
  *   usage: bench_synth [max_calls] [plugin_dir] [pass]   (defaults: 1000000, build/plugins; with a
- *   pass name, the other passes run once and their figures are of one run) */
+ *   pass name, the other passes run once and their figures are of one run).  With `pass` BYOC:
+ *   AnnotateTarget, MergeCompilerRegions and PartitionGraph on the typed graphs, conv2d, relu and
+ *   add supported by a test target (bias_add and batch_norm are not: regions alternate). */
 #include "../ir/ir.h"
 #include "../plugin/plugin.h"
 #include "../registry/registry.h"
@@ -33,6 +35,46 @@ static const char *const kSet[] = {"RemoveUnusedFunctions", "Legalize", "Simplif
 #define NPASS (sizeof kSet / sizeof kSet[0])
 #define MAX_SIZES 4
 
+static int bench_byoc(long max_calls, GPPassContext *ctx) {
+  bench_byoc_setup("bench_synth", ctx);
+  double ms[3][MAX_SIZES], ns[3][MAX_SIZES];
+  long sizes[MAX_SIZES];
+  int32_t ext[MAX_SIZES];
+  int nsizes = 0;
+  for (long target = 10000; target <= max_calls && nsizes < MAX_SIZES; target *= 10) {
+    long calls;
+    GPModule *raw = make_graph(target, &calls);
+    GPModule *m = gp_run_pipeline(raw, "InferType", ctx);
+    gp_release(raw);
+    if (!m) die("InferType");
+    double t[3];
+    bench_byoc_trio("bench_synth", m, ctx, calls < 500000 ? 5 : 3, t, &ext[nsizes]);
+    for (int p = 0; p < 3; p++) ms[p][nsizes] = t[p], ns[p][nsizes] = t[p] * 1e6 / (double)calls;
+    sizes[nsizes++] = calls;
+    gp_release(m);
+    fprintf(stderr, "bench_synth: %ld calls done\n", calls);
+  }
+  printf("bench_synth: BYOC trio, conv2d/relu/add supported; ms (ns per op call), median\n");
+  printf("%-24s", "calls");
+  for (int s = 0; s < nsizes; s++) printf(" %22ld", sizes[s]);
+  printf("  max/min ns\n%-24s", "external functions");
+  for (int s = 0; s < nsizes; s++) printf(" %22d", (int)ext[s]);
+  printf("\n");
+  for (int p = 0; p < 3; p++) {
+    printf("%-24s", bench_byoc_passes[p]);
+    double lo = 0, hi = 0;
+    for (int s = 0; s < nsizes; s++) {
+      printf(" %11.3f (%7.1f ns)", ms[p][s], ns[p][s]);
+      if (lo == 0 || ns[p][s] < lo) lo = ns[p][s];
+      if (ns[p][s] > hi) hi = ns[p][s];
+    }
+    printf("  %.2f\n", lo > 0 ? hi / lo : 0.0);
+  }
+  gp_ctx_free(ctx);
+  gp_registry_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   long max_calls = argc > 1 ? atol(argv[1]) : 1000000;
   const char *plugin_dir = argc > 2 ? argv[2] : "build/plugins";
@@ -41,6 +83,7 @@ int main(int argc, char **argv) {
   if (gp_plugin_load_dir(plugin_dir) != 0) die(plugin_dir);
   GPPassContext *ctx = gp_ctx_new();
   gp_ctx_set_opt_level(ctx, 3);
+  if (only && !strcmp(only, "BYOC")) return bench_byoc(max_calls, ctx);
   double ms[NPASS + 1][MAX_SIZES], ns[NPASS + 1][MAX_SIZES];
   long sizes[MAX_SIZES];
   int nsizes = 0;

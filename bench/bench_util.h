@@ -49,4 +49,48 @@ static inline GPModule *bench_call_pass(const char *prog, const char *name, GPMo
   return (GPModule *)res.v_obj;
 }
 
+/* ---- the BYOC trio (bench_onnx and bench_synth with the pass argument "BYOC") */
+
+static const char *const bench_byoc_passes[3] = {"AnnotateTarget", "MergeCompilerRegions", "PartitionGraph"};
+
+/* Marks conv2d, relu and add as supported by target "bench" (op attribute target.bench) and
+ * names it in ctx's AnnotateTarget.targets. */
+static inline void bench_byoc_setup(const char *prog, GPPassContext *ctx) {
+  static const char *const ops[] = {"nn.conv2d", "nn.relu", "add"};
+  GPAny yes = gp_any_bool(true);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (gp_op_set_attr(gp_op_get(ops[i]), "target.bench", &yes, 10) != 0) {
+      fprintf(stderr, "%s: %s\n", prog, gp_error_message());
+      exit(1);
+    }
+  if (gp_ctx_set_config(ctx, "AnnotateTarget.targets", "bench") != 0) {
+    fprintf(stderr, "%s: %s\n", prog, gp_error_message());
+    exit(1);
+  }
+}
+
+/* Times each pass of the trio (median of `runs`) on what the one before made from the typed m;
+ * ms[3] = the three medians; *externals = the functions PartitionGraph lifted. */
+static inline void bench_byoc_trio(const char *prog, GPModule *m, GPPassContext *ctx, int runs, double ms[3],
+                                   int32_t *externals) {
+  double *t = malloc(sizeof(double) * (size_t)runs);
+  if (!t) exit(1);
+  GPModule *cur = gp_retain(m);
+  for (int p = 0; p < 3; p++) {
+    GPModule *out = NULL;
+    for (int r = 0; r < runs; r++) {
+      gp_release(out);
+      double t0 = bench_now_ms();
+      out = bench_call_pass(prog, bench_byoc_passes[p], cur, ctx);
+      t[r] = bench_now_ms() - t0;
+    }
+    ms[p] = bench_median(t, runs);
+    gp_release(cur);
+    cur = out;
+  }
+  *externals = cur->num_functions - m->num_functions;
+  gp_release(cur);
+  free(t);
+}
+
 #endif /* GP_BENCH_UTIL_H */

@@ -24,7 +24,7 @@ static const char usage_text[] =
     "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
     "                 [--stats] [--no-types] [--no-default-plugins]\n"
     "                 [--verify-numerics [--rtol X] [--atol Y] [--seed N]]\n"
-    "                 [--shape NAME=D,D,...]...\n"
+    "                 [--shape NAME=D,D,...]... [--target-ops NAME=op,op,...]...\n"
     "       graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
     "                 [--plugin FILE]... [--threads N] [--no-default-plugins] [--shape NAME=D,...]...\n"
     "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
@@ -37,7 +37,9 @@ static const char usage_text[] =
     "PASS/FAIL/SKIP per test and a totals line; it exits 1 when a test failed.\n"
     "--verify-numerics evaluates @main on deterministic inputs (from --seed, default 0) before\n"
     "the first pass and after each pass, and fails naming the first pass whose outputs differ\n"
-    "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n";
+    "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n"
+    "--target-ops NAME=op,op,... marks the ops a BYOC target NAME supports (op attribute target.NAME)\n"
+    "for AnnotateTarget, and adds NAME to AnnotateTarget.targets unless --config sets that key.\n";
 
 void die_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "graphpass: ");
@@ -157,6 +159,23 @@ static int op_count_cmp(const void *a, const void *b) {
   return strcmp(((const OpCount *)a)->name, ((const OpCount *)b)->name);
 }
 
+/* "stat external:<compiler> N": global functions with a Compiler attribute, per compiler. */
+static void print_external_stats(const GPModule *m) {
+  OpCount *ext = gp_malloc(sizeof(OpCount) * (size_t)(m->num_functions ? m->num_functions : 1));
+  int32_t k = 0;
+  for (int32_t f = 0; f < m->num_functions; f++) {
+    const GPAttrValue *c = m->funcs[f]->attrs ? gp_attrs_get(m->funcs[f]->attrs, "Compiler") : NULL;
+    if (!c || c->kind != GP_ATTR_STR || !c->s) continue;
+    int32_t i = 0;
+    while (i < k && strcmp(ext[i].name, c->s) != 0) i++;
+    if (i == k) ext[k++] = (OpCount){c->s, 0};
+    ext[i].count++;
+  }
+  qsort(ext, (size_t)k, sizeof *ext, op_count_cmp);
+  for (int32_t i = 0; i < k; i++) printf("stat external:%s %lld\n", ext[i].name, (long long)ext[i].count);
+  gp_free(ext);
+}
+
 static void print_stats(const GPModule *m) {
   int64_t calls = 0, primitive = 0, nodes = 0;
   GPStrMap composites = {0}; /* name -> count */
@@ -194,6 +213,7 @@ static void print_stats(const GPModule *m) {
   printf("stat nodes %lld\n", (long long)nodes);
   printf("stat calls %lld\n", (long long)calls);
   printf("stat primitive_functions %lld\n", (long long)primitive);
+  print_external_stats(m);
   OpCount *oc = gp_malloc(sizeof(OpCount) * (size_t)(nops ? nops : 1));
   int32_t k = 0;
   for (int32_t i = 0; i < nops; i++)
@@ -244,14 +264,74 @@ static int parse_tolerance(const char *flag, const char *text, double *out) {
   return 0;
 }
 
+/* --target-ops NAME=op,op,...: op attribute target.NAME = true on each op; the NAMEs become
+ * AnnotateTarget.targets unless --config set it. */
+static int apply_target_ops(GPPassContext *ctx, const char *const *vals, int n) {
+  GPBuf names = {0};
+  int rc = -1;
+  for (int i = 0; i < n; i++) {
+    const char *v = vals[i], *eq = strchr(v, '=');
+    if (!eq) {
+      gp_error_set(GP_ERR_VALUE, "--target-ops '%s': expected NAME=op,op,... (no '=')", v);
+      goto done;
+    }
+    size_t nl = (size_t)(eq - v);
+    if (nl == 0) {
+      gp_error_set(GP_ERR_VALUE, "--target-ops '%s': the target NAME before '=' is empty", v);
+      goto done;
+    }
+    for (size_t k = 0; k < nl; k++) {
+      char c = v[k];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+        gp_error_set(GP_ERR_VALUE, "--target-ops '%s': target '%.*s' is not a name ([A-Za-z0-9_-]+)", v, (int)nl, v);
+        goto done;
+      }
+    }
+    if (!eq[1]) {
+      gp_error_set(GP_ERR_VALUE, "--target-ops '%s': the op list after '=' is empty", v);
+      goto done;
+    }
+    char key[160];
+    snprintf(key, sizeof key, "target.%.*s", (int)(nl < 120 ? nl : 120), v);
+    const char *p = eq + 1;
+    while (true) {
+      const char *c = strchr(p, ',');
+      size_t len = c ? (size_t)(c - p) : strlen(p);
+      if (len == 0) {
+        gp_error_set(GP_ERR_VALUE, "--target-ops '%s': an empty op name in the list", v);
+        goto done;
+      }
+      char *name = gp_strndup(p, len);
+      const GPOp *op = gp_op_find(name);
+      if (!op) {
+        gp_error_set(GP_ERR_VALUE, "--target-ops '%s': unknown op '%s'", v, name);
+        gp_free(name);
+        goto done;
+      }
+      gp_free(name);
+      GPAny t = gp_any_bool(true);
+      if (gp_op_set_attr(op, key, &t, 10) != 0) goto done;
+      if (!c) break;
+      p = c + 1;
+    }
+    gp_buf_printf(&names, "%s%.*s", names.len ? "," : "", (int)nl, v);
+  }
+  rc = 0;
+  if (!gp_strmap_get(&ctx->config, "AnnotateTarget.targets"))
+    rc = gp_ctx_set_config(ctx, "AnnotateTarget.targets", names.len ? names.data : "");
+done:
+  gp_buf_free(&names);
+  return rc;
+}
+
 static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
   const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
-  const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32];
-  int ndisable = 0, nrequire = 0, nconfig = 0, npbefore = 0, npafter = 0;
+  const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32], *target_ops[32];
+  int ndisable = 0, nrequire = 0, nconfig = 0, npbefore = 0, npafter = 0, ntarget_ops = 0;
   bool time_passes = false, pba = false, paa = false, verify_each = false, explain = false, stats = false,
        types = true;
   for (int i = 0; i < argc; i++) {
@@ -281,6 +361,7 @@ static int cmd_opt(int argc, char **argv) {
     else if (strcmp(a, "--require") == 0) TAKE_LIST(require, nrequire);
     else if (strcmp(a, "--config") == 0) TAKE_LIST(config, nconfig);
     else if (strcmp(a, "--plugin") == 0) TAKE_LIST(po.plugins, po.nplugins);
+    else if (strcmp(a, "--target-ops") == 0) TAKE_LIST(target_ops, ntarget_ops);
     else if (strcmp(a, "--print-before") == 0) TAKE_LIST(pbefore, npbefore);
     else if (strcmp(a, "--print-after") == 0) TAKE_LIST(pafter, npafter);
     else if (strcmp(a, "--time-passes") == 0) time_passes = true;
@@ -354,6 +435,7 @@ static int cmd_opt(int argc, char **argv) {
     gp_free(kv);
     if (rc != 0) goto usage_error;
   }
+  if (ntarget_ops && apply_target_ops(ctx, target_ops, ntarget_ops) != 0) goto usage_error;
   ctx->time_passes = time_passes;
   ctx->print_before_all = pba;
   ctx->print_after_all = paa;

@@ -341,6 +341,33 @@ static int k_reshape(const GPKernelArgs *a, void *user) {
   return 0;
 }
 
+/* annotation.compiler_begin / compiler_end: identities; a tuple argument arrives as one input
+ * per field and leaves as one output per field. */
+static int k_identity(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (a->num_inputs != a->num_outputs) {
+    gp_error_set(GP_ERR_VALUE, "%d inputs for %d outputs", (int)a->num_inputs, (int)a->num_outputs);
+    return -1;
+  }
+  for (int32_t i = 0; i < a->num_inputs; i++) {
+    const DLTensor *in = a->inputs[i];
+    DLTensor *out = a->outputs[i];
+    size_t elem, oelem;
+    if (k_elem(in->dtype, "data", &elem) != 0 || k_elem(out->dtype, "result", &oelem) != 0) return -1;
+    int64_t n = gp_k_numel(out);
+    if (n != gp_k_numel(in) || elem != oelem) return shape_mismatch("the result");
+    if (n == 0) continue;
+    GPKView v;
+    gp_k_view(in, &v);
+    KCopy c;
+    kc_from_view(&c, &v, elem);
+    c.dst = out_data(out);
+    compact_strides(v.ndim, v.shape, c.ds);
+    kc_run(&c, a->num_threads);
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* transpose                                                                                   */
 
@@ -1120,6 +1147,8 @@ static int k_reverse_sequence(const GPKernelArgs *a, void *user) {
 
 void gp_kernels_register_transform(void) {
   gp_kernel_set("reshape", k_reshape);
+  gp_kernel_set("annotation.compiler_begin", k_identity);
+  gp_kernel_set("annotation.compiler_end", k_identity);
   gp_kernel_set("squeeze", k_reshape);
   gp_kernel_set("expand_dims", k_reshape);
   gp_kernel_set("nn.batch_flatten", k_reshape);

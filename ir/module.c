@@ -3,8 +3,28 @@
 
 #include <string.h>
 
+/* A module and, from INDEX_MIN functions on, a name -> index + 1 map, kept up to date by the
+ * adds (which run only while the caller holds the sole reference), so a module of many
+ * functions (PartitionGraph's external functions) finds a name in O(1) and adding n functions
+ * costs O(n), not O(n^2).  Readers never write it. */
+#define INDEX_MIN 32
+typedef struct ModuleImpl {
+  GPModule pub;
+  GPStrMap names;
+} ModuleImpl;
+
+static void index_add(GPModule *m, int32_t i) {
+  ModuleImpl *mi = (ModuleImpl *)m;
+  if (m->num_functions < INDEX_MIN) return;
+  if (!mi->names.len)
+    for (int32_t k = 0; k < m->num_functions; k++) gp_strmap_put(&mi->names, m->gvars[k]->name, (void *)(intptr_t)(k + 1));
+  else
+    gp_strmap_put(&mi->names, m->gvars[i]->name, (void *)(intptr_t)(i + 1));
+}
+
 static void module_free(GPObject *o) {
   GPModule *m = (GPModule *)o;
+  gp_strmap_free(&((ModuleImpl *)m)->names);
   for (int32_t i = 0; i < m->num_functions; i++) {
     gp_release(m->gvars[i]);
     gp_release(m->funcs[i]);
@@ -16,12 +36,14 @@ static void module_free(GPObject *o) {
 }
 
 GPModule *gp_module_new(const char *source_name) {
-  GPModule *m = gp_object_alloc(sizeof *m, GP_TI_MODULE, module_free);
+  GPModule *m = gp_object_alloc(sizeof(ModuleImpl), GP_TI_MODULE, module_free);
   m->source_name = source_name ? gp_strdup(source_name) : NULL;
   return m;
 }
 
 int32_t gp_module_find(const GPModule *m, const char *name) {
+  const ModuleImpl *mi = (const ModuleImpl *)m;
+  if (mi->names.len) return (int32_t)(intptr_t)gp_strmap_get(&mi->names, name) - 1;
   for (int32_t i = 0; i < m->num_functions; i++)
     if (strcmp(m->gvars[i]->name, name) == 0) return i;
   return -1;
@@ -72,6 +94,7 @@ int gp_module_add_gvar(GPModule *m, GPGlobalVar *g, GPFunctionExpr *fn, bool all
   m->gvars[m->num_functions] = g;
   m->funcs[m->num_functions] = gp_retain(fn);
   m->num_functions++;
+  index_add(m, m->num_functions - 1);
   return 0;
 }
 
@@ -91,5 +114,6 @@ GPModule *gp_module_copy(const GPModule *m) {
     c->gvars[i] = gp_retain(m->gvars[i]);
     c->funcs[i] = gp_retain(m->funcs[i]);
   }
+  if (c->num_functions >= INDEX_MIN) index_add(c, c->num_functions - 1);
   return c;
 }

@@ -98,5 +98,8 @@ int std_register_fc_fuse(void);
 int std_register_conv_bn_fuse(void);
 int std_register_conv_elementwise_fuse(void);
 int std_register_conv_activation_fuse(void);
+int std_register_annotate_target(void);
+int std_register_merge_compiler_regions(void);
+int std_register_partition_graph(void);
 
 #endif

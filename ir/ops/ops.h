@@ -28,6 +28,7 @@ void gp_ops_register_logic(void); /* ops_logic.c: comparisons, logical and bitwi
 void gp_ops_register_sort(void); /* ops_sort.c: topk, argsort, cumsum, cumprod, reverse */
 void gp_ops_register_index(void); /* ops_index.c: take, gather, gather_nd, scatter, one_hot, trilu */
 void gp_ops_register_image(void); /* ops_image.c: image.resize2d and other image ops */
+void gp_ops_register_annotation(void); /* ops_annotation.c: compiler_begin / compiler_end (BYOC) */
 
 /* Schema field initializers (TVM's attrs-struct order and defaults). */
 #define GP_F_REQ(nm, k) {(nm), (k), 1, {.kind = GP_ATTR_NONE}, NULL}

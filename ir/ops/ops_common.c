@@ -15,6 +15,7 @@ void gp_ops_register_builtin(void) {
   gp_ops_register_sort();
   gp_ops_register_index();
   gp_ops_register_image();
+  gp_ops_register_annotation();
   gp_kernels_register_builtin();
 }
 
