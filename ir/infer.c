@@ -22,6 +22,7 @@
  * kept as is (no relation is run), so a typed module comes back sharing every function.
  */
 #include "ir/ir.h"
+#include "common/scratch.h"
 
 #include <assert.h>
 #include <string.h>
@@ -71,7 +72,7 @@ typedef struct {
 static void push_at(Infer *I, GPExpr *e, uint32_t line, uint32_t col, int64_t slot) {
   if (I->n == I->cap) {
     I->cap = I->cap ? I->cap * 2 : 64;
-    I->st = gp_realloc(I->st, I->cap * sizeof *I->st);
+    I->st = gp_scratch_realloc(I->st, I->cap * sizeof *I->st);
   }
   /* a var's or global var's own location is where it is defined: keep the user's */
   if (e->line && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_GLOBAL_VAR) {
@@ -89,7 +90,7 @@ static void push_child(Infer *I, const IFrame *f, int32_t pos, GPExpr *c, uint32
 static void slots_alloc(Infer *I, IFrame *f, int32_t nk) {
   if (I->nslots + nk > I->slots_cap) {
     while (I->nslots + nk > I->slots_cap) I->slots_cap = I->slots_cap ? I->slots_cap * 2 : 256;
-    I->slots = gp_realloc(I->slots, (size_t)I->slots_cap * sizeof *I->slots);
+    I->slots = gp_scratch_realloc(I->slots, (size_t)I->slots_cap * sizeof *I->slots);
   }
   f->base = I->nslots;
   memset(I->slots + I->nslots, 0, (size_t)nk * sizeof *I->slots);
@@ -674,9 +675,9 @@ static void infer_free(Infer *I) {
     if (I->memo.slots[i].key) gp_release(I->memo.slots[i].val);
   gp_map_free(&I->memo);
   slots_pop(I, 0);
-  gp_free(I->slots);
+  gp_scratch_free(I->slots);
   gp_map_free(&I->pending);
-  gp_free(I->st);
+  gp_scratch_free(I->st);
   gp_free(I->gtypes);
   gp_free(I->status);
   gp_free(I->ctx);

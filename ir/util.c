@@ -1,5 +1,6 @@
 /* util.c -- the one allocator, byte buffers, vectors, hash maps. */
 #include "ir.h"
+#include "../common/scratch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -164,12 +165,12 @@ bool gp_map_has(const GPPtrMap *m, const void *key) {
 }
 
 static void map_rehash(GPPtrMap *m, size_t ncap) {
-  GPPtrMapSlot *ns = gp_calloc(ncap, sizeof *ns);
+  GPPtrMapSlot *ns = gp_scratch_zalloc(ncap, sizeof *ns);
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->slots[i].key) continue;
     ns[map_slot(ns, ncap, m->slots[i].key)] = m->slots[i];
   }
-  gp_free(m->slots);
+  gp_scratch_free(m->slots);
   m->slots = ns;
   m->cap = ncap;
 }
@@ -191,7 +192,7 @@ void gp_map_put(GPPtrMap *m, const void *key, void *val) {
 }
 
 void gp_map_free(GPPtrMap *m) {
-  gp_free(m->slots);
+  gp_scratch_free(m->slots);
   memset(m, 0, sizeof *m);
 }
 

@@ -21,6 +21,7 @@
  * Errors: GP_ERR_VERIFY "verify: @fn: <source>:<line>:<col>: <node>: <what>".
  */
 #include "ir/ir.h"
+#include "common/scratch.h"
 
 #include <string.h>
 
@@ -95,7 +96,7 @@ static void push(Verify *V, GPExpr *e, uint32_t line, uint32_t col, int64_t slot
 static void slots_alloc(Verify *V, VFrame *f, int32_t nk) {
   if (V->nslots + nk > V->slots_cap) {
     while (V->nslots + nk > V->slots_cap) V->slots_cap = V->slots_cap ? V->slots_cap * 2 : 256;
-    V->slots = gp_realloc(V->slots, (size_t)V->slots_cap * sizeof *V->slots);
+    V->slots = gp_scratch_realloc(V->slots, (size_t)V->slots_cap * sizeof *V->slots);
   }
   f->base = V->nslots;
   memset(V->slots + V->nslots, 0, (size_t)nk * sizeof *V->slots);
@@ -540,7 +541,7 @@ int gp_verify(const GPModule *m) {
   }
   gp_map_free(&V.vars);
   gp_map_free(&V.done);
-  gp_free(V.slots);
+  gp_scratch_free(V.slots);
   gp_free(V.vi);
   gp_free(V.st);
   gp_free(V.kids);
