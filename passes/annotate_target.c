@@ -9,6 +9,8 @@
  * A target T supports
  *  - a call of an op whose op attribute `target.T` is the bool true, or a packed function that
  *    returns true when called with the call (TVM's FTVMAnnotateTarget);
+ *  - a call of an op or a composite function that target T is registered with a kernel for
+ *    (GPHostAPI.target_register), when the op has no target.T attribute;
  *  - a call of a composite function (attr Composite="T.<name>", as MergeComposite makes); the
  *    composite function itself is kept as it is.
  * With AnnotateTarget.include_non_call_ops=false (TVM's CallOpsTargetRewriter) tuples, get-items
@@ -19,8 +21,8 @@
  *
  * A target is unknown (an error naming it and the config key) when no op of the module has an
  * attribute target.T (of any value), no composite function of the module is named T.*, no
- * annotation and no function with Compiler="T" of the module names T, and no function
- * relay.ext.T is registered (TVM's codegen hook).  An op attribute that is neither a
+ * annotation and no function with Compiler="T" of the module names T, no function
+ * relay.ext.T is registered (TVM's codegen hook) and T is not in the target registry.  An op attribute that is neither a
  * bool nor a packed function, a predicate that fails or returns a non-bool are errors naming the
  * pass, the op, the attribute and the call (source:line:col).  Linear: one host rewrite per
  * function, a hash map from rewritten nodes to their targets, op attributes looked up once per op. */
@@ -124,6 +126,26 @@ static GPExpr *typed_like(GPExpr *n, const GPExpr *orig) {
   return r;
 }
 
+/* Whether target T is registered with a kernel named `kernel` (an op or a composite). */
+static bool target_kernel(const char *target, const char *kernel) {
+  return GP_HAS_FIELD(H, GPHostAPI, target_has_kernel) && H->target_has_kernel(target, kernel) == 1;
+}
+
+/* Whether target T is in the target registry. */
+static bool target_registered(const char *target) {
+  if (!GP_HAS_FIELD(H, GPHostAPI, target_list)) return false;
+  char **names = NULL;
+  int32_t n = 0;
+  bool found = false;
+  if (H->target_list(&names, &n) != 0) {
+    H->error_clear();
+    return false;
+  }
+  for (int32_t i = 0; i < n && !found; i++) found = strcmp(names[i], target) == 0;
+  H->free(names);
+  return found;
+}
+
 static OpSupport *op_support(Annot *A, const GPOp *op, const GPExpr *call) {
   OpSupport *s = pmap_get(&A->support, op);
   if (s) return s;
@@ -134,7 +156,14 @@ static OpSupport *op_support(Annot *A, const GPOp *op, const GPExpr *call) {
   for (int32_t t = 1; t <= A->ntargets; t++) {
     snprintf(key, sizeof key, "target.%s", A->names[t]);
     GPAny v = {0};
-    if (H->op_get_attr(op, key, &v) != 1) continue;
+    if (H->op_get_attr(op, key, &v) != 1) {
+      /* no attribute: a registered target's kernels (ABI 1.2 target registry) */
+      if (target_kernel(A->names[t], op->name)) {
+        A->known[t] = true;
+        s->kind[t - 1] = SUP_YES;
+      }
+      continue;
+    }
     A->known[t] = true;
     if (v.type_index == GP_TI_BOOL) {
       s->kind[t - 1] = v.v_int64 ? SUP_YES : SUP_NO;
@@ -191,6 +220,11 @@ static int call_target(Annot *A, GPExpr *orig) {
     const GPFunctionExpr *fn = (const GPFunctionExpr *)c->op;
     const GPAttrValue *v = fn->attrs ? H->attrs_get(fn->attrs, "Composite") : NULL;
     if (v && v->kind == GP_ATTR_STR && v->s) {
+      for (int32_t t = 1; t <= A->ntargets; t++) /* a registered target's composite kernel */
+        if (target_kernel(A->names[t], v->s)) {
+          A->known[t] = true;
+          return t;
+        }
       const char *dot = strchr(v->s, '.');
       if (dot) {
         size_t len = (size_t)(dot - v->s);
@@ -515,7 +549,7 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
       if (!strcmp(c->s, A->names[t])) A->known[t] = true;
   }
   for (int32_t t = 1; t <= A->ntargets; t++) {
-    if (A->known[t]) continue;
+    if (A->known[t] || target_registered(A->names[t])) continue;
     char fname[160];
     snprintf(fname, sizeof fname, "relay.ext.%s", A->names[t]);
     GPPackedFunc *f = H->func_get(fname);
@@ -525,8 +559,8 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
     }
     H->error_set(GP_ERR_VALUE,
                  "%s: unknown target '%s' in %s: no op of the module has an attribute target.%s, no composite "
-                 "function is named %s.*, and no function relay.ext.%s is registered",
-                 PASS_NAME, A->names[t], TARGETS_KEY, A->names[t], A->names[t], A->names[t]);
+                 "function is named %s.*, no function relay.ext.%s is registered, and no target %s is",
+                 PASS_NAME, A->names[t], TARGETS_KEY, A->names[t], A->names[t], A->names[t], A->names[t]);
     gp_release(out);
     out = NULL;
     goto done;

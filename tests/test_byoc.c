@@ -176,6 +176,35 @@ Test(byoc, predicate_attribute_supports_the_call) {
   clear_attr("add", "target.pred");
 }
 
+/* A target of the target registry (ABI 1.2) supports the ops it has kernels for, without op
+ * attributes, and is a known target. */
+Test(byoc, registered_target_kernels_support_the_call) {
+  static const char *const kernels[] = {"nn.relu", "add"};
+  GPTargetInfo ti = {.struct_size = sizeof ti, .abi_version = GP_ABI_VERSION, .name = "reg",
+                     .kernels = kernels, .num_kernels = 2};
+  cr_assert_eq(gp_target_register(&ti, false, "host"), 0, "%s", gp_error_message());
+  GPModule *in = th_parse_file(DATA "byoc_cycle.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_config(ctx, "AnnotateTarget.targets", "reg"), 0);
+  GPModule *out = gp_run_pipeline(in, "AnnotateTarget,MergeCompilerRegions,PartitionGraph", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert_not_null(gp_module_lookup(out, "tvmgen_default_reg_main_0"));
+  cr_assert_not_null(gp_module_lookup(out, "tvmgen_default_reg_main_1"));
+  gp_release(out);
+  /* registered without kernels the module uses: known, nothing annotated, no error */
+  cr_assert_eq(gp_target_unregister("reg"), 0);
+  ti.num_kernels = 0;
+  ti.kernels = NULL;
+  cr_assert_eq(gp_target_register(&ti, false, "host"), 0, "%s", gp_error_message());
+  out = gp_run_pipeline(in, "AnnotateTarget,MergeCompilerRegions,PartitionGraph", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert_null(gp_module_lookup(out, "tvmgen_default_reg_main_0"));
+  gp_release(out);
+  cr_assert_eq(gp_target_unregister("reg"), 0);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
+
 /* Runs `pipeline` on `file` expecting a failure whose message holds every one of `parts`; checks
  * that the input module is unchanged. */
 static void expect_error(const char *file, const char *pipeline, const char *targets, const char *const *parts) {
