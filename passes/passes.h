@@ -98,5 +98,7 @@ int std_register_fc_fuse(void);
 int std_register_conv_bn_fuse(void);
 int std_register_conv_elementwise_fuse(void);
 int std_register_conv_activation_fuse(void);
+/* TVM v0.12 SimplifyExpr and SimplifyExprPostAlterOp (simplify_expr.c, on pattern_pass.h) */
+int std_register_simplify_expr(void);
 
 #endif
