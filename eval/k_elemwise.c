@@ -621,6 +621,16 @@ static int kern_cast(const GPKernelArgs *args, void *user) {
   return ew_run(args, 1, k_cspan[ks][kd], NULL);
 }
 
+/* cast_like(data, dtype_like): cast to the result's dtype (dtype_like's); dtype_like is not read. */
+static int kern_cast_like(const GPKernelArgs *args, void *user) {
+  (void)user;
+  int ks, kd;
+  if (check_io(args, 2) != 0 || gp_k_dtype_check(args->inputs[0]->dtype, "data", &ks) != 0 ||
+      gp_k_dtype_check(args->outputs[0]->dtype, "the result (dtype_like's dtype)", &kd) != 0)
+    return -1;
+  return ew_run(args, 1, k_cspan[ks][kd], NULL);
+}
+
 void gp_kernels_register_elemwise(void) {
 #define K_REG(tok, name, FE, IE) gp_kernel_set(name, kern_##tok);
   K_BINARY(K_REG)
@@ -628,4 +638,5 @@ void gp_kernels_register_elemwise(void) {
   K_UPRED(K_REG)
 #undef K_REG
   gp_kernel_set("cast", kern_cast);
+  gp_kernel_set("cast_like", kern_cast_like);
 }

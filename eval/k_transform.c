@@ -321,9 +321,10 @@ static void k_fill(char *dst, int64_t n, const unsigned char *pat, size_t elem, 
 /* ------------------------------------------------------------------------------------------ */
 /* reshape, squeeze, expand_dims, nn.batch_flatten: the input's row-major order, copied        */
 
+/* reshape_like passes a second input (shape_like) whose data is not read. */
 static int k_reshape(const GPKernelArgs *a, void *user) {
   GP_UNUSED(user);
-  if (k_counts(a, 1, 1) != 0) return -1;
+  if (k_counts(a, user ? 2 : 1, 1) != 0) return -1;
   const DLTensor *in = a->inputs[0];
   DLTensor *out = a->outputs[0];
   size_t elem, oelem;
@@ -781,10 +782,10 @@ static int convert_elem(const void *p, DLDataType from, DLDataType to, unsigned 
   return 0;
 }
 
+/* full_like (user non-NULL): inputs (data, fill_value); data is not read. */
 static int k_full(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
-  if (k_counts(a, 1, 1) != 0) return -1;
-  const DLTensor *fill = a->inputs[0];
+  if (k_counts(a, user ? 2 : 1, 1) != 0) return -1;
+  const DLTensor *fill = a->inputs[user ? 1 : 0];
   DLTensor *out = a->outputs[0];
   if (gp_k_numel(fill) != 1) return shape_mismatch("fill_value");
   unsigned char pat[8];
@@ -798,9 +799,9 @@ static int k_full(const GPKernelArgs *a, void *user) {
   return 0;
 }
 
+/* zeros_like / ones_like pass data (user non-NULL: one input, its data not read). */
 static int k_zeros(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
-  if (k_counts(a, 0, 1) != 0) return -1;
+  if (k_counts(a, user ? 1 : 0, 1) != 0) return -1;
   DLTensor *out = a->outputs[0];
   size_t elem;
   if (k_elem(out->dtype, "result", &elem) != 0) return -1;
@@ -811,8 +812,7 @@ static int k_zeros(const GPKernelArgs *a, void *user) {
 }
 
 static int k_ones(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
-  if (k_counts(a, 0, 1) != 0) return -1;
+  if (k_counts(a, user ? 1 : 0, 1) != 0) return -1;
   DLTensor *out = a->outputs[0];
   size_t elem;
   if (k_elem(out->dtype, "result", &elem) != 0) return -1;
@@ -884,9 +884,9 @@ static int k_tile(const GPKernelArgs *a, void *user) {
   return 0;
 }
 
+/* broadcast_to_like (user non-NULL) passes broadcast_type, not read. */
 static int k_broadcast_to(const GPKernelArgs *a, void *user) {
-  GP_UNUSED(user);
-  if (k_counts(a, 1, 1) != 0) return -1;
+  if (k_counts(a, user ? 2 : 1, 1) != 0) return -1;
   const DLTensor *in = a->inputs[0];
   DLTensor *out = a->outputs[0];
   size_t elem;
@@ -912,6 +912,63 @@ static int k_broadcast_to(const GPKernelArgs *a, void *user) {
     c.ss[i] = di >= 0 && in->shape[di] != 1 ? v.strides[di] : 0;
   }
   kc_run(&c, a->num_threads);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* collapse_sum_like, collapse_sum_to: the sum of data over the axes the result broadcasts
+ * along (TVM's topi::collapse_sum); the second input is not read.  Floats accumulate in
+ * double, integers in int64 (wrapping as the store converts). */
+
+static int k_collapse_sum(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, 2, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  int ki, ko;
+  if (gp_k_dtype_check(in->dtype, "data", &ki) != 0 || gp_k_dtype_check(out->dtype, "result", &ko) != 0) return -1;
+  int32_t nd = in->ndim, no = out->ndim;
+  if (no > nd) return shape_mismatch("the result");
+  for (int32_t i = 0; i < no; i++) {
+    int64_t o = out->shape[i], d = in->shape[nd - no + i];
+    if (o != 1 && o != d) return shape_mismatch("the result");
+  }
+  int64_t nout = gp_k_numel(out), nin = gp_k_numel(in);
+  if (nout == 0) return 0;
+  bool fl = gp_k_is_float(ki);
+  double *accf = fl ? gp_malloc((size_t)nout * sizeof(double)) : NULL;
+  int64_t *acci = fl ? NULL : gp_malloc((size_t)nout * sizeof(int64_t));
+  for (int64_t j = 0; j < nout; j++) {
+    if (fl) accf[j] = 0;
+    else acci[j] = 0;
+  }
+  GPKView v;
+  gp_k_view(in, &v);
+  int64_t ost[GP_K_MAX_RANK], idx[GP_K_MAX_RANK] = {0};
+  compact_strides(no, out->shape, ost);
+  for (int64_t f = 0; f < nin; f++) {
+    int64_t o = 0, off = 0;
+    for (int32_t i = 0; i < nd; i++) {
+      off += idx[i] * v.strides[i];
+      int32_t oi = i - (nd - no);
+      if (oi >= 0 && out->shape[oi] != 1) o += idx[i] * ost[oi];
+    }
+    const char *p = v.data + off * (int64_t)v.elem;
+    if (fl) accf[o] += gp_k_load_f64(p, ki);
+    else acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)gp_k_load_i64(p, ki));
+    for (int32_t i = nd - 1; i >= 0; i--) { /* next row-major index */
+      if (++idx[i] < in->shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+  char *dst = out_data(out);
+  size_t oe = gp_k_elem_size(ko);
+  for (int64_t j = 0; j < nout; j++) {
+    if (fl) gp_k_store_f64(dst + j * (int64_t)oe, ko, accf[j]);
+    else gp_k_store_i64(dst + j * (int64_t)oe, ko, acci[j]);
+  }
+  gp_free(accf);
+  gp_free(acci);
   return 0;
 }
 
@@ -1145,6 +1202,18 @@ static int k_reverse_sequence(const GPKernelArgs *a, void *user) {
 }
 /* ------------------------------------------------------------------------------------------ */
 
+/* The *_like forms: the kernel of their concrete op, told (user non-NULL) to expect the extra
+ * input whose data it does not read. */
+static const int k_like = 1;
+static int k_reshape_like(const GPKernelArgs *a, void *u) { GP_UNUSED(u); return k_reshape(a, (void *)&k_like); }
+static int k_zeros_like(const GPKernelArgs *a, void *u) { GP_UNUSED(u); return k_zeros(a, (void *)&k_like); }
+static int k_ones_like(const GPKernelArgs *a, void *u) { GP_UNUSED(u); return k_ones(a, (void *)&k_like); }
+static int k_full_like(const GPKernelArgs *a, void *u) { GP_UNUSED(u); return k_full(a, (void *)&k_like); }
+static int k_broadcast_to_like(const GPKernelArgs *a, void *u) {
+  GP_UNUSED(u);
+  return k_broadcast_to(a, (void *)&k_like);
+}
+
 void gp_kernels_register_transform(void) {
   gp_kernel_set("reshape", k_reshape);
   gp_kernel_set("annotation.compiler_begin", k_identity);
@@ -1164,6 +1233,14 @@ void gp_kernels_register_transform(void) {
   gp_kernel_set("tile", k_tile);
   gp_kernel_set("broadcast_to", k_broadcast_to);
   gp_kernel_set("nn.pad", k_pad);
+  gp_kernel_set("collapse_sum_like", k_collapse_sum);
+  gp_kernel_set("collapse_sum_to", k_collapse_sum);
+  gp_kernel_set("contrib_reverse_reshape", k_reshape);
+  gp_kernel_set("reshape_like", k_reshape_like);
+  gp_kernel_set("zeros_like", k_zeros_like);
+  gp_kernel_set("ones_like", k_ones_like);
+  gp_kernel_set("full_like", k_full_like);
+  gp_kernel_set("broadcast_to_like", k_broadcast_to_like);
   gp_kernel_set("nn.depth_to_space", k_depth_to_space);
   gp_kernel_set("nn.space_to_depth", k_space_to_depth);
   gp_kernel_set("stack", k_stack);

@@ -98,14 +98,14 @@ GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
   bool ok = dt.lanes == 1 &&
             ((dt.code == kDLFloat && (dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) ||
              (dt.code == kDLInt && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) ||
-             (dt.code == kDLUInt && dt.bits == 8));
+             (dt.code == kDLUInt && (dt.bits == 8 || dt.bits == 1)));
   if (!ok) {
     static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat"};
     char lanes[24] = "";
     if (dt.lanes != 1) snprintf(lanes, sizeof lanes, "x%d", (int)dt.lanes);
     H->error_set(GP_ERR_UNSUPPORTED,
-                 "cannot make a scalar constant of dtype %s%d%s (float16/32/64, int8/16/32/64 and uint8 "
-                 "can be made)",
+                 "cannot make a scalar constant of dtype %s%d%s (float16/32/64, int8/16/32/64, uint8 "
+                 "and bool can be made)",
                  dt.code < 5 ? codes[dt.code] : "code?", (int)dt.bits, lanes);
     b->failed = true;
     return NULL;
@@ -128,7 +128,10 @@ GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
     }
   } else {
     int64_t i = (int64_t)v;
-    if (dt.bits == 8) {
+    if (dt.bits == 1) { /* bool: one byte, 0 or 1 */
+      uint8_t x = v != 0;
+      memcpy(p, &x, 1);
+    } else if (dt.bits == 8) {
       int8_t x = (int8_t)i;
       memcpy(p, &x, 1);
     } else if (dt.bits == 16) {

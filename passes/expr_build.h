@@ -37,7 +37,7 @@ static inline GPExpr *sb_call2(SBuild *b, const char *op, GPExpr *x, GPExpr *y) 
   return sb_call(b, op, 2, args, 0, NULL, NULL);
 }
 /* A scalar constant of dtype dt holding v (TVM's MakeConstantScalar; float16 rounded to nearest
- * even; integers truncated).  GP_ERR_UNSUPPORTED for other dtypes. */
+ * even; integers truncated; bool: v != 0).  GP_ERR_UNSUPPORTED for other dtypes. */
 GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v);
 /* A reduction `op` (mean, sum) over axes with keepdims=True, exclude=False. */
 GPExpr *sb_reduce(SBuild *b, const char *op, GPExpr *x, int32_t naxes, const int64_t *axes);

@@ -101,5 +101,7 @@ int std_register_conv_activation_fuse(void);
 int std_register_annotate_target(void);
 int std_register_merge_compiler_regions(void);
 int std_register_partition_graph(void);
+/* TVM v0.12 SimplifyExpr and SimplifyExprPostAlterOp (simplify_expr.c, on pattern_pass.h) */
+int std_register_simplify_expr(void);
 
 #endif

@@ -36,8 +36,8 @@ static GPExpr *pp_function(void *user, const GPModule *mod, int32_t index) {
   return H->pattern_rewrite(&mod->funcs[index]->base, &spec);
 }
 
-int pp_run(const char *pass, const PPRule *rules, int32_t n, void *user, const GPAny *args, int32_t nargs,
-           GPAny *result) {
+static int run_rounds(const char *pass, const PPRule *rules, int32_t n, void *user, int32_t max_rounds,
+                      const GPAny *args, int32_t nargs, GPAny *result) {
   GPModule *mod;
   GPPassContext *ctx;
   if (std_pass_args(pass, args, nargs, &mod, &ctx) != 0) return -1;
@@ -58,26 +58,67 @@ int pp_run(const char *pass, const PPRule *rules, int32_t n, void *user, const G
     if (!(pats[i] = H->pattern_compile(rules[i].pattern, src, 1, 1))) goto done;
   }
   PPFunc f = {.run = &r, .pats = (const GPPattern *const *)pats};
-  out = std_function_pass_typed(mod, pp_function, &f, &r.untyped);
+  int32_t round = 0;
+  int64_t total = 0;
+  bool fixed = max_rounds <= 0;
+  if (fixed) { /* pp_run: one round */
+    out = std_function_pass_typed(mod, pp_function, &f, &r.untyped);
+    round = 1;
+  } else {
+    out = gp_retain(mod);
+    for (; round < max_rounds && out; round++) {
+      int64_t before = total;
+      GPModule *next = std_function_pass_typed(out, pp_function, &f, &r.untyped);
+      gp_release(out);
+      out = next;
+      total = 0;
+      for (int32_t i = 0; i < n; i++) total += r.made[i];
+      if (total == before) {
+        round++;
+        fixed = true;
+        break;
+      }
+    }
+  }
   if (out) {
-    int64_t total = 0;
-    char buf[400];
+    char buf[480];
     size_t len = 0;
     buf[0] = 0;
+    total = 0;
     for (int32_t i = 0; i < n; i++) {
       total += r.made[i];
+      if (max_rounds > 0 && !r.made[i]) continue;
       if (len < sizeof buf)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %lld", i ? ", " : "", rules[i].name,
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %lld", len ? ", " : "", rules[i].name,
                                 (long long)r.made[i]);
     }
     if (r.declined > PP_MAX_DECLINE_NOTES)
       std_note(ctx, "... and %lld more left alone", (long long)(r.declined - PP_MAX_DECLINE_NOTES));
-    std_note(ctx, "fused %lld (%s); left alone %lld", (long long)total, buf, (long long)r.declined);
+    if (max_rounds <= 0)
+      std_note(ctx, "fused %lld (%s); left alone %lld", (long long)total, buf, (long long)r.declined);
+    else
+      std_note(ctx, "rewrote %lld in %d round%s%s (%s); left alone %lld", (long long)total, (int)round,
+               round == 1 ? "" : "s", fixed ? "" : ", stopped at the bound before a fixed point", buf,
+               (long long)r.declined);
   }
 done:
   for (int32_t i = 0; i < n; i++) gp_release(pats[i]);
   if (!out) return -1;
   return std_return_module(result, out);
+}
+
+int pp_run(const char *pass, const PPRule *rules, int32_t n, void *user, const GPAny *args, int32_t nargs,
+           GPAny *result) {
+  return run_rounds(pass, rules, n, user, 0, args, nargs, result);
+}
+
+int pp_run_fixed(const char *pass, const PPRule *rules, int32_t n, void *user, int32_t max_rounds,
+                 const GPAny *args, int32_t nargs, GPAny *result) {
+  if (max_rounds < 1) {
+    H->error_set(GP_ERR_VALUE, "%s: max_rounds is %d; it must be >= 1", pass, (int)max_rounds);
+    return -1;
+  }
+  return run_rounds(pass, rules, n, user, max_rounds, args, nargs, result);
 }
 
 GPExpr *pp_cap(const GPMatch *m, const char *name) {

@@ -14,7 +14,7 @@
 
 #include "expr_build.h"
 
-#define PP_MAX_RULES 8
+#define PP_MAX_RULES 24
 
 typedef struct PPRun PPRun;
 
@@ -50,6 +50,15 @@ struct PPRun {
  * (the registry adds the pass). */
 int pp_run(const char *pass, const PPRule *rules, int32_t n, void *user, const GPAny *args, int32_t nargs,
            GPAny *result);
+
+/* pp_run repeated to a fixed point (TVM's RewritePatterns loop): each round runs the driver
+ * once over every function (rule 0 claiming first) and re-types what changed; the rounds stop
+ * when a round rewrites nothing, or after max_rounds rounds (then a note says so and the result
+ * of the last round is returned).  Each round is linear.  Notes "rewrote <total> in <rounds>
+ * rounds (<rule> <count>, ...)" listing the rules that rewrote something.  max_rounds < 1 is
+ * GP_ERR_VALUE. */
+int pp_run_fixed(const char *pass, const PPRule *rules, int32_t n, void *user, int32_t max_rounds,
+                 const GPAny *args, int32_t nargs, GPAny *result);
 
 /* The node captured as %name (NULL when unbound or no such capture). */
 GPExpr *pp_cap(const GPMatch *m, const char *name);

@@ -997,3 +997,83 @@ Test(ktransform, reverse_sequence_values_and_errors) {
   eval_err("reverse_sequence", 2, ins, NOKV, GP_ERR_VALUE, "seq_lengths[0] = 4 is out of range [0, 3]");
   gp_release(l), gp_release(x);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The *_like ops, collapse_sum_to, contrib_reverse_reshape (SimplifyExpr's inputs)            */
+
+Test(ktransform, zeros_ones_full_like) {
+  GPTensor *x = mkf(SHAPE(2, 2), FLOATS(5, 6, 7, 8));
+  expect_f32(eval1("zeros_like", x, NOKV), SHAPE(2, 2), FLOATS(0, 0, 0, 0));
+  expect_f32(eval1("ones_like", x, NOKV), SHAPE(2, 2), FLOATS(1, 1, 1, 1));
+  GPTensor *i = mk_iota(GP_DT_I32, SHAPE(3));
+  expect_ints(eval1("ones_like", i, NOKV), GP_DT_I32, SHAPE(3), I64S(1, 1, 1));
+  int64_t none[1] = {0};
+  GPTensor *fill = mkf(0, none, FLOATS(2.5f));
+  GPTensor *ins[2] = {x, fill};
+  expect_f32(eval1t("full_like", 2, ins, NOKV, 1), SHAPE(2, 2), FLOATS(2.5f, 2.5f, 2.5f, 2.5f));
+  ins[0] = i; /* data's dtype: the fill value is converted (truncated) */
+  expect_ints(eval1t("full_like", 2, ins, NOKV, 1), GP_DT_I32, SHAPE(3), I64S(2, 2, 2));
+  gp_release(x), gp_release(i), gp_release(fill);
+}
+
+Test(ktransform, cast_like) {
+  GPTensor *x = mkf(SHAPE(3), FLOATS(1.5f, -2.75f, 3));
+  GPTensor *like = mk_iota(GP_DT_I64, SHAPE(2, 2));
+  GPTensor *ins[2] = {x, like};
+  expect_ints(eval1t("cast_like", 2, ins, NOKV, 1), GP_DT_I64, SHAPE(3), I64S(1, -2, 3));
+  gp_release(x), gp_release(like);
+}
+
+Test(ktransform, reshape_like_and_reverse_reshape) {
+  GPTensor *x = mk_iota(GP_DT_F32, SHAPE(2, 3, 4));
+  GPTensor *like = mkf(SHAPE(6, 2, 2), NULL);
+  GPTensor *ins[2] = {x, like};
+  GPTensor *y = eval1t("reshape_like", 2, ins, NOKV, 1);
+  expect_shape(y, GP_DT_F32, SHAPE(6, 2, 2));
+  for (int i = 0; i < 24; i++) cr_assert_eq(((float *)y->dl.data)[i], (float)i);
+  gp_release(y);
+  /* lhs_begin=2, rhs_begin=1: (2, 3) + (2, 2) */
+  y = eval1t("reshape_like", 2, ins, KVS(KV("lhs_begin", gp_attr_int(2)), KV("rhs_begin", gp_attr_int(1))), 1);
+  expect_shape(y, GP_DT_F32, SHAPE(2, 3, 2, 2));
+  gp_release(y);
+  /* (10, 5, 4) by (-1, 0): reshape gives (40, 5), reverse_reshape (50, 4) (0 copies the last dim) */
+  GPTensor *z = mk_iota(GP_DT_F32, SHAPE(10, 5, 4));
+  y = eval1("contrib_reverse_reshape", z, KVS(KV("newshape", INTS(-1, 0))));
+  expect_shape(y, GP_DT_F32, SHAPE(50, 4));
+  for (int i = 0; i < 200; i++) cr_assert_eq(((float *)y->dl.data)[i], (float)i);
+  gp_release(y);
+  y = eval1("reshape", z, KVS(KV("newshape", INTS(-1, 0))));
+  expect_shape(y, GP_DT_F32, SHAPE(40, 5));
+  gp_release(y);
+  gp_release(x), gp_release(like), gp_release(z);
+}
+
+Test(ktransform, broadcast_to_like) {
+  GPTensor *x = mkf(SHAPE(3), FLOATS(1, 2, 3));
+  GPTensor *like = mkf(SHAPE(2, 3), NULL);
+  GPTensor *ins[2] = {x, like};
+  expect_f32(eval1t("broadcast_to_like", 2, ins, NOKV, 1), SHAPE(2, 3), FLOATS(1, 2, 3, 1, 2, 3));
+  gp_release(x), gp_release(like);
+}
+
+Test(ktransform, collapse_sum_like_and_to) {
+  GPTensor *x = mk_iota(GP_DT_F32, SHAPE(2, 3));
+  GPTensor *like = mkf(SHAPE(3), NULL);
+  GPTensor *ins[2] = {x, like};
+  expect_f32(eval1t("collapse_sum_like", 2, ins, NOKV, 1), SHAPE(3), FLOATS(3, 5, 7));
+  GPTensor *col = mkf(SHAPE(2, 1), NULL);
+  ins[1] = col;
+  expect_f32(eval1t("collapse_sum_like", 2, ins, NOKV, 1), SHAPE(2, 1), FLOATS(3, 12));
+  int32_t sv[1] = {3};
+  GPTensor *shape = mk(GP_DT_I32, SHAPE(1), sv);
+  ins[1] = shape;
+  expect_f32(eval1t("collapse_sum_to", 2, ins, KVS(KV("shape", INTS(3))), 1), SHAPE(3), FLOATS(3, 5, 7));
+  GPTensor *xi = mk_iota(GP_DT_I32, SHAPE(2, 2, 3));
+  ins[0] = xi;
+  expect_ints(eval1t("collapse_sum_to", 2, ins, KVS(KV("shape", INTS(3))), 1), GP_DT_I32, SHAPE(3), I64S(18, 22, 26));
+  /* the result must broadcast back to data */
+  GPTensor *bad = mkf(SHAPE(4), NULL);
+  ins[0] = x, ins[1] = bad;
+  eval_err("collapse_sum_like", 2, ins, NOKV, GP_ERR_TYPE, "do not broadcast");
+  gp_release(x), gp_release(like), gp_release(col), gp_release(shape), gp_release(xi), gp_release(bad);
+}

@@ -94,20 +94,32 @@ static const GPAttrField k_reshape_attrs[] = {
 
 /* Relay's special values: 0 copy (unless allowzero), -1 infer, -2 copy the rest, -3 merge two,
  * -4 split one into the next two values (one may be -1). */
-static int reshape_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
-                       int32_t nargs, const GPType **out, void *user) {
-  GP_UNUSED(user);
+/* reverse (TVM's contrib_reverse_reshape, InferNewShape(..., reverse=true)): the special values
+ * are read right to left: data's shape and newshape are reversed, and so is the result. */
+static int reshape_rel_impl(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                            int32_t nargs, const GPType **out, bool reverse) {
   if (gp_ops_nargs(nargs, 1) != 0) return -1;
   const GPType *data = gp_ops_tensor(args, 0, "data");
   if (!data) return -1;
   int32_t n;
-  const int64_t *ns = gp_ops_attr_ints(op, attrs, "newshape", &n);
+  const int64_t *ns_attr = gp_ops_attr_ints(op, attrs, "newshape", &n);
   if (n < 0) {
     gp_error_set(GP_ERR_TYPE, "attribute newshape is required");
     return -1;
   }
+  if (reverse && n > GP_OPS_MAX_RANK * 2) {
+    gp_error_set(GP_ERR_TYPE, "newshape has %d values; at most %d are supported", (int)n, GP_OPS_MAX_RANK * 2);
+    return -1;
+  }
   bool allowzero = gp_ops_attr_bool(op, attrs, "allowzero");
-  const int64_t *in = data->tensor.shape;
+  int64_t rin[GP_OPS_MAX_RANK], rns[GP_OPS_MAX_RANK * 2];
+  const int64_t *in = data->tensor.shape, *ns = ns_attr;
+  if (reverse) {
+    for (int32_t i = 0; i < data->n; i++) rin[i] = in[data->n - 1 - i];
+    for (int32_t i = 0; i < n; i++) rns[i] = ns_attr[n - 1 - i];
+    in = rin;
+    ns = rns;
+  }
   int32_t ni = data->n, src = 0, no = 0, infer = -1;
   int64_t o[GP_OPS_MAX_RANK];
   bool used_in[GP_OPS_MAX_RANK] = {false}, used_out[GP_OPS_MAX_RANK] = {false};
@@ -115,7 +127,7 @@ static int reshape_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const
   do {                                                                                        \
     GPBuf b_ = {0};                                                                           \
     gp_buf_printf(&b_, __VA_ARGS__);                                                          \
-    gp_error_set(GP_ERR_TYPE, "newshape %s for data (shape %s): %s", gp_ops_ints(n, ns).s,     \
+    gp_error_set(GP_ERR_TYPE, "newshape %s for data (shape %s): %s", gp_ops_ints(n, ns_attr).s, \
                  gp_ops_shape(data).s, b_.data);                                              \
     gp_buf_free(&b_);                                                                         \
     return -1;                                                                                \
@@ -188,7 +200,25 @@ static int reshape_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const
            (long long)out_rest, (long long)in_rest);
   }
 #undef NS_ERR
+  if (reverse)
+    for (int32_t i = 0; i < no / 2; i++) {
+      int64_t t = o[i];
+      o[i] = o[no - 1 - i];
+      o[no - 1 - i] = t;
+    }
   return gp_ops_ret(data->tensor.dtype, no, o, out);
+}
+
+static int reshape_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                       int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return reshape_rel_impl(op, attrs, args, nargs, out, false);
+}
+
+static int reverse_reshape_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                               int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  return reshape_rel_impl(op, attrs, args, nargs, out, true);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -662,6 +692,178 @@ static int broadcast_to_rel(const GPOp *op, const GPAttrs *attrs, const GPType *
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The *_like ops (TVM v0.12 src/relay/op/tensor/transform.cc): the shape (or dtype) of their
+ * result comes from another tensor's type; SimplifyExpr concretizes them.  collapse_sum_to is
+ * what collapse_sum_like becomes.                                                              */
+
+/* zeros_like, ones_like: TVM's IdentityRel */
+static int like_identity_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                             int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data");
+  if (!d) return -1;
+  *out = d;
+  return 0;
+}
+
+/* TVM's FullLikeRel: data's type; fill_value a scalar */
+static int full_like_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                         int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data"), *fill = d ? gp_ops_tensor(args, 1, "fill_value") : NULL;
+  if (!fill) return -1;
+  if (fill->n != 0) {
+    gp_error_set(GP_ERR_TYPE, "fill_value must be a scalar, got shape %s", gp_ops_shape(fill).s);
+    return -1;
+  }
+  *out = d;
+  return 0;
+}
+
+/* TVM's CastLikeRel: data's shape, dtype_like's dtype */
+static int cast_like_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                         int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data"), *like = d ? gp_ops_tensor(args, 1, "dtype_like") : NULL;
+  if (!like) return -1;
+  return gp_ops_ret(like->tensor.dtype, d->n, d->tensor.shape, out);
+}
+
+static const GPAttrField k_reshape_like_attrs[] = {
+    GP_F_INT("lhs_begin", 0),
+    GP_F_NONE("lhs_end", GP_ATTR_INT),
+    GP_F_INT("rhs_begin", 0),
+    GP_F_NONE("rhs_end", GP_ATTR_INT),
+};
+
+/* [begin, end) of a rank-n shape from attributes (None end: n; negative counts from the end). */
+static int like_range(const GPOp *op, const GPAttrs *attrs, const char *bk, const char *ek, int32_t n,
+                      const GPType *t, int32_t *b, int32_t *e) {
+  int64_t bv = gp_ops_attr_int(op, attrs, bk);
+  int64_t ev = gp_ops_attr_none(op, attrs, ek) ? n : gp_ops_attr_int(op, attrs, ek);
+  if (bv < 0) bv += n;
+  if (ev < 0) ev += n;
+  if (bv < 0 || ev > n || bv > ev) {
+    gp_error_set(GP_ERR_TYPE, "%s %lld and %s %lld are not a range of the dims of %s", bk,
+                 (long long)gp_ops_attr_int(op, attrs, bk), ek, (long long)ev, gp_ops_shape(t).s);
+    return -1;
+  }
+  *b = (int32_t)bv;
+  *e = (int32_t)ev;
+  return 0;
+}
+
+/* TVM's ReshapeLikeRel (infer_reshape_like): data[:lhs_begin] + shape_like[rhs_begin:rhs_end] +
+ * data[lhs_end:], with as many elements as data when data's shape is static. */
+static int reshape_like_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                            int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data"), *like = d ? gp_ops_tensor(args, 1, "shape_like") : NULL;
+  if (!like) return -1;
+  int32_t lb, le, rb, re, no = 0;
+  if (like_range(op, attrs, "lhs_begin", "lhs_end", d->n, d, &lb, &le) != 0 ||
+      like_range(op, attrs, "rhs_begin", "rhs_end", like->n, like, &rb, &re) != 0)
+    return -1;
+  if (lb + (re - rb) + (d->n - le) > GP_OPS_MAX_RANK) {
+    gp_error_set(GP_ERR_TYPE, "the result would have more than %d dims", GP_OPS_MAX_RANK);
+    return -1;
+  }
+  int64_t o[GP_OPS_MAX_RANK];
+  for (int32_t i = 0; i < lb; i++) o[no++] = d->tensor.shape[i];
+  for (int32_t i = rb; i < re; i++) o[no++] = like->tensor.shape[i];
+  for (int32_t i = le; i < d->n; i++) o[no++] = d->tensor.shape[i];
+  int64_t nd = 1, nr = 1;
+  for (int32_t i = 0; i < d->n; i++) nd = gp_ops_dim_mul(nd, d->tensor.shape[i]);
+  for (int32_t i = 0; i < no; i++) nr = gp_ops_dim_mul(nr, o[i]);
+  if (nd != GP_DIM_ANY && nr != GP_DIM_ANY && nd != nr) {
+    gp_error_set(GP_ERR_TYPE, "data %s (%lld elements) cannot take the shape %s (%lld elements)",
+                 gp_ops_shape(d).s, (long long)nd, gp_ops_dims(no, o).s, (long long)nr);
+    return -1;
+  }
+  return gp_ops_ret(d->tensor.dtype, no, o, out);
+}
+
+/* Error unless `small` broadcasts to `big` (numpy rules), i.e. broadcast(small, big) == big. */
+static int broadcasts_onto(const GPType *small, const char *sn, const GPType *big, const char *bn) {
+  const GPType *b;
+  if (gp_ops_broadcast(small, sn, big, bn, &b) != 0) return -1;
+  bool same = b->n == big->n;
+  for (int32_t i = 0; same && i < b->n; i++) same = b->tensor.shape[i] == big->tensor.shape[i];
+  if (!same) {
+    gp_error_set(GP_ERR_TYPE, "%s %s does not broadcast to %s %s", sn, gp_ops_shape(small).s, bn,
+                 gp_ops_shape(big).s);
+    return -1;
+  }
+  return 0;
+}
+
+/* TVM's BroadCastToLikeRel: broadcast_type's type, which data must broadcast to */
+static int broadcast_to_like_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                                 int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data"), *like = d ? gp_ops_tensor(args, 1, "broadcast_type") : NULL;
+  if (!like || broadcasts_onto(d, "data", like, "broadcast_type") != 0) return -1;
+  *out = like;
+  return 0;
+}
+
+/* TVM's CollapseSumLikeRel: collapse_type's type, which must broadcast to data */
+static int collapse_sum_like_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                                 int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(op), GP_UNUSED(attrs), GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data"), *like = d ? gp_ops_tensor(args, 1, "collapse_type") : NULL;
+  if (!like || broadcasts_onto(like, "collapse_type", d, "data") != 0) return -1;
+  *out = like;
+  return 0;
+}
+
+/* TVM's InitOpAttrs with shape optional (MakeCollapseSumTo sets it from a constant shape) */
+static const GPAttrField k_collapse_sum_to_attrs[] = {
+    GP_F_NONE("shape", GP_ATTR_INTS),
+    GP_F_DTYPE_VOID("dtype"),
+};
+
+/* TVM's CollapseSumToRel: attribute shape (unknown dims when absent, as many as the 1-d shape
+ * argument has entries) and data's dtype; the result must broadcast to data. */
+static int collapse_sum_to_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                               int32_t nargs, const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 2) != 0) return -1;
+  const GPType *d = gp_ops_tensor(args, 0, "data"), *st = d ? gp_ops_tensor(args, 1, "shape") : NULL;
+  if (!st) return -1;
+  if (st->n != 1 || st->tensor.shape[0] == GP_DIM_ANY) {
+    gp_error_set(GP_ERR_TYPE, "the shape argument must be 1-d of static length, got %s", gp_ops_shape(st).s);
+    return -1;
+  }
+  int64_t o[GP_OPS_MAX_RANK];
+  int32_t n;
+  const int64_t *shape;
+  if (gp_ops_attr_none(op, attrs, "shape")) {
+    if (st->tensor.shape[0] > GP_OPS_MAX_RANK) {
+      gp_error_set(GP_ERR_TYPE, "shape has %lld entries; at most %d are supported",
+                   (long long)st->tensor.shape[0], GP_OPS_MAX_RANK);
+      return -1;
+    }
+    n = (int32_t)st->tensor.shape[0];
+    for (int32_t i = 0; i < n; i++) o[i] = GP_DIM_ANY;
+    shape = o;
+  } else if (init_shape(op, attrs, &n, &shape) != 0) {
+    return -1;
+  }
+  const GPType *r;
+  if (gp_ops_ret(d->tensor.dtype, n, shape, &r) != 0 || broadcasts_onto(r, "the result", d, "data") != 0)
+    return -1;
+  *out = r;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* nn.pad                                                                                      */
 
 /* pad_width: TVM's Array<Array<Integer>> flattened, (before, after) per axis.  Negative widths
@@ -919,6 +1121,26 @@ void gp_ops_register_transform(void) {
              "Repeat data reps times along each axis.");
   gp_ops_def("broadcast_to", 1, GP_PATTERN_BROADCAST, 0, k_broadcast_to_attrs, N_ATTRS(k_broadcast_to_attrs),
              broadcast_to_rel, "Broadcast data to shape (numpy rules).");
+  gp_ops_def("contrib_reverse_reshape", 1, GP_PATTERN_INJECTIVE, GP_OP_RESHAPE_ONLY, k_reshape_attrs,
+             N_ATTRS(k_reshape_attrs), reverse_reshape_rel,
+             "Reshape with the special values of newshape read right to left.");
+  gp_ops_def("zeros_like", 1, GP_PATTERN_ELEMWISE, 0, NULL, 0, like_identity_rel,
+             "Zeros of data's shape and dtype.");
+  gp_ops_def("ones_like", 1, GP_PATTERN_ELEMWISE, 0, NULL, 0, like_identity_rel,
+             "Ones of data's shape and dtype.");
+  gp_ops_def("full_like", 2, GP_PATTERN_ELEMWISE, 0, NULL, 0, full_like_rel,
+             "The scalar fill_value in data's shape and dtype.");
+  gp_ops_def("cast_like", 2, GP_PATTERN_ELEMWISE, 0, NULL, 0, cast_like_rel,
+             "Cast data to the dtype of dtype_like.");
+  gp_ops_def("reshape_like", 2, GP_PATTERN_INJECTIVE, 0, k_reshape_like_attrs, N_ATTRS(k_reshape_like_attrs),
+             reshape_like_rel, "Reshape data[lhs_begin:lhs_end] to shape_like[rhs_begin:rhs_end]'s dims.");
+  gp_ops_def("broadcast_to_like", 2, GP_PATTERN_BROADCAST, 0, NULL, 0, broadcast_to_like_rel,
+             "Broadcast data to the shape of broadcast_type.");
+  gp_ops_def("collapse_sum_like", 2, GP_PATTERN_COMM_REDUCE, 0, NULL, 0, collapse_sum_like_rel,
+             "Sum data over the broadcast axes down to the shape of collapse_type.");
+  gp_ops_def("collapse_sum_to", 2, GP_PATTERN_COMM_REDUCE, 0, k_collapse_sum_to_attrs,
+             N_ATTRS(k_collapse_sum_to_attrs), collapse_sum_to_rel,
+             "Sum data over the broadcast axes down to shape.");
   gp_ops_def("nn.pad", 2, GP_PATTERN_INJECTIVE, 0, k_pad_attrs, N_ATTRS(k_pad_attrs), pad_rel,
              "Pad data by pad_width (before, after per axis) with pad_value, or edge/reflect/wrap.");
   gp_ops_def("nn.depth_to_space", 1, GP_PATTERN_INJECTIVE, 0, k_subpixel_attrs, N_ATTRS(k_subpixel_attrs),

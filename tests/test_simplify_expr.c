@@ -1,0 +1,142 @@
+/* test_simplify_expr.c -- SimplifyExpr and SimplifyExprPostAlterOp (passes/simplify_expr.c):
+ * golden before/after files in tests/data/simplify_expr/ (TVM v0.12's
+ * test_pass_simplify_expr.py cases, one pair per rewrite at least, refusals included) through
+ * th_golden (structural equality with the typed expectation, the input unchanged, @main's
+ * numbers the same before and after); the fixed point (a chain that needs several rounds, and
+ * the round bound); bad config values. */
+#include "test_helpers.h"
+
+#define SDATA "tests/data/simplify_expr/"
+
+static void setup(void) { th_load_std(); }
+static void teardown(void) { gp_plugins_unload_all(); }
+
+TestSuite(simplify_expr, .init = setup, .fini = teardown);
+
+static void golden_cfg(const char *name, const char *pipeline, const char *const *cfg) {
+  char b[256], a[256];
+  snprintf(b, sizeof b, SDATA "%s.before.relay", name);
+  snprintf(a, sizeof a, SDATA "%s.after.relay", name);
+  th_golden(b, a, pipeline, cfg);
+}
+static void golden(const char *name) { golden_cfg(name, "SimplifyExpr", NULL); }
+
+Test(simplify_expr, concretize_like_ops) {
+  golden("concretize_zeros_like");
+  golden("concretize_ones_like");
+  golden("concretize_full_like");
+  golden("concretize_reshape_like");
+  golden("concretize_collapse_sum_like");
+  golden("concretize_broadcast_to_like");
+  golden("concretize_cast_like");
+}
+
+Test(simplify_expr, add_rsqrt_identity) {
+  golden("simplify_add");
+  golden("simplify_rsqrt");      /* 1 / sqrt(x): rsqrt, then 1 * rsqrt(x) is an identity */
+  golden("eliminate_identity");  /* a broadcasting zeros and a non-zero constant are kept */
+}
+
+Test(simplify_expr, reshape_transpose) {
+  golden("simplify_reshape");
+  golden("transpose_cancel");
+  golden("transpose_merge");          /* default (reverse) and negative axes, five transposes */
+  golden("transpose_pair_kept");      /* not the identity: one transpose */
+  golden("layout_pairs");             /* a plain pair -> transpose; inverse pairs -> x */
+  golden("layout_rank_change_kept");  /* TVM's rank-changing fold is not done */
+}
+
+Test(simplify_expr, casts_and_clips) {
+  golden("same_cast");
+  golden("consecutive_cast");
+  golden("consecutive_cast_narrow"); /* float32 -> int32 -> float32 and int64 -> bool -> int32 kept */
+  golden("clip_cast_cast");
+  golden("cast_clip");               /* clip(0, 127) of an int8 is not int8's range: kept */
+}
+
+Test(simplify_expr, full_and_constants) {
+  golden("full_elementwise");  /* a full that x broadcasts to is kept */
+  golden("switch_add_multiply");
+  golden("adjacent_mul_add");
+}
+
+Test(simplify_expr, fixed_point_and_bound) {
+  golden("fixed_point"); /* (x * 2 + 3) * 4: SwitchAddMultiply, then the multiplies merge */
+  /* one round: only the switch */
+  GPModule *in = th_parse_file(SDATA "fixed_point.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_config(ctx, "SimplifyExpr.max_rounds", "1"), 0, "%s", gp_error_message());
+  GPModule *out = gp_run_pipeline(in, "SimplifyExpr", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  char *text = gp_print(out, 0);
+  cr_assert(strstr(text, "multiply(%1, 4f)") || strstr(text, "4f"), "%s", text);
+  cr_assert(!strstr(text, "8f"), "one round must not reach the fixed point: %s", text);
+  gp_free(text);
+  gp_release(out);
+  gp_ctx_free(ctx);
+  /* the result is a fixed point: a second run changes nothing */
+  ctx = gp_ctx_new();
+  out = gp_run_pipeline(in, "SimplifyExpr,SimplifyExpr", ctx);
+  GPModule *once = gp_run_pipeline(in, "SimplifyExpr", ctx);
+  cr_assert(out && once, "%s", gp_error_message());
+  th_assert_module_eq(out, once);
+  gp_release(out);
+  gp_release(once);
+  gp_ctx_free(ctx);
+  gp_release(in);
+}
+
+Test(simplify_expr, post_alter_op) {
+  /* its list: identities, reshape and cast pairs, clip/cast; not the *_like or transpose ones */
+  golden_cfg("eliminate_identity", "SimplifyExprPostAlterOp", NULL);
+  golden_cfg("consecutive_cast", "SimplifyExprPostAlterOp", NULL);
+  golden_cfg("clip_cast_cast", "SimplifyExprPostAlterOp", NULL);
+  golden_cfg("simplify_reshape", "SimplifyExprPostAlterOp", NULL);
+  GPModule *in = th_parse_file(SDATA "transpose_cancel.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  GPModule *out = gp_run_pipeline(in, "SimplifyExprPostAlterOp", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  GPModule *typed = gp_infer_types(in);
+  th_assert_module_eq(out, typed);
+  gp_release(typed);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
+
+Test(simplify_expr, bad_config) {
+  GPModule *in = th_parse_file(SDATA "fixed_point.before.relay");
+  const char *vals[] = {"0", "-3", "1001"};
+  for (size_t i = 0; i < 3; i++) {
+    GPPassContext *ctx = gp_ctx_new();
+    cr_assert_eq(gp_ctx_set_config(ctx, "SimplifyExpr.max_rounds", vals[i]), 0, "%s", gp_error_message());
+    GPModule *out = gp_run_pipeline(in, "SimplifyExpr", ctx);
+    cr_assert_null(out, "max_rounds=%s accepted", vals[i]);
+    cr_assert(strstr(gp_error_message(), "SimplifyExpr") && strstr(gp_error_message(), "max_rounds"), "%s",
+              gp_error_message());
+    gp_error_clear();
+    gp_ctx_free(ctx);
+  }
+  gp_release(in);
+}
+
+Test(simplify_expr, explain_notes) {
+  GPModule *in = th_parse_file(SDATA "consecutive_cast_narrow.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ctx->explain = true;
+  ctx->out = f;
+  GPModule *out = gp_run_pipeline(in, "SimplifyExpr", ctx);
+  fclose(f);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert(strstr(buf, "SimplifyDQArg"), "%s", buf);
+  cr_assert(strstr(buf, "left alone SimplifyConsecutiveCast at " SDATA "consecutive_cast_narrow.before.relay:"), "%s",
+            buf);
+  cr_assert(strstr(buf, "narrows"), "%s", buf);
+  free(buf);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
