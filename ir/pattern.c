@@ -33,6 +33,7 @@ static void pattern_free(GPObject *o) {
   gp_free(p->kids);
   gp_free(p->attrs);
   gp_free(p->dims);
+  gp_free(p->root_ops);
   gp_free(p);
 }
 
@@ -677,6 +678,45 @@ static int32_t pp_alt(PP *P) {
   return P->failed ? -1 : x;
 }
 
+static void root_add_op(GPPatternImpl *pt, const GPOp *op) {
+  if (op->index >= pt->root_nops) {
+    int32_t n = (op->index / 64 + 1) * 64;
+    pt->root_ops = gp_realloc(pt->root_ops, (size_t)n / 8);
+    memset(pt->root_ops + pt->root_nops / 64, 0, (size_t)(n - pt->root_nops) / 8);
+    pt->root_nops = n;
+  }
+  pt->root_ops[op->index / 64] |= 1ull << (op->index % 64);
+}
+
+/* The kinds and ops the root can match: through alternatives and optional ops (an explicit
+ * stack over the pattern's nodes). */
+static void root_filter(GPPatternImpl *pt) {
+  int32_t small[64], *st = pt->nnodes > 64 ? gp_malloc((size_t)pt->nnodes * sizeof *st) : small;
+  int32_t sp = 0;
+  st[sp++] = pt->root;
+  while (sp) {
+    const GPPatNode *n = &pt->nodes[st[--sp]];
+    switch (n->kind) {
+    case PK_ANY: pt->root_any = true; break;
+    case PK_VAR: pt->root_kinds |= 1u << (GP_TI_VAR - GP_TI_IR_BEGIN); break;
+    case PK_CONST: pt->root_kinds |= 1u << (GP_TI_CONSTANT - GP_TI_IR_BEGIN); break;
+    case PK_TUPLE: pt->root_kinds |= 1u << (GP_TI_TUPLE - GP_TI_IR_BEGIN); break;
+    case PK_ITEM: pt->root_kinds |= 1u << (GP_TI_TUPLE_GET_ITEM - GP_TI_IR_BEGIN); break;
+    case PK_CALL: root_add_op(pt, n->op); break;
+    case PK_OPT:
+      root_add_op(pt, n->op);
+      st[sp++] = pt->kids[n->kid0];
+      break;
+    case PK_ALT:
+      st[sp++] = pt->kids[n->kid0];
+      st[sp++] = pt->kids[n->kid0 + 1];
+      break;
+    default: break;
+    }
+  }
+  if (st != small) gp_free(st);
+}
+
 GPPattern *gp_pattern_compile(const char *text, const char *source_name, uint32_t line, uint32_t col) {
   if (!text) {
     gp_error_set(GP_ERR_VALUE, "pattern_compile: the text is NULL");
@@ -713,6 +753,7 @@ GPPattern *gp_pattern_compile(const char *text, const char *source_name, uint32_
     }
     if (n->kind == PK_OPT || n->kind == PK_ALT) pt->memo = true;
   }
+  root_filter(pt);
   return &pt->pub;
 }
 
@@ -903,26 +944,6 @@ bool gp_matcher_run(GPMatcher *m, GPExpr *e) {
   }
   m->memo_len = 0;
   return m_node(m, m->p->root, e);
-}
-
-static bool may_match(const GPPatternImpl *p, int32_t pi, const GPExpr *e) {
-  const GPPatNode *pn = &p->nodes[pi];
-  switch (pn->kind) {
-  case PK_ANY: return true;
-  case PK_VAR: return gp_kind(e) == GP_TI_VAR;
-  case PK_CONST: return gp_kind(e) == GP_TI_CONSTANT;
-  case PK_CALL: return is_call_of(e, pn->op);
-  case PK_OPT: return is_call_of(e, pn->op) || may_match(p, p->kids[pn->kid0], e);
-  case PK_TUPLE: return gp_kind(e) == GP_TI_TUPLE;
-  case PK_ITEM: return gp_kind(e) == GP_TI_TUPLE_GET_ITEM;
-  case PK_ALT: return may_match(p, p->kids[pn->kid0], e) || may_match(p, p->kids[pn->kid0 + 1], e);
-  default: return false;
-  }
-}
-
-bool gp_pattern_may_match(const GPPattern *p, const GPExpr *e) {
-  const GPPatternImpl *pi = gp_pat_impl(p);
-  return may_match(pi, pi->root, e);
 }
 
 int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out) {

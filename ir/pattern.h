@@ -44,6 +44,12 @@ typedef struct GPPatternImpl {
   GPPatAttr *attrs;
   int64_t *dims;
   bool memo;           /* has optional ops or alternatives: remember pure failures */
+  /* What the root can match, computed once (gp_pattern_may_match is then O(1)): any node;
+   * else the expression kinds (bit k - GP_TI_IR_BEGIN) and, for calls, the ops by index. */
+  bool root_any;
+  uint32_t root_kinds;
+  uint64_t *root_ops;  /* bitset over op indices < root_nops */
+  int32_t root_nops;
 } GPPatternImpl;
 
 static inline const GPPatternImpl *gp_pat_impl(const GPPattern *p) { return (const GPPatternImpl *)p; }
@@ -68,8 +74,20 @@ typedef struct GPMatcher {
 void gp_matcher_init(GPMatcher *m, const GPPattern *p);
 bool gp_matcher_run(GPMatcher *m, GPExpr *e);
 void gp_matcher_free(GPMatcher *m);
-/* Quick reject without a match: false when the pattern's root cannot match e's kind/op. */
-bool gp_pattern_may_match(const GPPattern *p, const GPExpr *e);
+/* Quick reject without a match: false when the pattern's root cannot match e's kind or op (the
+ * root filter computed at compile time: O(1)). */
+static inline bool gp_pattern_may_match(const GPPattern *p, const GPExpr *e) {
+  const GPPatternImpl *pi = gp_pat_impl(p);
+  if (pi->root_any) return true;
+  int32_t k = gp_kind(e);
+  if (k == GP_TI_CALL) {
+    const GPExpr *op = GP_AS(const GPCall, e)->op;
+    if (gp_kind(op) != GP_TI_OP) return false;
+    int32_t idx = GP_AS(const GPOp, op)->index;
+    return idx >= 0 && idx < pi->root_nops && (pi->root_ops[idx / 64] >> (idx % 64) & 1u);
+  }
+  return k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END && (pi->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u);
+}
 
 int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out);
 GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec);
