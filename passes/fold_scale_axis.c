@@ -448,10 +448,24 @@ static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
   }
   int64_t total = pp_numel(t), pa = 0, pc = 0;
   bool div = !strcmp(op, "divide");
-  for (int64_t k = 0; k < total; k++) {
-    double u = pp_get(a, pa), v = pp_get(c, pc);
-    pp_set(t, k, div ? u / v : u * v);
-    for (int32_t i = nd - 1; i >= 0; i--) { /* odometer */
+  bool f32 = a->dl.dtype.bits == 32;
+  const char *pa0 = (const char *)a->dl.data + a->dl.byte_offset, *pc0 = (const char *)c->dl.data + c->dl.byte_offset;
+  int64_t inner = nd ? shape[nd - 1] : 1, ia = nd ? sa[nd - 1] : 0, ic = nd ? sc[nd - 1] : 0;
+  for (int64_t k = 0; k < total; k += inner) {
+    /* one row along the last axis (compact output), then the odometer over the outer axes */
+    if (f32) {
+      const float *xa = (const float *)pa0 + pa, *yc = (const float *)pc0 + pc;
+      float *o = (float *)t->dl.data + k;
+      for (int64_t r = 0; r < inner; r++) {
+        double u = xa[r * ia], v = yc[r * ic];
+        o[r] = (float)(div ? u / v : u * v);
+      }
+    } else {
+      const double *xa = (const double *)pa0 + pa, *yc = (const double *)pc0 + pc;
+      double *o = (double *)t->dl.data + k;
+      for (int64_t r = 0; r < inner; r++) o[r] = div ? xa[r * ia] / yc[r * ic] : xa[r * ia] * yc[r * ic];
+    }
+    for (int32_t i = nd - 2; i >= 0; i--) {
       pa += sa[i];
       pc += sc[i];
       if (++idx[i] < shape[i]) break;
