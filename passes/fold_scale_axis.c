@@ -579,7 +579,7 @@ static GPExpr *fwd_node(Fsa *s, GPExpr *orig, GPExpr *rebuilt) {
   int64_t i = id_of(s, orig);
   if (i < 0) return gp_retain(rebuilt);
   const GPCall *oc = (const GPCall *)orig, *rc = (const GPCall *)rebuilt;
-  int64_t j0 = id_of(s, oc->args[0]), j1 = id_of(s, oc->args[1]);
+  int64_t j0 = id_of(s, oc->args[0]), j1 = oc->nargs > 1 ? id_of(s, oc->args[1]) : -1;
   bool sc0 = j0 >= 0 && s->value[j0], sc1 = j1 >= 0 && s->value[j1];
   SBuild b = {.ops = &s->ops};
   char loc[256];
