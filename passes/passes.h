@@ -93,6 +93,8 @@ int std_register_simplify_inference(void);
 int std_register_canonicalize_ops(void);
 int std_register_canonicalize_cast(void);
 int std_register_merge_composite(void);
+/* BackwardFoldScaleAxis, ForwardFoldScaleAxis, FoldScaleAxis */
+int std_register_fold_scale_axis(void);
 /* Paddle Lite's fusions (pattern_pass.h) */
 int std_register_fc_fuse(void);
 int std_register_conv_bn_fuse(void);

@@ -1,0 +1,229 @@
+/* test_fold_scale_axis.c -- BackwardFoldScaleAxis, ForwardFoldScaleAxis, FoldScaleAxis (TVM
+ * v0.12's fold_scale_axis.cc and test_pass_fold_scale_axis.py): golden before/after files in
+ * tests/data/fold_scale_axis (inputs written by gen.py there), each through th_golden (the typed
+ * expectation, the input left unchanged, @main's numbers before and after); the refusals; the
+ * explain notes; an error naming the pass and the node; a deep chain (no recursion). */
+#include "test_helpers.h"
+
+#define DATA "tests/data/fold_scale_axis/"
+
+static void setup(void) { th_load_std(); }
+static void teardown(void) { gp_plugins_unload_all(); }
+
+TestSuite(fold_scale_axis, .init = setup, .fini = teardown);
+
+static void golden(const char *name, const char *pipeline) {
+  GPBuf b = {0}, a = {0};
+  gp_buf_printf(&b, DATA "%s.before.relay", name);
+  gp_buf_printf(&a, DATA "%s.after.relay", name);
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0, "%s", gp_error_message());
+  th_golden_ctx(b.data, a.data, pipeline, ctx);
+  gp_ctx_free(ctx);
+  gp_buf_free(&b);
+  gp_buf_free(&a);
+}
+
+/* A refusal: the output equals the input (typed). */
+static void unchanged(const char *name, const char *pipeline) {
+  GPBuf b = {0};
+  gp_buf_printf(&b, DATA "%s.before.relay", name);
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0, "%s", gp_error_message());
+  th_golden_ctx(b.data, b.data, pipeline, ctx);
+  gp_ctx_free(ctx);
+  gp_buf_free(&b);
+}
+
+/* Run with --explain into a string; *out the result (may be NULL). */
+static char *run_explained(const char *path, const char *pipeline, GPModule **out) {
+  GPModule *in = th_parse_file(path);
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ctx->out = f;
+  ctx->explain = true;
+  *out = gp_run_pipeline(in, pipeline, ctx);
+  fclose(f);
+  gp_ctx_free(ctx);
+  gp_release(in);
+  char *text = gp_malloc(len + 1);
+  memcpy(text, buf, len + 1);
+  free(buf);
+  return text;
+}
+
+static int count_calls(const GPModule *m, const char *name) {
+  GPExpr **nodes;
+  size_t n;
+  cr_assert_eq(gp_post_order(&gp_module_lookup(m, "main")->base, &nodes, &n), 0);
+  int k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (gp_kind(nodes[i]) == GP_TI_CALL && gp_kind(GP_AS(GPCall, nodes[i])->op) == GP_TI_OP &&
+        strcmp(GP_AS(GPOp, GP_AS(GPCall, nodes[i])->op)->name, name) == 0)
+      k++;
+  gp_free(nodes);
+  return k;
+}
+
+Test(fold_scale_axis, registered_at_level_3_requiring_infer_type) {
+  static const char *const names[] = {"BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldScaleAxis"};
+  for (size_t i = 0; i < GP_ARRAY_LEN(names); i++) {
+    GPPassEntry *e = gp_pass_acquire(names[i]);
+    cr_assert(e, "%s is not registered", names[i]);
+    cr_expect_eq(e->info.opt_level, 3, "%s", names[i]);
+    cr_expect_eq(e->info.num_required, 1, "%s", names[i]);
+    cr_expect_str_eq(e->info.required[0], "InferType");
+    cr_expect_str_eq(e->origin, "std");
+    gp_pass_entry_release(e);
+  }
+}
+
+/* ---- backward: the scale after conv2d / dense moves into the weights */
+
+Test(fold_scale_axis, bwd_conv) { golden("bwd_conv", "BackwardFoldScaleAxis"); }
+Test(fold_scale_axis, bwd_through_bias_add_and_relu) { golden("bwd_bias_relu", "BackwardFoldScaleAxis"); }
+Test(fold_scale_axis, bwd_through_add_negative_scale) { golden("bwd_add_neg", "BackwardFoldScaleAxis"); }
+Test(fold_scale_axis, bwd_dense) { golden("bwd_dense", "BackwardFoldScaleAxis"); }
+Test(fold_scale_axis, bwd_dual_path_add_of_two_convs) { golden("bwd_dual_path", "BackwardFoldScaleAxis"); }
+Test(fold_scale_axis, bwd_nhwc_hwio) { golden("bwd_nhwc", "BackwardFoldScaleAxis"); }
+/* A scale that is not a constant: TVM's expressions, multiply(w, expand_dims(squeeze(s))) */
+Test(fold_scale_axis, bwd_variable_scale_builds_tvm_expressions) {
+  golden("bwd_var_scale", "BackwardFoldScaleAxis");
+  GPModule *out;
+  char *text = run_explained(DATA "bwd_var_scale.before.relay", "BackwardFoldScaleAxis", &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_expect_eq(count_calls(out, "squeeze"), 1);
+  cr_expect_eq(count_calls(out, "expand_dims"), 1);
+  cr_expect_eq(count_calls(out, "multiply"), 1);
+  gp_free(text);
+  gp_release(out);
+}
+
+/* refusals */
+Test(fold_scale_axis, bwd_negative_scale_through_relu_is_kept) {
+  unchanged("bwd_neg_relu", "BackwardFoldScaleAxis");
+  GPModule *out;
+  char *text = run_explained(DATA "bwd_neg_relu.before.relay", "BackwardFoldScaleAxis", &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert(strstr(text, "explain: BackwardFoldScaleAxis: note: kept multiply at " DATA
+                         "bwd_neg_relu.before.relay:6:3: the scale is not a non-negative constant"),
+            "%s", text);
+  gp_free(text);
+  gp_release(out);
+}
+
+Test(fold_scale_axis, bwd_conv_with_other_consumers_is_kept) {
+  unchanged("bwd_other_consumer", "BackwardFoldScaleAxis");
+  GPModule *out;
+  char *text = run_explained(DATA "bwd_other_consumer.before.relay", "BackwardFoldScaleAxis", &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert(strstr(text, "note: kept multiply at " DATA "bwd_other_consumer.before.relay:4:8: its argument nn.conv2d at " DATA
+                         "bwd_other_consumer.before.relay:3:8 has 2 uses"),
+            "%s", text);
+  gp_free(text);
+  gp_release(out);
+}
+
+/* ---- forward: the scale before conv2d / dense moves into the weights */
+
+Test(fold_scale_axis, fwd_through_relu) { golden("fwd_relu_conv", "ForwardFoldScaleAxis"); }
+Test(fold_scale_axis, fwd_through_add) { golden("fwd_add_conv", "ForwardFoldScaleAxis"); }
+Test(fold_scale_axis, fwd_dense) { golden("fwd_dense", "ForwardFoldScaleAxis"); }
+Test(fold_scale_axis, fwd_scalar_scale) { golden("fwd_scalar", "ForwardFoldScaleAxis"); }
+Test(fold_scale_axis, fwd_depthwise_along_o) { golden("fwd_depthwise", "ForwardFoldScaleAxis"); }
+
+Test(fold_scale_axis, fwd_negative_scale_through_relu_is_kept) {
+  unchanged("fwd_neg_relu", "ForwardFoldScaleAxis");
+  GPModule *out;
+  char *text = run_explained(DATA "fwd_neg_relu.before.relay", "ForwardFoldScaleAxis", &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert(strstr(text, "explain: ForwardFoldScaleAxis: note: kept multiply at " DATA
+                         "fwd_neg_relu.before.relay:3:8: the scale is not a non-negative constant"),
+            "%s", text);
+  cr_assert(strstr(text, "note: forward: folded 0 scales into weights, kept 1 multiplies"), "%s", text);
+  gp_free(text);
+  gp_release(out);
+}
+Test(fold_scale_axis, fwd_scale_not_reaching_a_weight_is_kept) { unchanged("fwd_not_reaching", "ForwardFoldScaleAxis"); }
+Test(fold_scale_axis, fwd_scale_with_other_consumers_is_kept) { unchanged("fwd_other_consumer", "ForwardFoldScaleAxis"); }
+Test(fold_scale_axis, fwd_grouped_conv_is_kept) { unchanged("fwd_grouped", "ForwardFoldScaleAxis"); }
+
+/* ---- FoldScaleAxis: backward, forward, FoldConstant */
+
+Test(fold_scale_axis, fold_scale_axis_both_directions) {
+  golden("fsa_chain", "FoldScaleAxis");
+  GPModule *out;
+  char *text = run_explained(DATA "fsa_chain.before.relay", "FoldScaleAxis", &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_expect_eq(count_calls(out, "multiply"), 0);
+  cr_assert(strstr(text, "explain: FoldConstant: ran\n"), "%s", text);
+  cr_assert(strstr(text, "explain: FoldScaleAxis: note: backward: folded 1 scales"), "%s", text);
+  cr_assert(strstr(text, "explain: FoldScaleAxis: note: forward: folded 1 scales"), "%s", text);
+  gp_free(text);
+  gp_release(out);
+}
+
+Test(fold_scale_axis, skipped_below_opt_level_3) {
+  GPModule *in = th_parse_file(DATA "fsa_chain.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  GPModule *out = gp_run_pipeline(in, "FoldScaleAxis", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  cr_expect_eq(count_calls(out, "multiply"), 2);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
+
+/* ---- errors name the pass and the node */
+
+Test(fold_scale_axis, weight_dtype_differs_from_scale) {
+  static const char *const passes[] = {"ForwardFoldScaleAxis", "FoldScaleAxis"};
+  for (size_t i = 0; i < GP_ARRAY_LEN(passes); i++) {
+    GPModule *in = th_parse_file(DATA "err_dtype.before.relay");
+    GPPassContext *ctx = gp_ctx_new();
+    gp_ctx_set_opt_level(ctx, 3);
+    cr_assert_null(gp_run_pipeline(in, passes[i], ctx));
+    const char *msg = gp_error_message();
+    cr_expect_eq(gp_error_kind(), GP_ERR_PASS);
+    GPBuf want = {0};
+    gp_buf_printf(&want, "pass %s: cannot fold the scale into nn.dense at " DATA "err_dtype.before.relay:4:3: "
+                  "the weight is float64 and the scale float32", passes[i]);
+    cr_expect(strstr(msg, want.data), "%s", msg);
+    gp_buf_free(&want);
+    gp_error_clear();
+    gp_release(in);
+    gp_ctx_free(ctx);
+  }
+}
+
+/* ---- a deep chain: dense -> multiply, 20000 times (no recursion on depth) */
+
+Test(fold_scale_axis, deep_chain) {
+  enum { N = 20000 };
+  GPBuf b = {0};
+  gp_buf_printf(&b, "#[version = \"0.0.5\"]\ndef @main(%%x: Tensor[(1, 1), float32], %%w: Tensor[(1, 1), float32]) {\n");
+  gp_buf_printf(&b, "  %%0 = nn.dense(%%x, %%w, units=1);\n");
+  for (int i = 0; i < N - 1; i++) {
+    gp_buf_printf(&b, "  %%%d = multiply(%%%d, 2f);\n", 2 * i + 1, 2 * i);
+    gp_buf_printf(&b, "  %%%d = nn.dense(%%%d, %%w, units=1);\n", 2 * i + 2, 2 * i + 1);
+  }
+  gp_buf_printf(&b, "  multiply(%%%d, 2f)\n}\n", 2 * N - 2);
+  GPModule *in = gp_parse(b.data, b.len, "deep");
+  cr_assert(in, "%s", gp_error_message());
+  gp_buf_free(&b);
+  GPPassContext *ctx = gp_ctx_new();
+  gp_ctx_set_opt_level(ctx, 3);
+  GPModule *out = gp_run_pipeline(in, "BackwardFoldScaleAxis", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  /* every multiply moved into its dense's weight: multiply(%w, [[2f]]) */
+  cr_expect_eq(count_calls(out, "nn.dense"), N);
+  cr_expect_eq(count_calls(out, "multiply"), N);
+  const GPFunctionExpr *fn = gp_module_lookup(out, "main");
+  cr_expect_str_eq(GP_AS(GPOp, GP_AS(GPCall, fn->body)->op)->name, "nn.dense");
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
