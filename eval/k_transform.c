@@ -884,6 +884,46 @@ static int k_tile(const GPKernelArgs *a, void *user) {
   return 0;
 }
 
+/* repeat: index space (.., d_p, r, ..): dst compact, src stride 0 along r. */
+static int k_repeat(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  if (k_counts(a, 1, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  int32_t nd = in->ndim;
+  if (out->ndim != nd || nd < 1) return shape_mismatch("the result");
+  if (gp_k_numel(out) == 0) return 0;
+  const GPAttrValue *ax = a->attrs ? gp_attrs_get(a->attrs, "axis") : NULL;
+  int64_t axis = ax ? ax->i : 0;
+  int32_t p = (int32_t)(axis < 0 ? axis + nd : axis);
+  if (p < 0 || p >= nd || in->shape[p] == 0 || out->shape[p] % in->shape[p] != 0) return shape_mismatch("the result");
+  int64_t r = out->shape[p] / in->shape[p];
+  GPKView v;
+  gp_k_view(in, &v);
+  KCopy c;
+  c.src = v.data;
+  c.dst = out_data(out);
+  c.elem = (int64_t)elem;
+  c.nd = nd + 1;
+  int64_t ost[GP_K_MAX_RANK];
+  compact_strides(nd, out->shape, ost);
+  for (int32_t i = 0, k = 0; i < nd; i++) {
+    if (out->shape[i] != (i == p ? in->shape[i] * r : in->shape[i])) return shape_mismatch("the result");
+    c.shape[k] = in->shape[i];
+    c.ss[k] = v.strides[i];
+    c.ds[k++] = i == p ? r * ost[i] : ost[i];
+    if (i == p) {
+      c.shape[k] = r;
+      c.ss[k] = 0;
+      c.ds[k++] = ost[i];
+    }
+  }
+  kc_run(&c, a->num_threads);
+  return 0;
+}
+
 /* broadcast_to_like (user non-NULL) passes broadcast_type, not read. */
 static int k_broadcast_to(const GPKernelArgs *a, void *user) {
   if (k_counts(a, user ? 2 : 1, 1) != 0) return -1;
@@ -1231,6 +1271,7 @@ void gp_kernels_register_transform(void) {
   gp_kernel_set("ones", k_ones);
   gp_kernel_set("shape_of", k_shape_of);
   gp_kernel_set("tile", k_tile);
+  gp_kernel_set("repeat", k_repeat);
   gp_kernel_set("broadcast_to", k_broadcast_to);
   gp_kernel_set("nn.pad", k_pad);
   gp_kernel_set("collapse_sum_like", k_collapse_sum);

@@ -95,6 +95,10 @@ int std_register_canonicalize_cast(void);
 int std_register_merge_composite(void);
 /* BackwardFoldScaleAxis, ForwardFoldScaleAxis, FoldScaleAxis */
 int std_register_fold_scale_axis(void);
+/* TVM's parallel-op combiners (combine_parallel.h), opt-level 4 */
+int std_register_combine_parallel_conv2d(void);
+int std_register_combine_parallel_dense(void);
+int std_register_combine_parallel_batch_matmul(void);
 /* Paddle Lite's fusions (pattern_pass.h) */
 int std_register_fc_fuse(void);
 int std_register_conv_bn_fuse(void);

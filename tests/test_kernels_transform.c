@@ -915,6 +915,19 @@ Test(ktransform, tile_reps_and_rank_extension) {
   gp_release(xs);
 }
 
+Test(ktransform, repeat_values_and_strided_input) {
+  GPTensor *x = mkf(SHAPE(2, 2), FLOATS(1, 2, 3, 4));
+  expect_f32(eval1("repeat", x, KVS(KV("repeats", gp_attr_int(2)), KV("axis", gp_attr_int(1)))), SHAPE(2, 4),
+             FLOATS(1, 1, 2, 2, 3, 3, 4, 4));
+  expect_f32(eval1("repeat", x, KVS(KV("repeats", gp_attr_int(3)), KV("axis", gp_attr_int(-2)))), SHAPE(6, 2),
+             FLOATS(1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4));
+  gp_release(x);
+  GPTensor *xs = mk_strided(GP_DT_F32, SHAPE(2, 2), DIMS(1, 2), 0, FLOATS(1, 2, 3, 4));
+  expect_f32(eval1("repeat", xs, KVS(KV("repeats", gp_attr_int(2)), KV("axis", gp_attr_int(0)))), SHAPE(4, 2),
+             FLOATS(1, 2, 1, 2, 3, 4, 3, 4));
+  gp_release(xs);
+}
+
 Test(ktransform, broadcast_to_values) {
   GPTensor *x = mkf(SHAPE(2, 1), FLOATS(1, 2));
   expect_f32(eval1("broadcast_to", x, KVS(KV("shape", INTS(2, 2, 3)))), SHAPE(2, 2, 3),

@@ -1,5 +1,5 @@
 /* ops_transform.c -- shape transforms: concatenate, reshape, transpose, expand_dims, squeeze,
- * full/zeros/ones, strided_slice, split, layout_transform, shape_of, tile, broadcast_to, nn.pad,
+ * full/zeros/ones, strided_slice, split, layout_transform, shape_of, tile, repeat, broadcast_to, nn.pad,
  * nn.depth_to_space, nn.space_to_depth, stack, reverse_sequence. */
 #include "ir/ops/ops.h"
 
@@ -661,6 +661,36 @@ static int tile_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *a
   return gp_ops_ret(data->tensor.dtype, no, o, out);
 }
 
+/* TVM's repeat (RepeatRel): each element repeated `repeats` times along `axis`
+ * (-ndim-1 <= axis <= ndim as TVM checks; the axis must name a dim of data). */
+static const GPAttrField k_repeat_attrs[] = {GP_F_REQ("repeats", GP_ATTR_INT), GP_F_REQ("axis", GP_ATTR_INT)};
+
+static int repeat_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                      const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int64_t repeats = gp_ops_attr_int(op, attrs, "repeats"), axis = gp_ops_attr_int(op, attrs, "axis");
+  int32_t nd = data->n;
+  if (repeats < 1) {
+    gp_error_set(GP_ERR_TYPE, "repeats must be >= 1, got %lld", (long long)repeats);
+    return -1;
+  }
+  if (axis < -(int64_t)nd || axis >= nd) {
+    gp_error_set(GP_ERR_TYPE, "axis %lld is out of range for data of rank %d", (long long)axis, (int)nd);
+    return -1;
+  }
+  int32_t pivot = (int32_t)(axis < 0 ? axis + nd : axis);
+  int64_t o[GP_OPS_MAX_RANK];
+  for (int32_t i = 0; i < nd; i++) o[i] = data->tensor.shape[i];
+  if (o[pivot] != GP_DIM_ANY && __builtin_mul_overflow(o[pivot], repeats, &o[pivot])) {
+    gp_error_set(GP_ERR_TYPE, "repeats %lld overflows the shape of data %s", (long long)repeats, gp_ops_shape(data).s);
+    return -1;
+  }
+  return gp_ops_ret(data->tensor.dtype, nd, o, out);
+}
+
 static const GPAttrField k_broadcast_to_attrs[] = {
     GP_F_REQ("shape", GP_ATTR_INTS),
     GP_F_DTYPE_VOID("dtype"),
@@ -1119,6 +1149,8 @@ void gp_ops_register_transform(void) {
              shape_of_rel, "The shape of data as a 1-d tensor of dtype (rank-0 data: a scalar).");
   gp_ops_def("tile", 1, GP_PATTERN_INJECTIVE, 0, k_tile_attrs, N_ATTRS(k_tile_attrs), tile_rel,
              "Repeat data reps times along each axis.");
+  gp_ops_def("repeat", 1, GP_PATTERN_BROADCAST, 0, k_repeat_attrs, N_ATTRS(k_repeat_attrs), repeat_rel,
+             "Repeat each element repeats times along axis.");
   gp_ops_def("broadcast_to", 1, GP_PATTERN_BROADCAST, 0, k_broadcast_to_attrs, N_ATTRS(k_broadcast_to_attrs),
              broadcast_to_rel, "Broadcast data to shape (numpy rules).");
   gp_ops_def("contrib_reverse_reshape", 1, GP_PATTERN_INJECTIVE, GP_OP_RESHAPE_ONLY, k_reshape_attrs,
