@@ -446,6 +446,15 @@ static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
     b->failed = true;
     return NULL;
   }
+  /* Coalesce trailing axes along which both operands step alike (both compact, or both
+   * broadcast): a weight (O, I, H, W) times a scale (O, 1, 1, 1) becomes rows of I*H*W times one
+   * value, not O*I*H rows of W (the odometer per row cost more than the row). */
+  while (nd >= 2 && sa[nd - 2] == sa[nd - 1] * shape[nd - 1] && sc[nd - 2] == sc[nd - 1] * shape[nd - 1]) {
+    shape[nd - 2] *= shape[nd - 1];
+    sa[nd - 2] = sa[nd - 1];
+    sc[nd - 2] = sc[nd - 1];
+    nd--;
+  }
   int64_t total = pp_numel(t), pa = 0, pc = 0;
   bool div = !strcmp(op, "divide");
   bool f32 = a->dl.dtype.bits == 32;
@@ -453,13 +462,15 @@ static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
   int64_t inner = nd ? shape[nd - 1] : 1, ia = nd ? sa[nd - 1] : 0, ic = nd ? sc[nd - 1] : 0;
   for (int64_t k = 0; k < total; k += inner) {
     /* one row along the last axis (compact output), then the odometer over the outer axes */
-    if (f32) {
+    if (f32) { /* in float32, as FoldConstant's kernels compute it (TVM's result bit for bit) */
       const float *xa = (const float *)pa0 + pa, *yc = (const float *)pc0 + pc;
       float *o = (float *)t->dl.data + k;
-      for (int64_t r = 0; r < inner; r++) {
-        double u = xa[r * ia], v = yc[r * ic];
-        o[r] = (float)(div ? u / v : u * v);
-      }
+      if (div)
+        for (int64_t r = 0; r < inner; r++) o[r] = xa[r * ia] / yc[r * ic];
+      else if (ic == 0) /* a row times one value: the common case (weight x per-channel scale) */
+        for (int64_t r = 0; r < inner; r++) o[r] = xa[r * ia] * yc[0];
+      else
+        for (int64_t r = 0; r < inner; r++) o[r] = xa[r * ia] * yc[r * ic];
     } else {
       const double *xa = (const double *)pa0 + pa, *yc = (const double *)pc0 + pc;
       double *o = (double *)t->dl.data + k;
