@@ -1,13 +1,52 @@
 /* std_plugin.c -- the entry of the standard pass plugin (build/plugins/libgp_std.so).
  * Its only exported symbol is graphpass_plugin_entry. */
-#include "../passes/passes.h"
+#include "../passes/expr_build.h"
+
+#include <string.h>
 
 const GPHostAPI *gp_std_host;
 
-/* TVM v0.12 relay.build order at opt-level 3, with every pass that exists here. */
+/* TVM v0.12's relay.build order (src/relay/backend/utils.cc, GetPassPrefix, then FuseOps),
+ * with every pass that exists here: the passes whose opt-level is above the context's are
+ * skipped by the registry with an --explain reason (CombineParallel* are level 4). */
+#define CSE_SKIP "graphpass.cse_skip_int32_cast"
 static const char default_llvm[] =
-    "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr,FoldConstant,CanonicalizeCast,"
-    "CanonicalizeOps,InferType,FoldConstant,FuseOps";
+    "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr{skip=" CSE_SKIP "},"
+    "CombineParallelConv2D,CombineParallelDense,CombineParallelBatchMatmul,FoldConstant,FoldScaleAxis,"
+    "SimplifyExpr,CanonicalizeCast,CanonicalizeOps,InferType,SimplifyExprPostAlterOp,FoldConstant,FuseOps";
+
+/* TVM's fskip for that EliminateCommonSubexpr: a cast to int32 is not merged with an equal one.
+ * (In v0.12 the lambda then overwrites its result with false, so TVM merges them after all; this
+ * keeps what the code says it intends.  Either way the numbers are the same.) */
+static int cse_skip_int32_cast(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  (void)self;
+  bool skip = false;
+  if (nargs == 1 && args[0].type_index == GP_TI_CALL && args[0].v_obj) {
+    const GPCall *c = (const GPCall *)args[0].v_obj;
+    const char *op = sb_op_name(&c->base);
+    const GPAttrValue *dt = op && !strcmp(op, "cast") && c->attrs ? H->attrs_get(c->attrs, "dtype") : NULL;
+    skip = dt && dt->kind == GP_ATTR_DTYPE && dt->dtype.code == kDLInt && dt->dtype.bits == 32 && dt->dtype.lanes == 1;
+  }
+  result->type_index = GP_TI_BOOL;
+  result->v_int64 = skip;
+  return 0;
+}
+
+static int register_cse_skip(void) {
+  GPPackedFunc *f = H->func_new(NULL, cse_skip_int32_cast, NULL);
+  int rc = f ? H->func_register(CSE_SKIP, f, 1) : -1;
+  gp_release(f);
+  return rc;
+}
+
+static void std_finalize(void) {
+  if (!H) return;
+  GPPackedFunc *f = H->func_get(CSE_SKIP);
+  if (f) {
+    gp_release(f);
+    H->func_register(CSE_SKIP, NULL, 0);
+  }
+}
 
 /* The llvm target: the reference evaluator runs every op, and composite functions (what
  * MergeComposite makes) like any other function. */
@@ -44,7 +83,7 @@ static int std_initialize(const GPHostAPI *host) {
                                 std_register_combine_parallel_dense, std_register_combine_parallel_batch_matmul};
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i]() != 0) return -1;
-  if (register_llvm_target() != 0) return -1;
+  if (register_llvm_target() != 0 || register_cse_skip() != 0) return -1;
   return H->opt_set_register("llvm", "default", default_llvm);
 }
 
@@ -54,7 +93,7 @@ static const GPPluginAPI std_plugin = {
     .name = "std",
     .version = "0.1.0",
     .initialize = std_initialize,
-    .finalize = 0,
+    .finalize = std_finalize,
 };
 
 GP_EXPORT const GPPluginAPI *graphpass_plugin_entry(void) { return &std_plugin; }

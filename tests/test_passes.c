@@ -127,8 +127,10 @@ Test(passes, default_set_of_llvm) {
   GPPassContext *ctx = gp_ctx_new();
   cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0);
   char *set = gp_opt_set_default("llvm");
-  cr_assert_str_eq(set, "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr,FoldConstant,"
-                        "CanonicalizeCast,CanonicalizeOps,InferType,FoldConstant,FuseOps");
+  cr_assert_str_eq(set, "RemoveUnusedFunctions,Legalize,SimplifyInference,"
+                        "EliminateCommonSubexpr{skip=graphpass.cse_skip_int32_cast},CombineParallelConv2D,"
+                        "CombineParallelDense,CombineParallelBatchMatmul,FoldConstant,FoldScaleAxis,SimplifyExpr,"
+                        "CanonicalizeCast,CanonicalizeOps,InferType,SimplifyExprPostAlterOp,FoldConstant,FuseOps");
   gp_free(set);
   GPModule *out = gp_run_pipeline(in, NULL, ctx);
   cr_assert(out, "%s", gp_error_message());
@@ -174,6 +176,35 @@ Test(passes, dce_long_let_chain) {
   int lets = 0;
   for (const GPExpr *e = out->funcs[0]->body; gp_kind(e) == GP_TI_LET; e = GP_AS(const GPLet, e)->body) lets++;
   cr_assert_eq(lets, n / 2, "expected %d live lets, got %d", n / 2, lets);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
+
+/* The default set's EliminateCommonSubexpr skips casts to int32 (TVM's fskip in GetPassPrefix)
+ * and still merges other equal casts. */
+Test(passes, default_cse_skips_casts_to_int32) {
+  static const char text[] = "#[version = \"0.0.5\"]\n"
+                             "def @main(%x: Tensor[(4), float32]) {\n"
+                             "  %0 = cast(%x, dtype=\"int32\");\n"
+                             "  %1 = cast(%x, dtype=\"int32\");\n"
+                             "  %2 = cast(%x, dtype=\"float16\");\n"
+                             "  %3 = cast(%x, dtype=\"float16\");\n"
+                             "  (add(%0, %1), add(%2, %3))\n"
+                             "}\n";
+  GPModule *in = gp_parse(text, strlen(text), "cse.relay");
+  cr_assert(in, "%s", gp_error_message());
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0);
+  GPModule *out = gp_run_pipeline(in, "EliminateCommonSubexpr{skip=graphpass.cse_skip_int32_cast}", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  char *t = gp_print(out, 0);
+  int i32 = 0, f16 = 0;
+  for (const char *p = t; (p = strstr(p, "dtype=\"int32\"")); p++) i32++;
+  for (const char *p = t; (p = strstr(p, "dtype=\"float16\"")); p++) f16++;
+  cr_assert_eq(i32, 2, "both int32 casts kept:\n%s", t);
+  cr_assert_eq(f16, 1, "the float16 casts merged:\n%s", t);
+  gp_free(t);
   gp_release(out);
   gp_release(in);
   gp_ctx_free(ctx);
