@@ -88,15 +88,14 @@ static double fresh_write_ms(GPTensor *const *ts, size_t count, int runs) {
   return ms;
 }
 
-static const char *const kSet[] = {"RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr",
-                                   "FoldConstant", "CanonicalizeCast", "CanonicalizeOps", "InferType",
-                                   "FoldConstant", "FuseOps"};
 
-/* TVM v0.12 on ResNet-50 (issue #5), ms; 0 where not given. */
+/* TVM v0.12 on ResNet-50 (issues #5 and #14), ms; 0 where not given. */
 static double tvm_ms(const char *pass, int index) {
+  if (!strcmp(pass, "FoldScaleAxis")) return 131;
+  if (!strcmp(pass, "CombineParallelConv2D")) return 25.1;
   if (!strcmp(pass, "InferType")) return 22.5;
   if (!strcmp(pass, "SimplifyInference")) return 29.9;
-  if (!strcmp(pass, "FoldConstant") && index == 4) return 12500;
+  if (!strcmp(pass, "FoldConstant") && index == 7) return 12500;
   if (!strcmp(pass, "EliminateCommonSubexpr")) return 28.7;
   if (!strcmp(pass, "CanonicalizeOps")) return 23.8;
   if (!strcmp(pass, "FuseOps")) return 33.6;
@@ -107,8 +106,7 @@ static double tvm_ms(const char *pass, int index) {
  * (conv2d, relu and add supported by a test target). */
 static void bench_model_byoc(const char *path, const char *base, int runs) {
   GPModule *m = gp_onnx_import_file(path, NULL);
-  GPPassContext *ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 3);
+  GPPassContext *ctx = bench_ctx();
   bench_byoc_setup("bench_onnx", ctx);
   const char *pre[2] = {"InferType", "SimplifyInference,FoldConstant,InferType"};
   for (int v = 0; m && v < 2; v++) {
@@ -151,11 +149,10 @@ static void bench_model(const char *path, int runs, const char *only) {
   }
   double import_ms = bench_median(t, import_runs);
   printf("%-16s import %8.2f ms%s\n", base, import_ms, resnet ? "   (TVM from_onnx 7700 ms)" : "");
-  GPPassContext *ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 3);
+  GPPassContext *ctx = bench_ctx();
   GPModule *cur = gp_retain(m);
-  for (size_t i = 0; i < sizeof kSet / sizeof kSet[0]; i++) {
-    const char *name = kSet[i];
+  for (size_t i = 0; i < BENCH_NSET; i++) {
+    const char *name = kBenchSet[i];
     GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions") ? bench_call_pass("bench_onnx", "InferType", cur, ctx)
                                                                                       : gp_retain(cur);
     GPModule *out = NULL;

@@ -29,10 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const kSet[] = {"RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr",
-                                   "FoldConstant", "CanonicalizeCast", "CanonicalizeOps", "InferType",
-                                   "FoldConstant", "FuseOps"};
-#define NPASS (sizeof kSet / sizeof kSet[0])
+#define NPASS BENCH_NSET
 #define MAX_SIZES 4
 
 static int bench_byoc(long max_calls, GPPassContext *ctx) {
@@ -81,8 +78,7 @@ int main(int argc, char **argv) {
   const char *only = argc > 3 ? argv[3] : NULL; /* time only this pass (others run once) */
   gp_ops_init();
   if (gp_plugin_load_dir(plugin_dir) != 0) die(plugin_dir);
-  GPPassContext *ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 3);
+  GPPassContext *ctx = bench_ctx();
   if (only && !strcmp(only, "BYOC")) return bench_byoc(max_calls, ctx);
   double ms[NPASS + 1][MAX_SIZES], ns[NPASS + 1][MAX_SIZES];
   long sizes[MAX_SIZES];
@@ -97,7 +93,7 @@ int main(int argc, char **argv) {
     double t[5];
     GPModule *cur = gp_retain(m);
     for (size_t p = 0; p < NPASS; p++) {
-      const char *name = kSet[p];
+      const char *name = kBenchSet[p];
       GPModule *in = strcmp(name, "InferType") && strcmp(name, "RemoveUnusedFunctions")
                          ? bench_call_pass("bench_synth", "InferType", cur, ctx)
                          : gp_retain(cur);
@@ -134,7 +130,7 @@ int main(int argc, char **argv) {
   for (int s = 0; s < nsizes; s++) printf(" %22ld", sizes[s]);
   printf("  max/min ns\n");
   for (size_t p = 0; p <= NPASS; p++) {
-    printf("%-24s", p < NPASS ? kSet[p] : "default set (opt 3)");
+    printf("%-24s", p < NPASS ? kBenchSet[p] : "default set (opt 3)");
     double lo = 0, hi = 0;
     for (int s = 0; s < nsizes; s++) {
       printf(" %11.3f (%7.1f ns)", ms[p][s], ns[p][s]);

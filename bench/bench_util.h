@@ -26,6 +26,21 @@ static inline int bench_cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The llvm default set's passes in order (plugin/std_plugin.c), each timed by itself; and the
+ * context both benchmarks run them with: opt-level 3, the set's EliminateCommonSubexpr skip. */
+static const char *const kBenchSet[] = {
+    "RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr", "CombineParallelConv2D",
+    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldConstant", "FoldScaleAxis", "SimplifyExpr",
+    "CanonicalizeCast", "CanonicalizeOps", "InferType", "SimplifyExprPostAlterOp", "FoldConstant", "FuseOps"};
+#define BENCH_NSET (sizeof kBenchSet / sizeof kBenchSet[0])
+
+static inline GPPassContext *bench_ctx(void) {
+  GPPassContext *ctx = gp_ctx_new();
+  gp_ctx_set_opt_level(ctx, 3);
+  gp_ctx_set_config(ctx, "EliminateCommonSubexpr.skip", "graphpass.cse_skip_int32_cast");
+  return ctx;
+}
+
 /* The median of v[0..n) (sorts v). */
 static inline double bench_median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
