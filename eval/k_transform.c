@@ -1,7 +1,7 @@
 /* k_transform.c -- reference kernels of the shape transforms: reshape, squeeze, expand_dims,
  * nn.batch_flatten, transpose, concatenate, split, strided_slice, layout_transform, full, zeros,
- * ones, shape_of, tile, broadcast_to, nn.pad, nn.depth_to_space / nn.space_to_depth, stack and
- * reverse_sequence.
+ * ones, shape_of, tile, broadcast_to, nn.pad, nn.depth_to_space / nn.space_to_depth,
+ * nn.space_to_batch_nd / nn.batch_to_space_nd, stack and reverse_sequence.
  *
  * Transforms move bytes, so they dispatch on the element size (1, 2, 4 or 8 bytes), not on the
  * dtype.  Almost all of them reduce to one primitive, a copy between two strided views of the
@@ -1161,6 +1161,128 @@ static int k_space_to_depth(const GPKernelArgs *a, void *user) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.space_to_batch_nd, nn.batch_to_space_nd                                                  */
+
+/* TVM's topi (include/tvm/topi/nn.h) with M spatial dims, block b[k], P = prod(b), batch N:
+ *   space_to_batch_nd: out[(r * N) + n, j_1, ..., j_M, rest] = padded[n, j_k * b_k + r_k, rest]
+ *   batch_to_space_nd: out[n, o_1, ..., o_M, rest] = in[(r * N') + n, (o_k + c_k) / b_k, rest]
+ *                      with r_k = (o_k + c_k) % b_k, N' = N / P, c_k the crop before dim k
+ * where r is the block offset (r_1, ..., r_M) in row-major order (r_M fastest).  One output row
+ * (the trailing `rest` dims, compact) is one memcpy from the compact input, or the pad value. */
+typedef struct SBCtx {
+  const char *src;
+  char *dst;
+  size_t elem;
+  bool to_batch;      /* space_to_batch_nd */
+  int32_t m;
+  int64_t rest;       /* elements per row */
+  int64_t nbatch;     /* N of space_to_batch's input, N' of batch_to_space's output */
+  const int64_t *block, *pairs; /* paddings or crops, (before, after) per spatial dim */
+  const int64_t *ishape, *oshape;
+  const unsigned char *pat;
+} SBCtx;
+
+static void sb_rows(void *ctx, int64_t begin, int64_t end) {
+  const SBCtx *c = ctx;
+  int64_t e = (int64_t)c->elem, rb = c->rest * e;
+  for (int64_t row = begin; row < end; row++) {
+    int64_t q = row, sp[GP_K_MAX_RANK];
+    for (int32_t k = c->m; k >= 1; k--) {
+      sp[k] = q % c->oshape[k];
+      q /= c->oshape[k];
+    }
+    char *d = c->dst + row * rb;
+    int64_t src = 0;
+    bool pad = false;
+    if (c->to_batch) { /* q: output batch = blk * N + n */
+      int64_t n = q % c->nbatch, blk = q / c->nbatch, r[GP_K_MAX_RANK];
+      for (int32_t k = c->m; k >= 1; k--) {
+        r[k] = blk % c->block[k - 1];
+        blk /= c->block[k - 1];
+      }
+      src = n;
+      for (int32_t k = 1; k <= c->m; k++) {
+        int64_t i = sp[k] * c->block[k - 1] + r[k] - c->pairs[2 * (k - 1)];
+        if (i < 0 || i >= c->ishape[k]) pad = true;
+        src = src * c->ishape[k] + i;
+      }
+    } else { /* q: output batch n */
+      int64_t blk = 0, in_sp[GP_K_MAX_RANK];
+      for (int32_t k = 1; k <= c->m; k++) {
+        int64_t o = sp[k] + c->pairs[2 * (k - 1)];
+        blk = blk * c->block[k - 1] + o % c->block[k - 1];
+        in_sp[k] = o / c->block[k - 1];
+      }
+      src = blk * c->nbatch + q;
+      for (int32_t k = 1; k <= c->m; k++) src = src * c->ishape[k] + in_sp[k];
+    }
+    if (!pad) {
+      memcpy(d, c->src + src * rb, (size_t)rb);
+    } else if (e == 1) {
+      memset(d, c->pat[0], (size_t)c->rest);
+    } else {
+      for (int64_t j = 0; j < c->rest; j++) memcpy(d + j * e, c->pat, c->elem);
+    }
+  }
+}
+
+static int space_batch(const GPKernelArgs *a, bool to_batch) {
+  if (k_counts(a, 1, 1) != 0) return -1;
+  const DLTensor *in = a->inputs[0];
+  DLTensor *out = a->outputs[0];
+  size_t elem;
+  if (k_elem(in->dtype, "data", &elem) != 0) return -1;
+  int32_t m, np, nd = in->ndim;
+  const int64_t *block = gp_ops_attr_ints(a->op, a->attrs, "block_shape", &m);
+  const int64_t *pairs = gp_ops_attr_ints(a->op, a->attrs, to_batch ? "paddings" : "crops", &np);
+  if (m < 1 || m >= nd || np != 2 * m || out->ndim != nd) return shape_mismatch("the result");
+  int64_t prod = 1;
+  for (int32_t k = 0; k < m; k++) prod *= block[k];
+  int64_t nbatch = to_batch ? in->shape[0] : out->shape[0];
+  if ((to_batch ? out->shape[0] : in->shape[0]) != nbatch * prod) return shape_mismatch("the result");
+  for (int32_t k = 1; k <= m; k++) {
+    int64_t b = block[k - 1], p0 = pairs[2 * (k - 1)], p1 = pairs[2 * (k - 1) + 1];
+    int64_t want = to_batch ? (in->shape[k] + p0 + p1) / b : in->shape[k] * b - p0 - p1;
+    if (out->shape[k] != want || (to_batch && (in->shape[k] + p0 + p1) % b != 0))
+      return shape_mismatch("the result");
+  }
+  int64_t rest = 1;
+  for (int32_t k = m + 1; k < nd; k++) {
+    if (out->shape[k] != in->shape[k]) return shape_mismatch("the result");
+    rest *= in->shape[k];
+  }
+  unsigned char pat[8] = {0};
+  double pv = to_batch ? gp_ops_attr_float(a->op, a->attrs, "pad_value") : 0.0;
+  if (pv != 0.0) { /* zero is all-zero bytes in every dtype moved here */
+    int kt;
+    if (gp_k_dtype_check(out->dtype, "result", &kt) != 0) return -1;
+    gp_k_store_f64(pat, kt, pv);
+  }
+  int64_t n = gp_k_numel(out);
+  if (n == 0) return 0;
+  void *scratch = NULL;
+  const char *src = gp_k_compact(in, &scratch);
+  SBCtx c = {.src = src, .dst = out_data(out), .elem = elem, .to_batch = to_batch, .m = m, .rest = rest,
+             .nbatch = nbatch, .block = block, .pairs = pairs, .ishape = in->shape, .oshape = out->shape,
+             .pat = pat};
+  int64_t row_bytes = rest * (int64_t)elem;
+  int64_t grain = row_bytes >= KC_GRAIN_BYTES ? 1 : KC_GRAIN_BYTES / row_bytes;
+  gp_k_parallel_for(a->num_threads, n / rest, grain, sb_rows, &c);
+  gp_free(scratch);
+  return 0;
+}
+
+static int k_space_to_batch_nd(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return space_batch(a, true);
+}
+
+static int k_batch_to_space_nd(const GPKernelArgs *a, void *user) {
+  GP_UNUSED(user);
+  return space_batch(a, false);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* stack, reverse_sequence                                                                     */
 
 static int k_stack(const GPKernelArgs *a, void *user) {
@@ -1284,6 +1406,8 @@ void gp_kernels_register_transform(void) {
   gp_kernel_set("broadcast_to_like", k_broadcast_to_like);
   gp_kernel_set("nn.depth_to_space", k_depth_to_space);
   gp_kernel_set("nn.space_to_depth", k_space_to_depth);
+  gp_kernel_set("nn.space_to_batch_nd", k_space_to_batch_nd);
+  gp_kernel_set("nn.batch_to_space_nd", k_batch_to_space_nd);
   gp_kernel_set("stack", k_stack);
   gp_kernel_set("reverse_sequence", k_reverse_sequence);
 }

@@ -109,5 +109,7 @@ int std_register_merge_compiler_regions(void);
 int std_register_partition_graph(void);
 /* TVM v0.12 SimplifyExpr and SimplifyExprPostAlterOp (simplify_expr.c, on pattern_pass.h) */
 int std_register_simplify_expr(void);
+/* TVM v0.12 FlattenAtrousConv (flatten_atrous_conv.c, on pattern_pass.h) */
+int std_register_flatten_atrous_conv(void);
 
 #endif

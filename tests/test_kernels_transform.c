@@ -984,6 +984,56 @@ Test(ktransform, depth_space_round_trip) {
   gp_release(y), gp_release(x);
 }
 
+/* nn.space_to_batch_nd / nn.batch_to_space_nd: output batch (r * N) + n, r the block offset
+ * (row-major over the spatial dims); values worked out by hand from TVM's topi definition. */
+Test(ktransform, space_to_batch_nd_values) {
+  /* TVM's doc example: (1, 2, 2, 1), block (2, 2) -> (4, 1, 1, 1) [1, 2, 3, 4], and back */
+  GPTensor *x = mkf(SHAPE(1, 2, 2, 1), FLOATS(1, 2, 3, 4));
+  GPTensor *y = eval1("nn.space_to_batch_nd", x, KVS(KV("block_shape", INTS(2, 2)), KV("paddings", INTS(0, 0, 0, 0))));
+  expect_f32(eval1("nn.batch_to_space_nd", y, KVS(KV("block_shape", INTS(2, 2)), KV("crops", INTS(0, 0, 0, 0)))),
+             SHAPE(1, 2, 2, 1), FLOATS(1, 2, 3, 4));
+  expect_f32(y, SHAPE(4, 1, 1, 1), FLOATS(1, 2, 3, 4));
+  gp_release(x);
+  /* one spatial dim, N = 2: rows a = [1, 2, 3], b = [4, 5, 6] padded before by 1 with 9 are
+   * [9, 1, 2, 3] and [9, 4, 5, 6]; batch (r, n): (0, a) [9, 2], (0, b) [9, 5], (1, a) [1, 3],
+   * (1, b) [4, 6] */
+  x = mkf(SHAPE(2, 3, 1), FLOATS(1, 2, 3, 4, 5, 6));
+  y = eval1("nn.space_to_batch_nd", x,
+            KVS(KV("block_shape", INTS(2)), KV("paddings", INTS(1, 0)), KV("pad_value", gp_attr_float(9))));
+  expect_f32(eval1("nn.batch_to_space_nd", y, KVS(KV("block_shape", INTS(2)), KV("crops", INTS(1, 0)))),
+             SHAPE(2, 3, 1), FLOATS(1, 2, 3, 4, 5, 6));
+  expect_f32(y, SHAPE(4, 2, 1), FLOATS(9, 2, 9, 5, 1, 3, 4, 6));
+  gp_release(x);
+  /* (1, 2, 2, 2) = 0..7 (h, w, c), W padded by 1 on both sides with -1: row h0 is
+   * [P, (0, 1), (2, 3), P], row h1 [P, (4, 5), (6, 7), P]; batch (r1, r2) takes row r1 and
+   * columns r2, r2 + 2 */
+  x = mkf(SHAPE(1, 2, 2, 2), FLOATS(0, 1, 2, 3, 4, 5, 6, 7));
+  y = eval1("nn.space_to_batch_nd", x,
+            KVS(KV("block_shape", INTS(2, 2)), KV("paddings", INTS(0, 0, 1, 1)), KV("pad_value", gp_attr_float(-1))));
+  expect_f32(eval1("nn.batch_to_space_nd", y, KVS(KV("block_shape", INTS(2, 2)), KV("crops", INTS(0, 0, 1, 1)))),
+             SHAPE(1, 2, 2, 2), FLOATS(0, 1, 2, 3, 4, 5, 6, 7));
+  /* crops that keep the padding: (1, 2, 4, 2), the padded input */
+  expect_f32(eval1("nn.batch_to_space_nd", y, KVS(KV("block_shape", INTS(2, 2)), KV("crops", INTS(0, 0, 0, 0)))),
+             SHAPE(1, 2, 4, 2), FLOATS(-1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1));
+  expect_f32(y, SHAPE(4, 1, 2, 2), FLOATS(-1, -1, 2, 3, 0, 1, -1, -1, -1, -1, 6, 7, 4, 5, -1, -1));
+  gp_release(x);
+}
+
+Test(ktransform, space_to_batch_nd_int_strided) {
+  /* int8 with pad_value -3 (no channel dim: rows of one element) */
+  GPTensor *x = mk_iota(GP_DT_I8, SHAPE(1, 2, 2));
+  GPTensor *y = eval1("nn.space_to_batch_nd", x,
+                      KVS(KV("block_shape", INTS(2, 2)), KV("paddings", INTS(0, 2, 1, 1)), KV("pad_value", gp_attr_float(-3))));
+  /* padded (4, 4): [-3 0 1 -3 / -3 2 3 -3 / -3 ... ]; batch (r1, r2) = rows r1, r1 + 2, columns r2, r2 + 2 */
+  expect_ints(y, GP_DT_I8, SHAPE(4, 2, 2), I64S(-3, 1, -3, -3, 0, -3, -3, -3, -3, 3, -3, -3, 2, -3, -3, -3));
+  gp_release(x);
+  /* a strided (2, 3) input (row stride 5, column stride 2), block (3), crops nothing */
+  x = mk_strided(GP_DT_F32, SHAPE(3, 2), DIMS(5, 2), 12, FLOATS(10, 11, 12, 13, 14, 15));
+  expect_f32(eval1("nn.batch_to_space_nd", x, KVS(KV("block_shape", INTS(3)), KV("crops", INTS(0, 1)))), SHAPE(1, 5),
+             FLOATS(10, 12, 14, 11, 13));
+  gp_release(x);
+}
+
 Test(ktransform, stack_axes) {
   GPTensor *a = mkf(SHAPE(2), FLOATS(1, 2)), *b = mkf(SHAPE(2), FLOATS(3, 4));
   GPTensor *ins[2] = {a, b}, *out[1];

@@ -1,6 +1,7 @@
 /* ops_transform.c -- shape transforms: concatenate, reshape, transpose, expand_dims, squeeze,
  * full/zeros/ones, strided_slice, split, layout_transform, shape_of, tile, repeat, broadcast_to, nn.pad,
- * nn.depth_to_space, nn.space_to_depth, stack, reverse_sequence. */
+ * nn.depth_to_space, nn.space_to_depth, nn.space_to_batch_nd, nn.batch_to_space_nd, stack,
+ * reverse_sequence. */
 #include "ir/ops/ops.h"
 
 #include <stdint.h>
@@ -1022,6 +1023,149 @@ static int space_to_depth_rel(const GPOp *op, const GPAttrs *attrs, const GPType
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* nn.space_to_batch_nd, nn.batch_to_space_nd (TVM's SpaceToBatchND / BatchToSpaceND, nn.cc)   */
+
+/* block_shape: one block size per spatial dim (dims 1..M of data); paddings / crops: TVM's
+ * Array<Array<IndexExpr>> flattened like nn.pad's pad_width, (before, after) per spatial dim. */
+static const int64_t k_block_one2[] = {1, 1};
+static const GPAttrField k_space_to_batch_attrs[] = {
+    GP_F_INTS("block_shape", k_block_one2),
+    GP_F_REQ("paddings", GP_ATTR_INTS),
+    GP_F_FLOAT("pad_value", 0.0),
+};
+static const GPAttrField k_batch_to_space_attrs[] = {
+    GP_F_INTS("block_shape", k_block_one2),
+    GP_F_REQ("crops", GP_ATTR_INTS),
+};
+
+#define SB_LIMIT ((int64_t)1 << 40)
+
+/* block_shape and the (before, after) pairs of `pairs` (paddings or crops) for data: M spatial
+ * dims, 1 <= M < rank, every block in [1, 2^40], every pair value in [0, 2^40]. */
+static int space_batch_attrs(const GPOp *op, const GPAttrs *attrs, const GPType *data, const char *pairs,
+                             int32_t *m, const int64_t **block, const int64_t **pv) {
+  int32_t nb, np;
+  const int64_t *b = gp_ops_attr_ints(op, attrs, "block_shape", &nb);
+  const int64_t *p = gp_ops_attr_ints(op, attrs, pairs, &np);
+  if (nb < 1) {
+    gp_error_set(GP_ERR_TYPE, "block_shape must have at least one value, got %s",
+                 nb < 0 ? "None" : gp_ops_ints(nb, b).s);
+    return -1;
+  }
+  if (data->n < 2 || nb >= data->n) {
+    gp_error_set(GP_ERR_TYPE, "data (shape %s) must have a batch dim and the %d spatial dims of block_shape %s",
+                 gp_ops_shape(data).s, (int)nb, gp_ops_ints(nb, b).s);
+    return -1;
+  }
+  for (int32_t i = 0; i < nb; i++)
+    if (b[i] < 1 || b[i] > SB_LIMIT) {
+      gp_error_set(GP_ERR_TYPE, "block_shape %s must be positive", gp_ops_ints(nb, b).s);
+      return -1;
+    }
+  if (np != 2 * nb) {
+    gp_error_set(GP_ERR_TYPE, "%s %s must have a (before, after) pair per spatial dim (%d for block_shape %s)",
+                 pairs, np < 0 ? "None" : gp_ops_ints(np, p).s, (int)(2 * nb), gp_ops_ints(nb, b).s);
+    return -1;
+  }
+  for (int32_t i = 0; i < np; i++)
+    if (p[i] < 0 || p[i] > SB_LIMIT) {
+      gp_error_set(GP_ERR_TYPE, "%s %s must not be negative", pairs, gp_ops_ints(np, p).s);
+      return -1;
+    }
+  *m = nb;
+  *block = b;
+  *pv = p;
+  return 0;
+}
+
+static int space_to_batch_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                              const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t m;
+  const int64_t *b, *p;
+  if (space_batch_attrs(op, attrs, data, "paddings", &m, &b, &p) != 0) return -1;
+  const int64_t *s = data->tensor.shape;
+  int64_t o[GP_OPS_MAX_RANK], prod = 1;
+  for (int32_t i = 0; i < m; i++) {
+    if (__builtin_mul_overflow(prod, b[i], &prod) || prod > SB_LIMIT) {
+      gp_error_set(GP_ERR_TYPE, "block_shape %s is too large", gp_ops_ints(m, b).s);
+      return -1;
+    }
+    int64_t d = s[i + 1];
+    if (d == GP_DIM_ANY) {
+      o[i + 1] = GP_DIM_ANY;
+      continue;
+    }
+    if (d > ((int64_t)1 << 60)) {
+      gp_error_set(GP_ERR_TYPE, "spatial dim %d of data (shape %s) is too large", (int)(i + 1), gp_ops_shape(data).s);
+      return -1;
+    }
+    int64_t padded = d + p[2 * i] + p[2 * i + 1];
+    if (padded % b[i] != 0) {
+      gp_error_set(GP_ERR_TYPE,
+                   "spatial dim %d of data (shape %s) padded by paddings %s is %lld, not divisible by "
+                   "block_shape[%d] = %lld",
+                   (int)(i + 1), gp_ops_shape(data).s, gp_ops_ints(2 * m, p).s, (long long)padded, (int)i,
+                   (long long)b[i]);
+      return -1;
+    }
+    o[i + 1] = padded / b[i];
+  }
+  if (s[0] != GP_DIM_ANY && __builtin_mul_overflow(s[0], prod, &o[0])) {
+    gp_error_set(GP_ERR_TYPE, "block_shape %s overflows the batch of data %s", gp_ops_ints(m, b).s,
+                 gp_ops_shape(data).s);
+    return -1;
+  }
+  if (s[0] == GP_DIM_ANY) o[0] = GP_DIM_ANY;
+  for (int32_t i = m + 1; i < data->n; i++) o[i] = s[i];
+  return gp_ops_ret(data->tensor.dtype, data->n, o, out);
+}
+
+static int batch_to_space_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                              const GPType **out, void *user) {
+  GP_UNUSED(user);
+  if (gp_ops_nargs(nargs, 1) != 0) return -1;
+  const GPType *data = gp_ops_tensor(args, 0, "data");
+  if (!data) return -1;
+  int32_t m;
+  const int64_t *b, *c;
+  if (space_batch_attrs(op, attrs, data, "crops", &m, &b, &c) != 0) return -1;
+  const int64_t *s = data->tensor.shape;
+  int64_t o[GP_OPS_MAX_RANK], prod = 1;
+  for (int32_t i = 0; i < m; i++) {
+    if (__builtin_mul_overflow(prod, b[i], &prod) || prod > SB_LIMIT) {
+      gp_error_set(GP_ERR_TYPE, "block_shape %s is too large", gp_ops_ints(m, b).s);
+      return -1;
+    }
+    int64_t d = s[i + 1];
+    if (d == GP_DIM_ANY) {
+      o[i + 1] = GP_DIM_ANY;
+      continue;
+    }
+    int64_t full;
+    if (__builtin_mul_overflow(d, b[i], &full) || full <= c[2 * i] + c[2 * i + 1]) {
+      gp_error_set(GP_ERR_TYPE,
+                   "crops %s crop all of spatial dim %d of data (shape %s) times block_shape[%d] = %lld",
+                   gp_ops_ints(2 * m, c).s, (int)(i + 1), gp_ops_shape(data).s, (int)i, (long long)b[i]);
+      return -1;
+    }
+    o[i + 1] = full - c[2 * i] - c[2 * i + 1];
+  }
+  if (s[0] != GP_DIM_ANY && s[0] % prod != 0) {
+    gp_error_set(GP_ERR_TYPE, "the batch of data (shape %s) is not divisible by the product %lld of block_shape %s",
+                 gp_ops_shape(data).s, (long long)prod, gp_ops_ints(m, b).s);
+    return -1;
+  }
+  o[0] = s[0] == GP_DIM_ANY ? GP_DIM_ANY : s[0] / prod;
+  for (int32_t i = m + 1; i < data->n; i++) o[i] = s[i];
+  return gp_ops_ret(data->tensor.dtype, data->n, o, out);
+}
+#undef SB_LIMIT
+
+/* ------------------------------------------------------------------------------------------ */
 /* stack, reverse_sequence                                                                     */
 
 static const GPAttrField k_stack_attrs[] = {GP_F_INT("axis", 0)};
@@ -1179,6 +1323,12 @@ void gp_ops_register_transform(void) {
              depth_to_space_rel, "Rearrange channel blocks into spatial blocks (NCHW; mode DCR or CRD).");
   gp_ops_def("nn.space_to_depth", 1, GP_PATTERN_INJECTIVE, 0, k_subpixel_attrs, N_ATTRS(k_subpixel_attrs),
              space_to_depth_rel, "Rearrange spatial blocks into channels (NCHW).");
+  gp_ops_def("nn.space_to_batch_nd", 1, GP_PATTERN_INJECTIVE, 0, k_space_to_batch_attrs,
+             N_ATTRS(k_space_to_batch_attrs), space_to_batch_rel,
+             "Pad the spatial dims (1..M) by paddings and move blocks of block_shape into the batch.");
+  gp_ops_def("nn.batch_to_space_nd", 1, GP_PATTERN_INJECTIVE, 0, k_batch_to_space_attrs,
+             N_ATTRS(k_batch_to_space_attrs), batch_to_space_rel,
+             "Move batch blocks of block_shape into the spatial dims (1..M), then crop them by crops.");
   gp_ops_def("stack", 1, GP_PATTERN_INJECTIVE, 0, k_stack_attrs, N_ATTRS(k_stack_attrs), stack_rel,
              "Stack a tuple of same-shaped tensors along a new axis.");
   gp_ops_def("reverse_sequence", 2, GP_PATTERN_INJECTIVE, 0, k_reverse_sequence_attrs,
