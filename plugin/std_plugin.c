@@ -13,7 +13,8 @@ const GPHostAPI *gp_std_host;
 static const char default_llvm[] =
     "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr{skip=" CSE_SKIP "},"
     "CombineParallelConv2D,CombineParallelDense,CombineParallelBatchMatmul,FoldConstant,FoldScaleAxis,"
-    "SimplifyExpr,CanonicalizeCast,CanonicalizeOps,InferType,SimplifyExprPostAlterOp,FoldConstant,FuseOps";
+    "SimplifyExpr,CanonicalizeCast,CanonicalizeOps,FlattenAtrousConv,InferType,SimplifyExprPostAlterOp,FoldConstant,"
+    "FuseOps";
 
 /* TVM's fskip for that EliminateCommonSubexpr: a cast to int32 is not merged with an equal one.
  * (In v0.12 the lambda then overwrites its result with false, so TVM merges them after all; this
