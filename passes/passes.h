@@ -109,5 +109,8 @@ int std_register_merge_compiler_regions(void);
 int std_register_partition_graph(void);
 /* TVM v0.12 SimplifyExpr and SimplifyExprPostAlterOp (simplify_expr.c, on pattern_pass.h) */
 int std_register_simplify_expr(void);
+/* TVM v0.12 ConvertLayout and AlterOpLayout (on layout.h) */
+int std_register_convert_layout(void);
+int std_register_alter_op_layout(void);
 
 #endif

@@ -41,7 +41,8 @@ static int std_initialize(const GPHostAPI *host) {
                                 std_register_annotate_target, std_register_merge_compiler_regions,
                                 std_register_partition_graph, std_register_simplify_expr,
                                 std_register_fold_scale_axis, std_register_combine_parallel_conv2d,
-                                std_register_combine_parallel_dense, std_register_combine_parallel_batch_matmul};
+                                std_register_combine_parallel_dense, std_register_combine_parallel_batch_matmul,
+                                std_register_convert_layout, std_register_alter_op_layout};
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i]() != 0) return -1;
   if (register_llvm_target() != 0) return -1;
