@@ -234,7 +234,7 @@ static int convert_layout(void *self, const GPAny *args, int32_t nargs, GPAny *r
   }
   GPModule *out = std_function_pass(mod, cl_function, &c);
   if (!out) return -1;
-  std_note(ctx, "%lld calls converted, %lld layout_transforms inserted", (long long)c.stats.altered,
+  std_note(ctx, "%lld calls rebuilt in new layouts, %lld layout_transforms inserted", (long long)c.stats.altered,
            (long long)c.stats.transforms);
   return std_return_module(result, out);
 }

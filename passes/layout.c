@@ -372,8 +372,10 @@ static int infer(Kind k, const GPOp *op, const GPAttrs *attrs, Inf *f) {
       if (!lay_def(&ni[0]) || !lay_def(&ni[1])) return 0;
       ret = ni[old_large];
       int32_t large = ni[0].n >= ni[1].n ? 0 : 1, small = 1 - large;
-      Lay tgt;
-      if (!try_transform_like(&l[small], &l[large], &ni[large], &tgt)) return 0;
+      Lay tgt = l[small];
+      /* Unlike TVM, an operand whose partner kept its layout keeps its own (TVM would expand a
+       * lower-rank one to the partner's rank) */
+      if (!lay_eq(&l[large], &ni[large]) && !try_transform_like(&l[small], &l[large], &ni[large], &tgt)) return 0;
       l[large] = ni[large];
       l[small] = tgt;
     }
@@ -719,6 +721,23 @@ static void release_all(GPExpr **a, int32_t n) {
 static GPExpr *on_call(Rw *w, GPCall *oc, GPExpr *rebuilt) {
   const GPOp *op = (const GPOp *)oc->op;
   Kind k = kind_of(w, op);
+  if (op == w->lt_op && oc->nargs == 1) { /* compose with the producer's new layout: pairs cancel */
+    St *p = st_of(w, oc->args[0]);
+    Lay src, dst;
+    if (p && p->nf == 1 && !p->tuple && lay_def(&p->old[0]) && !lay_eq(&p->old[0], &p->new_[0]) &&
+        lay_parse(lay_attr_str(oc->attrs, "src_layout"), &src) && lay_parse(lay_attr_str(oc->attrs, "dst_layout"), &dst) &&
+        lay_eq(&src, &p->old[0]) && src.n == dst.n) {
+      St *s = st_new(1);
+      if (!s) return NULL;
+      s->old[0] = s->new_[0] = dst;
+      if (!(s->val = transform(w, p->val, &p->new_[0], &dst))) {
+        st_free(s);
+        return NULL;
+      }
+      s->real = gp_retain(s->val);
+      return put(w, &oc->base, s);
+    }
+  }
   if (k == K_NONE || !oc->base.checked_type) return plain(w, &oc->base, rebuilt);
   int32_t nin = flat_count(oc), nargs = oc->nargs;
   size_t m = (size_t)(nin ? nin : 1), ma = (size_t)(nargs ? nargs : 1);
