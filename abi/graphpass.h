@@ -933,6 +933,14 @@ struct GPHostAPI {
  * the call, or None to keep it.  A C function "o(o,o)" can be wrapped with ffi_wrap. */
 #define GP_OP_ATTR_LEGALIZE "FTVMLegalize"
 
+/* The alter-layout hook of an op (read by the AlterOpLayout pass), called like the legalize hook
+ * with [call (the call with its arguments in the layouts their producers now give and the
+ * attributes its layout relation chose; borrowed), types (a tuple GPType of the original
+ * argument types followed by the call's type)], returning a new call (e.g. the op with other
+ * data / kernel layouts; the pass inserts the layout_transforms its arguments need), or None to
+ * keep the call. */
+#define GP_OP_ATTR_ALTER_OP_LAYOUT "FTVMAlterOpLayout"
+
 /* Print flags. */
 enum {
   GP_PRINT_TYPES = 1 << 0,     /* print the `ty=...` type comments */

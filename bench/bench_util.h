@@ -31,8 +31,8 @@ static inline int bench_cmp_str(const void *a, const void *b) {
 static const char *const kBenchSet[] = {
     "RemoveUnusedFunctions", "Legalize", "SimplifyInference", "EliminateCommonSubexpr", "CombineParallelConv2D",
     "CombineParallelDense", "CombineParallelBatchMatmul", "FoldConstant", "FoldScaleAxis", "SimplifyExpr",
-    "CanonicalizeCast", "CanonicalizeOps", "FlattenAtrousConv", "InferType", "SimplifyExprPostAlterOp", "FoldConstant",
-    "FuseOps"};
+    "CanonicalizeCast", "CanonicalizeOps", "FlattenAtrousConv", "InferType", "AlterOpLayout", "SimplifyExprPostAlterOp",
+    "FoldConstant", "FuseOps"};
 #define BENCH_NSET (sizeof kBenchSet / sizeof kBenchSet[0])
 
 static inline GPPassContext *bench_ctx(void) {

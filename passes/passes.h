@@ -111,5 +111,8 @@ int std_register_partition_graph(void);
 int std_register_simplify_expr(void);
 /* TVM v0.12 FlattenAtrousConv (flatten_atrous_conv.c, on pattern_pass.h) */
 int std_register_flatten_atrous_conv(void);
+/* TVM v0.12 ConvertLayout and AlterOpLayout (on layout.h) */
+int std_register_convert_layout(void);
+int std_register_alter_op_layout(void);
 
 #endif

@@ -13,8 +13,8 @@ const GPHostAPI *gp_std_host;
 static const char default_llvm[] =
     "RemoveUnusedFunctions,Legalize,SimplifyInference,EliminateCommonSubexpr{skip=" CSE_SKIP "},"
     "CombineParallelConv2D,CombineParallelDense,CombineParallelBatchMatmul,FoldConstant,FoldScaleAxis,"
-    "SimplifyExpr,CanonicalizeCast,CanonicalizeOps,FlattenAtrousConv,InferType,SimplifyExprPostAlterOp,FoldConstant,"
-    "FuseOps";
+    "SimplifyExpr,CanonicalizeCast,CanonicalizeOps,FlattenAtrousConv,InferType,AlterOpLayout,SimplifyExprPostAlterOp,"
+    "FoldConstant,FuseOps";
 
 /* TVM's fskip for that EliminateCommonSubexpr: a cast to int32 is not merged with an equal one.
  * (In v0.12 the lambda then overwrites its result with false, so TVM merges them after all; this
@@ -82,7 +82,8 @@ static int std_initialize(const GPHostAPI *host) {
                                 std_register_partition_graph, std_register_simplify_expr,
                                 std_register_fold_scale_axis, std_register_combine_parallel_conv2d,
                                 std_register_combine_parallel_dense, std_register_combine_parallel_batch_matmul,
-                                std_register_flatten_atrous_conv};
+                                std_register_flatten_atrous_conv, std_register_convert_layout,
+                                std_register_alter_op_layout};
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i]() != 0) return -1;
   if (register_llvm_target() != 0 || register_cse_skip() != 0) return -1;

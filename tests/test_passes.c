@@ -130,8 +130,8 @@ Test(passes, default_set_of_llvm) {
   cr_assert_str_eq(set, "RemoveUnusedFunctions,Legalize,SimplifyInference,"
                         "EliminateCommonSubexpr{skip=graphpass.cse_skip_int32_cast},CombineParallelConv2D,"
                         "CombineParallelDense,CombineParallelBatchMatmul,FoldConstant,FoldScaleAxis,SimplifyExpr,"
-                        "CanonicalizeCast,CanonicalizeOps,FlattenAtrousConv,InferType,SimplifyExprPostAlterOp,FoldConstant,"
-                        "FuseOps");
+                        "CanonicalizeCast,CanonicalizeOps,FlattenAtrousConv,InferType,AlterOpLayout,"
+                        "SimplifyExprPostAlterOp,FoldConstant,FuseOps");
   gp_free(set);
   GPModule *out = gp_run_pipeline(in, NULL, ctx);
   cr_assert(out, "%s", gp_error_message());
