@@ -929,8 +929,8 @@ static const GPType **solve_params(Infer *I, const IFrame *f, const GPFunctionEx
     GPBuf msg = {0};
     if (sp->need) {
       IFrame nf = *f;
-      nf.line = sp->need_line;
-      nf.col = sp->need_col;
+      nf.line = sp->need_line ? sp->need_line : sp->p->base.line;
+      nf.col = sp->need_line ? sp->need_col : sp->p->base.col;
       GPBuf what = {0};
       put_callee(&what, sp->need);
       gp_buf_printf(&msg, "cannot infer the type of parameter %%%s (argument %d), which has no "
