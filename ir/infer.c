@@ -20,6 +20,9 @@
  *
  * Cheap re-runs: a node that already has a checked_type and whose children were all kept is
  * kept as is (no relation is run), so a typed module comes back sharing every function.
+ *
+ * Parameters without a type annotation are solved from their uses (solve_params, below) when
+ * do_function binds them; a function whose params are all typed never enters the solver.
  */
 #include "ir/ir.h"
 #include "common/scratch.h"
