@@ -1255,19 +1255,8 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-int gp_eval_random_inputs(const GPModule *m, const char *name, uint64_t seed, GPTensor ***inputs, int32_t *nin) {
-  if (!inputs || !nin) {
-    gp_error_set(GP_ERR_VALUE, "random_inputs: NULL output pointers");
-    return -1;
-  }
-  *inputs = NULL;
-  *nin = 0;
-  if (!name) name = "main";
-  GPFunctionExpr *fn = m ? gp_module_lookup(m, name) : NULL;
-  if (!fn) {
-    gp_error_set(GP_ERR_NOT_FOUND, "random_inputs: no function @%s in the module", name);
-    return -1;
-  }
+static int random_inputs_fn(const GPFunctionExpr *fn, const char *name, uint64_t seed, GPTensor ***inputs,
+                            int32_t *nin) {
   int32_t np = fn->nparams;
   GPTensor **out = gp_calloc((size_t)(np ? np : 1), sizeof *out);
   for (int32_t i = 0; i < np; i++) {
@@ -1309,6 +1298,34 @@ int gp_eval_random_inputs(const GPModule *m, const char *name, uint64_t seed, GP
   *inputs = out;
   *nin = np;
   return 0;
+}
+
+int gp_eval_random_inputs(const GPModule *m, const char *name, uint64_t seed, GPTensor ***inputs, int32_t *nin) {
+  if (!inputs || !nin) {
+    gp_error_set(GP_ERR_VALUE, "random_inputs: NULL output pointers");
+    return -1;
+  }
+  *inputs = NULL;
+  *nin = 0;
+  if (!name) name = "main";
+  GPFunctionExpr *fn = m ? gp_module_lookup(m, name) : NULL;
+  if (!fn) {
+    gp_error_set(GP_ERR_NOT_FOUND, "random_inputs: no function @%s in the module", name);
+    return -1;
+  }
+  /* a parameter without a type: InferType solves it from its uses (e.g. a conv2d weight) */
+  GPModule *typed = NULL;
+  for (int32_t i = 0; i < fn->nparams && !typed; i++) {
+    if (param_type(fn->params[i])) continue;
+    if (!(typed = gp_infer_types(m))) {
+      gp_error_prefix("random_inputs: @%s", name);
+      return -1;
+    }
+    fn = gp_module_lookup(typed, name);
+  }
+  int rc = random_inputs_fn(fn, name, seed, inputs, nin);
+  gp_release(typed);
+  return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */

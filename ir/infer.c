@@ -20,6 +20,9 @@
  *
  * Cheap re-runs: a node that already has a checked_type and whose children were all kept is
  * kept as is (no relation is run), so a typed module comes back sharing every function.
+ *
+ * Parameters without a type annotation are solved from their uses (solve_params, below) when
+ * do_function binds them; a function whose params are all typed never enters the solver.
  */
 #include "ir/ir.h"
 #include "common/scratch.h"
@@ -348,6 +351,36 @@ static int do_constant(Infer *I, IFrame *f) {
   return 0;
 }
 
+/* The type of a call of `callee` (not an op; its type ft) with argument types ty; NULL after
+ * an error naming the callee. */
+static const GPType *fn_call_type(Infer *I, const IFrame *f, const GPExpr *callee,
+                                  const GPType *ft, const GPType *const *ty, int32_t nargs) {
+  GPBuf msg = {0};
+  if (!ft || ft->kind != GP_TYPE_FUNC) {
+    gp_buf_puts(&msg, "the callee is not a function (its type is ");
+    put_type(&msg, ft);
+    gp_buf_puts(&msg, ")");
+  } else if (ft->n != nargs) {
+    gp_buf_printf(&msg, "expected %d argument%s, got %d", ft->n, ft->n == 1 ? "" : "s", nargs);
+  } else {
+    for (int32_t i = 0; i < nargs; i++) {
+      if (ty[i] != ft->func.params[i]) {
+        gp_buf_printf(&msg, "argument %d has type ", i);
+        put_type(&msg, ty[i]);
+        gp_buf_puts(&msg, ", expected ");
+        put_type(&msg, ft->func.params[i]);
+        break;
+      }
+    }
+    if (!msg.len) return ft->func.ret;
+  }
+  GPBuf what = {0};
+  callee_name(&what, callee);
+  fail(I, f, what.data, &msg);
+  gp_buf_free(&what);
+  return NULL;
+}
+
 static int do_call(Infer *I, IFrame *f) {
   GPCall *c = GP_AS(GPCall, f->e);
   if (children_first(I, f)) return 0;
@@ -368,35 +401,8 @@ static int do_call(Infer *I, IFrame *f) {
     t = gp_op_infer(op, c->attrs, ty, c->nargs);
     if (!t) return fail_prefix(I, f, op->name);
   } else {
-    const GPType *ft = callee->checked_type;
-    GPBuf what = {0};
-    callee_name(&what, callee);
-    GPBuf msg = {0};
-    if (!ft || ft->kind != GP_TYPE_FUNC) {
-      gp_buf_puts(&msg, "the callee is not a function (its type is ");
-      put_type(&msg, ft);
-      gp_buf_puts(&msg, ")");
-    } else if (ft->n != c->nargs) {
-      gp_buf_printf(&msg, "expected %d argument%s, got %d", ft->n, ft->n == 1 ? "" : "s",
-                    c->nargs);
-    } else {
-      for (int32_t i = 0; i < c->nargs; i++) {
-        if (ty[i] != ft->func.params[i]) {
-          gp_buf_printf(&msg, "argument %d has type ", i);
-          put_type(&msg, ty[i]);
-          gp_buf_puts(&msg, ", expected ");
-          put_type(&msg, ft->func.params[i]);
-          break;
-        }
-      }
-      if (!msg.len) t = ft->func.ret;
-    }
-    if (!t) {
-      int r = fail(I, f, what.data, &msg);
-      gp_buf_free(&what);
-      return r;
-    }
-    gp_buf_free(&what);
+    t = fn_call_type(I, f, callee, callee->checked_type, ty, c->nargs);
+    if (!t) return -1;
   }
   GPExpr *r = gp_expr_with_children(f->e, k, false);
   if (!r) return -1;
@@ -425,72 +431,562 @@ static int do_tuple(Infer *I, IFrame *f) {
   return 0;
 }
 
+/* Field `index` of a value of type tt; NULL after an error. */
+static const GPType *get_item_type(Infer *I, const IFrame *f, int32_t index, const GPType *tt) {
+  GPBuf msg = {0};
+  if (!tt || tt->kind != GP_TYPE_TUPLE) {
+    gp_buf_printf(&msg, "index %d of a non-tuple of type ", index);
+    put_type(&msg, tt);
+    fail(I, f, "tuple get-item", &msg);
+    return NULL;
+  }
+  if (index < 0 || index >= tt->n) {
+    gp_buf_printf(&msg, "index %d out of range for a tuple of %d field%s (", index, tt->n,
+                  tt->n == 1 ? "" : "s");
+    put_type(&msg, tt);
+    gp_buf_puts(&msg, ")");
+    fail(I, f, "tuple get-item", &msg);
+    return NULL;
+  }
+  return tt->tuple.fields[index];
+}
+
 static int do_get_item(Infer *I, IFrame *f) {
   GPTupleGetItem *g = GP_AS(GPTupleGetItem, f->e);
   if (children_first(I, f)) return 0;
   GPExpr **k = I->kids;
-  const GPType *tt = k[0]->checked_type;
-  GPBuf msg = {0};
-  if (!tt || tt->kind != GP_TYPE_TUPLE) {
-    gp_buf_printf(&msg, "index %d of a non-tuple of type ", g->index);
-    put_type(&msg, tt);
-    return fail(I, f, "tuple get-item", &msg);
-  }
-  if (g->index < 0 || g->index >= tt->n) {
-    gp_buf_printf(&msg, "index %d out of range for a tuple of %d field%s (", g->index, tt->n,
-                  tt->n == 1 ? "" : "s");
-    put_type(&msg, tt);
-    gp_buf_puts(&msg, ")");
-    return fail(I, f, "tuple get-item", &msg);
-  }
+  const GPType *t = get_item_type(I, f, g->index, k[0]->checked_type);
+  if (!t) return -1;
   GPExpr *r = gp_expr_with_children(f->e, k, false);
   if (!r) return -1;
-  memo_put(I, f->e, finish(f->e, r, tt->tuple.fields[g->index]));
+  memo_put(I, f->e, finish(f->e, r, t));
   return 0;
 }
 
-static int do_if(Infer *I, IFrame *f) {
-  if (children_first(I, f)) return 0;
-  GPExpr **k = I->kids;
-  const GPType *ct = k[0]->checked_type, *a = k[1]->checked_type, *b = k[2]->checked_type;
+/* The type of an if with condition type ct and branch types a, b; NULL after an error. */
+static const GPType *if_type(Infer *I, const IFrame *f, const GPType *ct, const GPType *a,
+                             const GPType *b) {
   GPBuf msg = {0};
   if (!is_bool_scalar(ct)) {
     gp_buf_puts(&msg, "the condition must be a bool scalar (Tensor[(), bool]), got ");
     put_type(&msg, ct);
-    return fail(I, f, "if", &msg);
+    fail(I, f, "if", &msg);
+    return NULL;
   }
   if (!a || a != b) {
     gp_buf_puts(&msg, "the branches have different types: ");
     put_type(&msg, a);
     gp_buf_puts(&msg, " and ");
     put_type(&msg, b);
-    return fail(I, f, "if", &msg);
+    fail(I, f, "if", &msg);
+    return NULL;
   }
+  return a;
+}
+
+static int do_if(Infer *I, IFrame *f) {
+  if (children_first(I, f)) return 0;
+  GPExpr **k = I->kids;
+  const GPType *t = if_type(I, f, k[0]->checked_type, k[1]->checked_type, k[2]->checked_type);
+  if (!t) return -1;
   GPExpr *r = gp_expr_with_children(f->e, k, false);
   if (!r) return -1;
-  memo_put(I, f->e, finish(f->e, r, a));
+  memo_put(I, f->e, finish(f->e, r, t));
   return 0;
+}
+
+/* The type of function fn with param types pty and body type bt; NULL after an error. */
+static const GPType *function_type(Infer *I, const IFrame *f, const GPFunctionExpr *fn,
+                                   const GPType *const *pty, const GPType *bt) {
+  if (fn->ret_type && fn->ret_type != bt) {
+    GPBuf msg = {0};
+    gp_buf_puts(&msg, "the body has type ");
+    put_type(&msg, bt);
+    gp_buf_puts(&msg, " but the declared return type is ");
+    put_type(&msg, fn->ret_type);
+    fail(I, f, "function", &msg);
+    return NULL;
+  }
+  const GPType *t = gp_type_func(fn->nparams, pty, bt);
+  if (!t) fail_prefix(I, f, "function");
+  return t;
+}
+
+static int let_mismatch(Infer *I, const IFrame *f, const GPVar *v, const GPType *annot,
+                        const GPType *vt) {
+  GPBuf msg = {0};
+  gp_buf_printf(&msg, "%%%s is annotated ", v->name);
+  put_type(&msg, annot);
+  gp_buf_puts(&msg, " but its value has type ");
+  put_type(&msg, vt);
+  return fail(I, f, "let", &msg);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Parameters without a type annotation (NNVM's InferShape, Relay's type solver): before a     */
+/* function's params are bound, a param with no type is solved backwards from its uses.        */
+/*                                                                                             */
+/* A round walks the body once (iterative, post-order, each node once: linear), computing what  */
+/* types it can with the params solved so far; a node whose type depends on an unknown param is */
+/* unknown for the round.  A call of an op with an unknown argument asks the op's fill hook    */
+/* (gp_op_fill: the argument types TVM's relations Assign, e.g. a conv2d weight from channels   */
+/* and kernel_size); a call of a function of known type gives its param types.  A param        */
+/* argument so determined is solved at once, so a chain (conv2d -> bias_add -> batch_norm)      */
+/* solves in one round; a use that precedes the use that determines it waits for the next      */
+/* round.  Rounds repeat while one solves a param (at most one per unknown param plus one):    */
+/* the fixed point.  Then the params are bound with their types as annotations (TVM's InferType */
+/* fills in a missing type_annotation, so the printer shows `%w: Tensor[...]`) and the usual    */
+/* walk types the body.  Only a function with an untyped param pays: the engine calls this from */
+/* do_function, where such a param used to be an error.                                       */
+/*                                                                                             */
+/* Errors: a relation failing in a round is reported as the usual walk would (the same walk    */
+/* order and messages); when its arguments include a solved param that the call's own fill     */
+/* wants of another type, it is a conflict naming the param, this call and the call that       */
+/* solved it.  A param still unknown at the fixed point names the first call that needed it.   */
+
+static const char k_unknown_tag;
+#define S_UNKNOWN ((void *)&k_unknown_tag) /* a visited node whose type is unknown this round */
+
+typedef struct {
+  GPVar *p;
+  const GPType *type;   /* solved type, or NULL */
+  const GPExpr *by;     /* callee of the call that solved it */
+  uint32_t by_line, by_col;
+  const GPExpr *need;   /* callee of the first call that needed it while unknown */
+  uint32_t need_line, need_col;
+  int32_t need_arg;
+} SParam;
+
+typedef struct {
+  GPPtrMap ty;   /* node -> const GPType *, or S_UNKNOWN (the current round) */
+  GPPtrMap pidx; /* param under solve -> index + 1 in ps */
+  SParam *ps;
+  int32_t np, nsolved;
+  IFrame *st;
+  size_t n, cap;
+  const GPType **args, **out; /* per-call scratch */
+  size_t args_cap;
+} Solver;
+
+static void s_push(Solver *S, GPExpr *e, uint32_t line, uint32_t col) {
+  if (S->n == S->cap) {
+    S->cap = S->cap ? S->cap * 2 : 64;
+    S->st = gp_realloc(S->st, S->cap * sizeof *S->st);
+  }
+  if (e->line && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_GLOBAL_VAR) {
+    line = e->line;
+    col = e->col;
+  }
+  S->st[S->n++] = (IFrame){e, 0, line, col, -1, -1};
+}
+
+static const GPType *s_get(const Solver *S, const void *e) {
+  void *t = gp_map_get(&S->ty, e);
+  return t == S_UNKNOWN ? NULL : t;
+}
+
+static void s_set(Solver *S, const void *e, const GPType *t) {
+  gp_map_put(&S->ty, e, t ? (void *)t : S_UNKNOWN);
+}
+
+/* The param under solve that argument expression a is, or NULL. */
+static SParam *s_param(Solver *S, const GPExpr *a) {
+  if (gp_kind(a) != GP_TI_VAR) return NULL;
+  uintptr_t k = (uintptr_t)gp_map_get(&S->pidx, a);
+  return k ? &S->ps[k - 1] : NULL;
+}
+
+/* "<source>:<line>:<col>" of a location in the module, or "an unknown location". */
+static void put_loc(Infer *I, GPBuf *b, uint32_t line, uint32_t col) {
+  const char *src = I->m ? I->m->source_name : NULL;
+  if (line)
+    gp_buf_printf(b, "%s:%u:%u", src ? src : "<input>", line, col);
+  else
+    gp_buf_puts(b, "an unknown location");
+}
+
+static void put_callee(GPBuf *b, const GPExpr *callee) {
+  if (gp_kind(callee) == GP_TI_OP)
+    gp_buf_puts(b, GP_AS(const GPOp, callee)->name);
+  else
+    callee_name(b, callee);
+}
+
+static int s_conflict(Infer *I, const IFrame *f, const GPExpr *callee, const SParam *sp,
+                      const GPType *want) {
+  GPBuf msg = {0}, what = {0};
+  gp_buf_printf(&msg, "parameter %%%s needs type ", sp->p->name);
+  put_type(&msg, want);
+  gp_buf_puts(&msg, " here, but ");
+  put_callee(&msg, sp->by);
+  gp_buf_puts(&msg, " at ");
+  put_loc(I, &msg, sp->by_line, sp->by_col);
+  gp_buf_puts(&msg, " inferred ");
+  put_type(&msg, sp->type);
+  put_callee(&what, callee);
+  int r = fail(I, f, what.data, &msg);
+  gp_buf_free(&what);
+  return r;
+}
+
+static void s_solve(Solver *S, SParam *sp, const GPType *t, const GPExpr *callee, const IFrame *f) {
+  sp->type = t;
+  sp->by = callee;
+  sp->by_line = f->line;
+  sp->by_col = f->col;
+  S->nsolved++;
+  s_set(S, sp->p, t);
+}
+
+/* Record, for each argument that is a still unknown param, the first call that needed it. */
+static void s_need(Solver *S, const GPCall *c, const IFrame *f, const GPType *const *ty) {
+  for (int32_t i = 0; i < c->nargs; i++) {
+    SParam *sp = ty[i] ? NULL : s_param(S, c->args[i]);
+    if (sp && !sp->type && !sp->need) {
+      sp->need = c->op;
+      sp->need_line = f->line;
+      sp->need_col = f->col;
+      sp->need_arg = i;
+    }
+  }
+}
+
+/* A call whose relation rejected its argument types: a conflict when the op's fill wants another
+ * type for an argument that is a solved param.  Returns -1 after reporting it, else 0. */
+static int s_op_conflict(Infer *I, Solver *S, const IFrame *f, const GPCall *c, const GPOp *op,
+                         GPTypeFillFn fill, const GPType **ty) {
+  const GPType **out = S->out;
+  bool any = false;
+  for (int32_t i = 0; i < c->nargs; i++) {
+    out[i] = NULL;
+    if (s_param(S, c->args[i])) ty[i] = NULL, any = true;
+  }
+  if (!any || fill(op, c->attrs, ty, c->nargs, out) != 0) {
+    gp_error_clear();
+    return 0;
+  }
+  for (int32_t i = 0; i < c->nargs; i++) {
+    SParam *sp = s_param(S, c->args[i]);
+    if (sp && out[i] && out[i] != sp->type) return s_conflict(I, f, c->op, sp, out[i]);
+  }
+  return 0;
+}
+
+static int s_call(Infer *I, Solver *S, const IFrame *f) {
+  const GPCall *c = GP_AS(const GPCall, f->e);
+  int32_t n = c->nargs;
+  if ((size_t)n > S->args_cap) {
+    S->args_cap = (size_t)n < 16 ? 16 : (size_t)n;
+    gp_free(S->args);
+    gp_free(S->out);
+    S->args = gp_malloc(S->args_cap * sizeof *S->args);
+    S->out = gp_malloc(S->args_cap * sizeof *S->out);
+  }
+  const GPType **ty = S->args, **out = S->out;
+  int32_t unknown = 0;
+  for (int32_t i = 0; i < n; i++) unknown += !(ty[i] = s_get(S, c->args[i]));
+  const GPType *t;
+  if (gp_kind(c->op) == GP_TI_OP) {
+    const GPOp *op = GP_AS(const GPOp, c->op);
+    GPTypeFillFn fill = gp_op_fill(op);
+    if (unknown && fill) {
+      memset(out, 0, (size_t)n * sizeof *out);
+      if (fill(op, c->attrs, ty, n, out) != 0) return fail_prefix(I, f, op->name);
+      for (int32_t i = 0; i < n; i++) {
+        SParam *sp = ty[i] ? NULL : s_param(S, c->args[i]);
+        if (!sp || !out[i]) continue;
+        if (!sp->type)
+          s_solve(S, sp, out[i], c->op, f);
+        else if (sp->type != out[i]) /* the same param twice in this call */
+          return s_conflict(I, f, c->op, sp, out[i]);
+      }
+      unknown = 0;
+      for (int32_t i = 0; i < n; i++) unknown += !(ty[i] = s_get(S, c->args[i]));
+    }
+    if (unknown) {
+      s_need(S, c, f, ty);
+      s_set(S, c, NULL);
+      return 0;
+    }
+    t = gp_op_infer(op, c->attrs, ty, n);
+    if (!t) {
+      gp_error_clear();
+      if (fill && s_op_conflict(I, S, f, c, op, fill, ty) < 0) return -1;
+      for (int32_t i = 0; i < n; i++) ty[i] = s_get(S, c->args[i]);
+      gp_op_infer(op, c->attrs, ty, n); /* the relation's message again */
+      return fail_prefix(I, f, op->name);
+    }
+  } else {
+    const GPType *ft = s_get(S, c->op);
+    if (ft && ft->kind == GP_TYPE_FUNC && ft->n == n) {
+      for (int32_t i = 0; i < n; i++) {
+        SParam *sp = s_param(S, c->args[i]);
+        if (!sp) continue;
+        if (!sp->type) {
+          s_solve(S, sp, ft->func.params[i], c->op, f);
+          ty[i] = sp->type;
+          unknown--;
+        } else if (sp->type != ft->func.params[i]) {
+          return s_conflict(I, f, c->op, sp, ft->func.params[i]);
+        }
+      }
+    }
+    if (!ft || unknown) {
+      s_need(S, c, f, ty);
+      s_set(S, c, NULL);
+      return 0;
+    }
+    t = fn_call_type(I, f, c->op, ft, ty, n);
+    if (!t) return -1;
+  }
+  s_set(S, c, t);
+  return 0;
+}
+
+/* A var's type when it is not bound in the walk: typed by the enclosing walk, or annotated. */
+static const GPType *s_free_var(Infer *I, const GPVar *v) {
+  GPExpr *tv = memo_get(I, v);
+  if (tv) return tv->checked_type;
+  return v->type_annotation ? v->type_annotation : v->base.checked_type;
+}
+
+/* Bind the params of a nested function (their annotations; unknown otherwise). */
+static void s_bind_params(Solver *S, const GPFunctionExpr *fn) {
+  for (int32_t i = 0; i < fn->nparams; i++) {
+    const GPVar *p = fn->params[i];
+    if (gp_map_get(&S->pidx, p)) continue;
+    s_set(S, p, p->type_annotation ? p->type_annotation : p->base.checked_type);
+  }
+}
+
+/* One round over fn's body. */
+static int s_round(Infer *I, Solver *S, const GPFunctionExpr *fn, const IFrame *ff) {
+  gp_map_free(&S->ty);
+  memset(&S->ty, 0, sizeof S->ty);
+  for (int32_t i = 0; i < S->np; i++) s_set(S, S->ps[i].p, S->ps[i].type);
+  s_bind_params(S, fn);
+  S->n = 0;
+  s_push(S, fn->body, ff->line, ff->col);
+  GPExpr *kids[3];
+  while (S->n) {
+    IFrame *f = &S->st[S->n - 1];
+    GPExpr *e = f->e;
+    if (f->state == 0 && gp_map_has(&S->ty, e)) {
+      S->n--;
+      continue;
+    }
+    IFrame cur = *f;
+    size_t at = S->n - 1;
+    const GPType *t = NULL;
+    bool done = true;
+    switch (gp_kind(e)) {
+    case GP_TI_VAR: t = s_free_var(I, GP_AS(const GPVar, e)); break;
+    case GP_TI_GLOBAL_VAR: {
+      const GPGlobalVar *g = GP_AS(const GPGlobalVar, e);
+      int32_t j = I->m ? gp_module_find(I->m, g->name) : -1;
+      t = I->m ? (j >= 0 ? I->gtypes[j] : NULL) : g->base.checked_type;
+      break;
+    }
+    case GP_TI_CONSTANT: {
+      const GPConstant *k = GP_AS(const GPConstant, e);
+      t = k->base.checked_type;
+      if (!t && k->data && !(t = gp_tensor_type(k->data))) gp_error_clear();
+      break;
+    }
+    case GP_TI_OP: break;
+    case GP_TI_CALL: {
+      const GPCall *c = GP_AS(const GPCall, e);
+      if (cur.state == 0) {
+        S->st[at].state = 1;
+        for (int32_t i = c->nargs - 1; i >= 0; i--) s_push(S, c->args[i], cur.line, cur.col);
+        if (gp_kind(c->op) != GP_TI_OP) s_push(S, c->op, cur.line, cur.col);
+        continue;
+      }
+      if (s_call(I, S, &cur) < 0) return -1;
+      S->n = at;
+      continue;
+    }
+    case GP_TI_TUPLE: {
+      const GPTuple *tp = GP_AS(const GPTuple, e);
+      if (cur.state == 0) {
+        S->st[at].state = 1;
+        for (int32_t i = tp->n - 1; i >= 0; i--) s_push(S, tp->fields[i], cur.line, cur.col);
+        continue;
+      }
+      const GPType **ty = gp_malloc((size_t)(tp->n ? tp->n : 1) * sizeof *ty);
+      bool known = true;
+      for (int32_t i = 0; i < tp->n && known; i++) known = (ty[i] = s_get(S, tp->fields[i])) != NULL;
+      if (known && !(t = gp_type_tuple(tp->n, ty))) {
+        gp_free(ty);
+        return fail_prefix(I, &cur, "tuple");
+      }
+      gp_free(ty);
+      break;
+    }
+    case GP_TI_TUPLE_GET_ITEM: {
+      const GPTupleGetItem *g = GP_AS(const GPTupleGetItem, e);
+      if (cur.state == 0) {
+        S->st[at].state = 1;
+        s_push(S, g->tuple, cur.line, cur.col);
+        continue;
+      }
+      const GPType *tt = s_get(S, g->tuple);
+      if (tt && !(t = get_item_type(I, &cur, g->index, tt))) return -1;
+      break;
+    }
+    case GP_TI_IF: {
+      if (cur.state == 0) {
+        S->st[at].state = 1;
+        gp_expr_children(e, kids, 3);
+        for (int32_t i = 2; i >= 0; i--) s_push(S, kids[i], cur.line, cur.col);
+        continue;
+      }
+      gp_expr_children(e, kids, 3);
+      const GPType *c0 = s_get(S, kids[0]), *a = s_get(S, kids[1]), *b = s_get(S, kids[2]);
+      if (c0 && a && b && !(t = if_type(I, &cur, c0, a, b))) return -1;
+      break;
+    }
+    case GP_TI_LET: {
+      const GPLet *l = GP_AS(const GPLet, e);
+      if (cur.state == 0) {
+        S->st[at].state = 1;
+        if (l->var->type_annotation) s_set(S, l->var, l->var->type_annotation);
+        s_push(S, l->value, cur.line, cur.col);
+        continue;
+      }
+      if (cur.state == 1) {
+        S->st[at].state = 2;
+        const GPType *vt = s_get(S, l->value);
+        if (!l->var->type_annotation)
+          s_set(S, l->var, vt);
+        else if (vt && vt != l->var->type_annotation)
+          return let_mismatch(I, &cur, l->var, l->var->type_annotation, vt);
+        s_push(S, l->body, cur.line, cur.col);
+        continue;
+      }
+      t = s_get(S, l->body);
+      break;
+    }
+    case GP_TI_FUNCTION_EXPR: {
+      const GPFunctionExpr *g = GP_AS(const GPFunctionExpr, e);
+      if (cur.state == 0) {
+        S->st[at].state = 1;
+        s_bind_params(S, g);
+        s_push(S, g->body, cur.line, cur.col);
+        continue;
+      }
+      const GPType *bt = s_get(S, g->body);
+      const GPType **ty = gp_malloc((size_t)(g->nparams ? g->nparams : 1) * sizeof *ty);
+      bool known = bt != NULL;
+      for (int32_t i = 0; i < g->nparams && known; i++) known = (ty[i] = s_get(S, g->params[i])) != NULL;
+      if (known && !(t = function_type(I, &cur, g, ty, bt))) {
+        gp_free(ty);
+        return -1;
+      }
+      gp_free(ty);
+      break;
+    }
+    default: done = false; break;
+    }
+    if (!done) {
+      gp_error_set(GP_ERR_INTERNAL, "infer: unexpected object of type %s",
+                   gp_type_index_name(gp_kind(e)));
+      return -1;
+    }
+    s_set(S, e, t);
+    S->n = at;
+  }
+  return 0;
+}
+
+static void s_free(Solver *S) {
+  gp_map_free(&S->ty);
+  gp_map_free(&S->pidx);
+  gp_free(S->ps);
+  gp_free(S->st);
+  gp_free(S->args);
+  gp_free(S->out);
+}
+
+/* The params of fn without a type, solved from their uses: a new array (per param; NULL for
+ * the typed ones), or NULL after an error. */
+static const GPType **solve_params(Infer *I, const IFrame *f, const GPFunctionExpr *fn) {
+  Solver S;
+  memset(&S, 0, sizeof S);
+  S.ps = gp_calloc((size_t)fn->nparams, sizeof *S.ps);
+  for (int32_t i = 0; i < fn->nparams; i++) {
+    GPVar *p = fn->params[i];
+    if (p->type_annotation || p->base.checked_type || gp_map_get(&S.pidx, p)) continue;
+    S.ps[S.np].p = p;
+    gp_map_put(&S.pidx, p, (void *)(uintptr_t)(S.np + 1));
+    S.np++;
+  }
+  const GPType **res = NULL;
+  for (;;) {
+    int32_t before = S.nsolved;
+    if (s_round(I, &S, fn, f) < 0) goto out;
+    if (S.nsolved == S.np) break;
+    if (S.nsolved > before) continue;
+    const SParam *sp = &S.ps[0];
+    while (sp->type) sp++; /* the first param still unknown */
+    GPBuf msg = {0};
+    if (sp->need) {
+      IFrame nf = *f;
+      nf.line = sp->need_line ? sp->need_line : sp->p->base.line;
+      nf.col = sp->need_line ? sp->need_col : sp->p->base.col;
+      GPBuf what = {0};
+      put_callee(&what, sp->need);
+      gp_buf_printf(&msg, "cannot infer the type of parameter %%%s (argument %d), which has no "
+                          "type annotation",
+                    sp->p->name, sp->need_arg);
+      if (gp_kind(sp->need) == GP_TI_OP && gp_op_fill(GP_AS(const GPOp, sp->need)))
+        gp_buf_printf(&msg, ": %s infers it only from attributes and argument types it does not have here",
+                      GP_AS(const GPOp, sp->need)->name);
+      fail(I, &nf, what.data, &msg);
+      gp_buf_free(&what);
+    } else {
+      IFrame pf = *f;
+      if (sp->p->base.line) {
+        pf.line = sp->p->base.line;
+        pf.col = sp->p->base.col;
+      }
+      gp_buf_printf(&msg, "parameter %%%s has no type annotation and no use determines its type",
+                    sp->p->name);
+      fail(I, &pf, "function", &msg);
+    }
+    goto out;
+  }
+  res = gp_calloc((size_t)fn->nparams, sizeof *res);
+  for (int32_t i = 0; i < S.np; i++) {
+    for (int32_t j = 0; j < fn->nparams; j++)
+      if (fn->params[j] == S.ps[i].p) res[j] = S.ps[i].type;
+  }
+out:
+  s_free(&S);
+  return res;
 }
 
 static int do_function(Infer *I, IFrame *f) {
   GPFunctionExpr *fn = GP_AS(GPFunctionExpr, f->e);
   if (f->state == 0) {
+    const GPType **solved = NULL;
     for (int32_t i = 0; i < fn->nparams; i++) {
       GPVar *p = fn->params[i];
       if (child_get(I, f, i, p)) continue;
       const GPType *t = p->type_annotation ? p->type_annotation : p->base.checked_type;
       if (!t) {
-        GPBuf msg = {0};
-        gp_buf_printf(&msg, "parameter %%%s has no type annotation", p->name);
-        IFrame pf = *f;
-        if (p->base.line) {
-          pf.line = p->base.line;
-          pf.col = p->base.col;
-        }
-        return fail(I, &pf, "function", &msg);
+        /* the slow path: solve the untyped params from their uses, bind them annotated */
+        if (!solved && !(solved = solve_params(I, f, fn))) return -1;
+        GPVar *w = gp_var_new(p->name, solved[i]);
+        w->base.checked_type = solved[i];
+        w->base.line = p->base.line;
+        w->base.col = p->base.col;
+        memo_put_child(I, f, i, &p->base, &w->base);
+        continue;
       }
       memo_put_child(I, f, i, &p->base, gp_expr_annotate(&p->base, t, p->base.line, p->base.col));
     }
+    gp_free(solved);
     f->state = 1;
     push_child(I, f, fn->nparams, fn->body, f->line, f->col);
     return 0;
@@ -506,16 +1002,8 @@ static int do_function(Infer *I, IFrame *f) {
   for (int32_t i = 0; i < fn->nparams; i++) ty[i] = k[i]->checked_type;
   GPExpr *body = k[nk - 1];
   const GPType *bt = body->checked_type;
-  if (fn->ret_type && fn->ret_type != bt) {
-    GPBuf msg = {0};
-    gp_buf_puts(&msg, "the body has type ");
-    put_type(&msg, bt);
-    gp_buf_puts(&msg, " but the declared return type is ");
-    put_type(&msg, fn->ret_type);
-    return fail(I, f, "function", &msg);
-  }
-  const GPType *t = gp_type_func(fn->nparams, ty, bt);
-  if (!t) return fail_prefix(I, f, "function");
+  const GPType *t = function_type(I, f, fn, ty, bt);
+  if (!t) return -1;
   GPExpr *r;
   if (fn->ret_type) {
     r = gp_expr_with_children(f->e, k, false);
@@ -568,12 +1056,7 @@ static int do_let(Infer *I, IFrame *f) {
         memo_put_child(I, f, 0, &v->base, &w->base);
       }
     } else if (nv->checked_type != vt) {
-      GPBuf msg = {0};
-      gp_buf_printf(&msg, "%%%s is annotated ", v->name);
-      put_type(&msg, nv->checked_type);
-      gp_buf_puts(&msg, " but its value has type ");
-      put_type(&msg, vt);
-      return fail(I, f, "let", &msg);
+      return let_mismatch(I, f, v, nv->checked_type, vt);
     }
     f->state = 2;
     push_child(I, f, 2, l->body, f->line, f->col);

@@ -250,6 +250,18 @@ int gp_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t 
 int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out);
 /* Drop every op attribute (releasing hooks); called when plugins are unloaded at shutdown. */
 void gp_op_attrs_clear(void);
+/* Backward type inference of an op's arguments (TVM's relations that Assign argument types:
+ * Conv2DRel's weight from channels and kernel_size, DenseRel's from units, BiasAddRel's and the
+ * norms' vectors from data's axis).  Internal to the host (the ABI's GPTypeRelFn is unchanged);
+ * InferType calls it only for a call with an argument of unknown type (a parameter without a
+ * type annotation).  `args` holds NULL for each unknown argument; the hook stores what it can
+ * determine into out[i] for those (out is zeroed by the caller, other entries are ignored).
+ * Returns 0 (possibly filling nothing), or -1 + GP_ERR_TYPE when the attrs and the known
+ * arguments admit no type (the message as a relation's, without the op name). */
+typedef int (*GPTypeFillFn)(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                            int32_t nargs, const GPType **out);
+int gp_op_set_fill(const GPOp *op, GPTypeFillFn fill);
+GPTypeFillFn gp_op_fill(const GPOp *op); /* NULL when the op has none */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Expressions (ir/expr.c).  Constructors return new references, retain their arguments. */

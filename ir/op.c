@@ -26,6 +26,7 @@ typedef struct {
 } OpAttrList;
 
 static OpAttrList *attr_tab; /* op_cap entries */
+static GPTypeFillFn *fill_tab; /* op_cap entries: backward inference hooks (gp_op_set_fill) */
 
 static void op_never_freed(GPObject *o) { GP_UNUSED(o); }
 
@@ -157,9 +158,11 @@ const GPOp *gp_op_register(const GPOpDef *def, bool allow_override) {
     op_cap = op_cap ? op_cap * 2 : 64;
     op_list = gp_realloc(op_list, (size_t)op_cap * sizeof *op_list);
     attr_tab = gp_realloc(attr_tab, (size_t)op_cap * sizeof *attr_tab);
+    fill_tab = gp_realloc(fill_tab, (size_t)op_cap * sizeof *fill_tab);
   }
   op->index = op_len;
   attr_tab[op_len] = (OpAttrList){0};
+  fill_tab[op_len] = NULL;
   op_list[op_len++] = op;
   gp_strmap_put(&op_by_name, def->name, op);
   pthread_rwlock_unlock(&op_lock);
@@ -262,6 +265,24 @@ void gp_op_attrs_clear(void) {
     *l = (OpAttrList){0};
   }
   pthread_rwlock_unlock(&op_lock);
+}
+
+int gp_op_set_fill(const GPOp *op, GPTypeFillFn fill) {
+  if (!op || gp_kind(op) != GP_TI_OP) {
+    gp_error_set(GP_ERR_VALUE, "op_set_fill: not an op");
+    return -1;
+  }
+  pthread_rwlock_wrlock(&op_lock);
+  fill_tab[op->index] = fill;
+  pthread_rwlock_unlock(&op_lock);
+  return 0;
+}
+
+GPTypeFillFn gp_op_fill(const GPOp *op) {
+  pthread_rwlock_rdlock(&op_lock);
+  GPTypeFillFn f = fill_tab[op->index];
+  pthread_rwlock_unlock(&op_lock);
+  return f;
 }
 
 GPOpKernelFn gp_op_kernel(const GPOp *op, void **user) {

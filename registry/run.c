@@ -378,6 +378,9 @@ static void numerics_free(Numerics *nv) {
   memset(nv, 0, sizeof *nv);
 }
 
+static int numerics_begin_typed(Numerics *nv, const GPModule *m, const GPFunctionExpr *fn,
+                                const GPPassContext *ctx);
+
 /* Inputs from the seed and the reference outputs of the input module. */
 static int numerics_begin(Numerics *nv, const GPModule *m, const GPPassContext *ctx) {
   const GPFunctionExpr *fn = gp_module_lookup(m, "main");
@@ -385,6 +388,24 @@ static int numerics_begin(Numerics *nv, const GPModule *m, const GPPassContext *
     gp_error_set(GP_ERR_VALUE, "--verify-numerics: the module has no @main to evaluate");
     return -1;
   }
+  /* parameters without a type annotation: InferType solves them from their uses */
+  GPModule *typed = NULL;
+  for (int32_t i = 0; i < fn->nparams && !typed; i++) {
+    const GPVar *p = fn->params[i];
+    if (p->type_annotation || p->base.checked_type) continue;
+    if (!(typed = gp_infer_types(m))) {
+      gp_error_prefix("--verify-numerics: typing @main's parameters");
+      return -1;
+    }
+    fn = gp_module_lookup(typed, "main");
+  }
+  int rc = numerics_begin_typed(nv, m, fn, ctx);
+  gp_release(typed);
+  return rc;
+}
+
+static int numerics_begin_typed(Numerics *nv, const GPModule *m, const GPFunctionExpr *fn,
+                                const GPPassContext *ctx) {
   for (int32_t i = 0; i < fn->nparams; i++) {
     const GPVar *p = fn->params[i];
     const GPType *t = p->type_annotation;

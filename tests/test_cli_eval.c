@@ -216,6 +216,22 @@ Test(cli_eval, missing_mismatched_and_unknown_inputs) {
   gp_free(y);
 }
 
+/* Weights without type annotations: InferType solves them (conv2d from channels and
+ * kernel_size, dense from units, the vectors from data's axis), so eval draws their values and
+ * --verify-numerics evaluates the model before and after the passes. */
+Test(cli_eval, untyped_weights, .timeout = 120) {
+  char *out;
+  int rc = gp(&out, "eval tests/data/eval/untyped_weights.relay --random-inputs 3");
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "output 0: shape (1, 10) dtype float32"), "%s", out);
+  gp_free(out);
+  rc = gp(&out, "opt tests/data/eval/untyped_weights.relay --opt-level 3 --verify-numerics --no-types");
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "%w1: Tensor[(8, 3, 3, 3), float32]") && strstr(out, "%d: Tensor[(10, 64), float32]"),
+            "%s", out);
+  gp_free(out);
+}
+
 Test(cli_eval, usage_errors_exit_2) {
   char *out;
   static const char *const bad[] = {

@@ -298,7 +298,8 @@ Test(infer, error_unannotated_param) {
   GPFunctionExpr *f = fn1(x, r, NULL);
   GPModule *m = module1("main", f);
   cr_assert_null(gp_infer_types(m));
-  expect_error(GP_ERR_TYPE, "model.relay:1:15: error: in @main: function: parameter %x has no type annotation");
+  expect_error(GP_ERR_TYPE, "model.relay:1:15: error: in @main: nn.relu: cannot infer the type of parameter %x "
+                            "(argument 0), which has no type annotation");
   rel(4, m, f, r, x);
 }
 
@@ -605,7 +606,7 @@ Test(infer, parsed_errors_have_locations) {
                      "def @main(%x) {\n"
                      "  nn.relu(%x)\n"
                      "}\n",
-                     "in @main: function: parameter %x has no type annotation");
+                     "t.relay:3:3: error: in @main: nn.relu: cannot infer the type of parameter %x (argument 0)");
   expect_infer_error("#[version = \"0.0.5\"]\n"
                      "def @main(%x: Tensor[(1, 3), float32]) {\n"
                      "  %0 = (%x, %x);\n"

@@ -20,6 +20,10 @@
 void gp_ops_def(const char *name, int32_t num_inputs, int32_t pattern, uint32_t flags,
                 const GPAttrField *attrs, int32_t num_attrs, GPTypeRelFn rel, const char *help);
 
+/* Attaches a backward inference hook (gp_op_set_fill) to the built-in op `name`; runs inside
+ * gp_ops_init's once, so it finds the op without gp_op_find.  Aborts when there is no such op. */
+void gp_ops_set_fill(const char *name, GPTypeFillFn fill);
+
 void gp_ops_register_elemwise(void);
 void gp_ops_register_nn(void);
 void gp_ops_register_transform(void);

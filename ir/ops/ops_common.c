@@ -40,6 +40,19 @@ void gp_ops_def(const char *name, int32_t num_inputs, int32_t pattern, uint32_t 
   }
 }
 
+void gp_ops_set_fill(const char *name, GPTypeFillFn fill) {
+  const GPOp *op = NULL;
+  for (int32_t i = 0; !op; i++) {
+    const GPOp *o = gp_op_at(i);
+    if (!o) break;
+    if (strcmp(o->name, name) == 0) op = o; /* the first registration: built-ins come first */
+  }
+  if (!op || gp_op_set_fill(op, fill) != 0) {
+    fprintf(stderr, "graphpass: no built-in op '%s' to attach a type fill to\n", name);
+    abort();
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Formatting                                                                                  */
 

@@ -980,6 +980,125 @@ static int nll_loss_rel(const GPOp *op, const GPAttrs *attrs, const GPType *cons
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Backward inference (GPTypeFillFn): the argument types TVM's relations Assign from data and   */
+/* the attrs when the argument's type is unknown.  Every hook needs data (argument 0) typed.    */
+
+static const GPType *fill_data(const GPType *const *args, int32_t nargs, int32_t want) {
+  if (nargs != want || !args[0] || args[0]->kind != GP_TYPE_TENSOR) return NULL;
+  return args[0];
+}
+
+/* Every unknown argument but data is the vector (data.shape[axis]) of data's dtype (BiasAddRel,
+ * PReluRel, BatchNormRel, LayerNormRel, InstanceNormRel, GroupNormRel). */
+static int vec_fill(const GPOp *op, const GPAttrs *attrs, const GPType *const *args, int32_t nargs,
+                    const GPType **out, int32_t want) {
+  const GPType *data = fill_data(args, nargs, want);
+  if (!data) return 0;
+  int32_t axis;
+  const GPType *vec;
+  if (gp_ops_axis(gp_ops_attr_int(op, attrs, "axis"), data->n, "axis", data, &axis) != 0 ||
+      gp_ops_ret(data->tensor.dtype, 1, &data->tensor.shape[axis], &vec) != 0)
+    return -1;
+  for (int32_t i = 1; i < nargs; i++)
+    if (!args[i]) out[i] = vec;
+  return 0;
+}
+
+#define VEC_FILL(name, want)                                                                   \
+  static int name(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,             \
+                  int32_t nargs, const GPType **out) {                                         \
+    return vec_fill(op, attrs, args, nargs, out, want);                                        \
+  }
+VEC_FILL(channel_vec_fill, 2) /* nn.bias_add, nn.prelu */
+VEC_FILL(batch_norm_fill, 5)
+VEC_FILL(norm_fill, 3) /* nn.layer_norm, nn.instance_norm, nn.group_norm */
+
+/* Conv{1,2,3}DRel and Conv{1,2,3}DTransposeRel: with channels and kernel_size given, the weight
+ * is (O: channels, I: C / groups, k...) for a convolution and (I: C, O: channels / groups, k...)
+ * for a transposed one, C being data's channels, laid out in kernel_layout, of data's dtype.
+ * (TVM refuses groups > 1 with an unknown conv2d weight, since it cannot tell a depthwise
+ * weight from a grouped one; the layout letters decide that here, as the forward relation
+ * reads them.) */
+static int conv_fill(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                     int32_t nargs, const GPType **out, int32_t nd, bool transpose) {
+  const GPType *data = fill_data(args, nargs, 2);
+  if (!data || args[1]) return 0;
+  int32_t nks;
+  const int64_t *ks = gp_ops_attr_ints(op, attrs, "kernel_size", &nks);
+  if (nks < 0 || gp_ops_attr_none(op, attrs, "channels")) return 0; /* TVM: weight needed */
+  if (gp_ops_ints_check(ks, nks, nd, 1, "kernel_size") != 0) return -1;
+  int64_t groups = gp_ops_attr_int(op, attrs, "groups");
+  int64_t channels = gp_ops_attr_int(op, attrs, "channels");
+  if (groups < 1 || channels < 1) {
+    gp_error_set(GP_ERR_TYPE, "cannot infer weight: groups %lld and channels %lld must be >= 1",
+                 (long long)groups, (long long)channels);
+    return -1;
+  }
+  const char *sp = k_spatial[nd];
+  char dprim[8], kprim[8];
+  snprintf(dprim, sizeof dprim, "NC%s", sp);
+  snprintf(kprim, sizeof kprim, "OI%s", sp);
+  GPLayout dl, kl;
+  if (gp_layout_parse(gp_ops_attr_str(op, attrs, "data_layout"), "data_layout", &dl) != 0 ||
+      gp_layout_require(&dl, dprim, false, "data_layout") != 0 ||
+      gp_layout_parse(gp_ops_attr_str(op, attrs, "kernel_layout"), "kernel_layout", &kl) != 0 ||
+      gp_layout_require(&kl, kprim, false, "kernel_layout") != 0)
+    return -1;
+  int64_t d[26], w[26];
+  if (gp_layout_to_primal(&dl, data, "data", d) != 0) return -1;
+  int64_t c = d[P('C')];
+  if (transpose && channels % groups != 0) {
+    gp_error_set(GP_ERR_TYPE, "cannot infer weight: channels %lld are not divisible by groups %lld",
+                 (long long)channels, (long long)groups);
+    return -1;
+  }
+  if (!transpose && c != GP_DIM_ANY && c % groups != 0) {
+    gp_error_set(GP_ERR_TYPE,
+                 "cannot infer weight: the input channels %lld of data (shape %s) are not "
+                 "divisible by groups %lld",
+                 (long long)c, gp_ops_shape(data).s, (long long)groups);
+    return -1;
+  }
+  for (int i = 0; i < 26; i++) w[i] = -2;
+  w[P('O')] = transpose ? channels / groups : channels;
+  w[P('I')] = transpose || c == GP_DIM_ANY ? c : c / groups;
+  for (int32_t i = 0; i < nd; i++) w[P(sp[i])] = ks[i];
+  int64_t wshape[GP_LAYOUT_MAX];
+  if (gp_layout_from_primal(&kl, w, wshape) != 0) return -1;
+  return gp_ops_ret(data->tensor.dtype, kl.n, wshape, &out[1]);
+}
+
+#define CONV_FILL(name, nd, tr)                                                                \
+  static int name(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,             \
+                  int32_t nargs, const GPType **out) {                                         \
+    return conv_fill(op, attrs, args, nargs, out, nd, tr);                                     \
+  }
+CONV_FILL(conv1d_fill, 1, false)
+CONV_FILL(conv2d_fill, 2, false)
+CONV_FILL(conv3d_fill, 3, false)
+CONV_FILL(conv1d_transpose_fill, 1, true)
+CONV_FILL(conv2d_transpose_fill, 2, true)
+CONV_FILL(conv3d_transpose_fill, 3, true)
+
+/* DenseRel / MatmulRel: with units given, the weight is (units, K) ((K, units) for nn.matmul
+ * without transpose_b), K the reduction dim of data, of data's dtype. */
+static int dense_fill(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
+                      int32_t nargs, const GPType **out) {
+  const GPType *data = fill_data(args, nargs, 2);
+  if (!data || args[1] || gp_ops_attr_none(op, attrs, "units")) return 0;
+  bool matmul = strcmp(op->name, "nn.matmul") == 0;
+  bool ta = matmul && gp_ops_attr_bool(op, attrs, "transpose_a");
+  bool tb = !matmul || gp_ops_attr_bool(op, attrs, "transpose_b");
+  if (data->n < (ta ? 2 : 1)) {
+    gp_error_set(GP_ERR_TYPE, "cannot infer weight: data (shape %s) must have rank >= %d",
+                 gp_ops_shape(data).s, ta ? 2 : 1);
+    return -1;
+  }
+  int64_t k = data->tensor.shape[data->n - (ta ? 2 : 1)];
+  int64_t units = gp_ops_attr_int(op, attrs, "units");
+  int64_t wshape[2] = {tb ? units : k, tb ? k : units};
+  return gp_ops_ret(data->tensor.dtype, 2, wshape, &out[1]);
+}
 
 #define N_ATTRS(a) ((int32_t)GP_ARRAY_LEN(a))
 
@@ -1059,4 +1178,18 @@ void gp_ops_register_nn(void) {
              N_ATTRS(k_nll_loss_attrs), nll_loss_rel,
              "Negative log likelihood loss: -predictions[n, targets[n, d...], d...] * "
              "weights[target], reduced by reduction (mean divides by the summed weights).");
+  gp_ops_set_fill("nn.conv1d", conv1d_fill);
+  gp_ops_set_fill("nn.conv2d", conv2d_fill);
+  gp_ops_set_fill("nn.conv3d", conv3d_fill);
+  gp_ops_set_fill("nn.conv1d_transpose", conv1d_transpose_fill);
+  gp_ops_set_fill("nn.conv2d_transpose", conv2d_transpose_fill);
+  gp_ops_set_fill("nn.conv3d_transpose", conv3d_transpose_fill);
+  gp_ops_set_fill("nn.dense", dense_fill);
+  gp_ops_set_fill("nn.matmul", dense_fill);
+  gp_ops_set_fill("nn.bias_add", channel_vec_fill);
+  gp_ops_set_fill("nn.prelu", channel_vec_fill);
+  gp_ops_set_fill("nn.batch_norm", batch_norm_fill);
+  gp_ops_set_fill("nn.layer_norm", norm_fill);
+  gp_ops_set_fill("nn.instance_norm", norm_fill);
+  gp_ops_set_fill("nn.group_norm", norm_fill);
 }
