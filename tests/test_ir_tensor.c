@@ -43,3 +43,21 @@ Test(ir_tensor, scalar_and_float_tensors) {
   expect_zero_aligned(t, 7 * 5 * 3 * 8);
   gp_release(t);
 }
+
+/* Buffers from 2 MiB are mappings of their own (2 MiB-aligned, huge pages on request): zeroed,
+ * aligned, writable to the last byte, and unmapped with the tensor. */
+Test(ir_tensor, large_buffers_are_zeroed_aligned_mappings) {
+  const int64_t shapes[][2] = {{1024, 513}, {2048, 1024}, {100, 100}};
+  for (int k = 0; k < 3; k++) {
+    GPTensor *t = gp_tensor_alloc(GP_DT_F32, 2, shapes[k], true);
+    cr_assert_not_null(t);
+    size_t n = gp_tensor_nbytes(t);
+    unsigned char *p = t->dl.data;
+    cr_assert_eq((uintptr_t)p % 64, 0);
+    for (size_t i = 0; i < n; i += 4093) cr_assert_eq(p[i], 0);
+    cr_assert_eq(p[n - 1], 0);
+    memset(p, 0x5a, n);
+    cr_assert_eq(p[n - 1], 0x5a);
+    gp_release(t);
+  }
+}
