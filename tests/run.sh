@@ -30,18 +30,22 @@ if [ -d "$shared" ]; then
   rc=0
   "$dir/bin/graphpass" onnx-test "$shared/node" "$shared/simple" "$shared/light" --opt-level 3 > "$clog" 2>&1 || rc=$?
   "$dir/bin/graphpass" onnx-test "$shared/light" --opt-level 3 --verify-numerics > "$clog.light" 2>&1 || rc=$?
+  # opt-level 4 adds CombineParallelConv2D / Dense / BatchMatmul to the default set
+  "$dir/bin/graphpass" onnx-test "$shared/light" --opt-level 4 --verify-numerics > "$clog.light4" 2>&1 || rc=$?
   echo "onnx conformance ($variant): $(tail -n 1 "$clog")"
   echo "onnx light models with --verify-numerics ($variant): $(tail -n 1 "$clog.light")"
+  echo "onnx light models at opt-level 4 with --verify-numerics ($variant): $(tail -n 1 "$clog.light4")"
   xfail=$(grep -v '^#' tests/onnx_xfail.txt | grep -v '^$' || true)
   bad=0
-  for f in $(cat "$clog" "$clog.light" | sed -n 's/^FAIL \([^:]*\):.*/\1/p' | sort -u); do
+  for f in $(cat "$clog" "$clog.light" "$clog.light4" | sed -n 's/^FAIL \([^:]*\):.*/\1/p' | sort -u); do
     if echo "$xfail" | grep -qx "$f"; then echo "expected failure: $f (tests/onnx_xfail.txt)"
-    else grep "^FAIL $f:" "$clog" "$clog.light" | head -n 1; bad=1; fi
+    else grep "^FAIL $f:" "$clog" "$clog.light" "$clog.light4" | head -n 1; bad=1; fi
   done
   for f in $xfail; do
     if grep -q "^PASS $f\$" "$clog" "$clog.light"; then echo "tests/run.sh: $f passes now: remove it from tests/onnx_xfail.txt" >&2; bad=1; fi
   done
-  if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$clog" "$clog.light"; then
+  if ! tail -n 1 "$clog.light4" | grep -q ' passed, '; then echo "tests/run.sh: the opt-level 4 run did not finish (exit $rc); see $clog.light4" >&2; bad=1; fi
+  if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$clog" "$clog.light" "$clog.light4"; then
     echo "tests/run.sh: a sanitizer report in the conformance run; see $clog" >&2; bad=1
   fi
   if ! tail -n 1 "$clog" | grep -q ' passed, '; then echo "tests/run.sh: the conformance run did not finish (exit $rc); see $clog" >&2; bad=1; fi
