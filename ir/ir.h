@@ -310,9 +310,11 @@ typedef struct GPNodeIndex {
   size_t n;
   int32_t *kid_off; /* n + 1 entries */
   int32_t *kids;
+  bool nodes_heap;  /* nodes came from gp_malloc (GP_NI_NODES_HEAP), else from scratch */
 } GPNodeIndex;
 
-enum { GP_NI_LET_VALUE_FIRST = 1 };
+/* GP_NI_NODES_HEAP: nodes[] comes from gp_malloc (so a caller may take it), not from scratch. */
+enum { GP_NI_LET_VALUE_FIRST = 1, GP_NI_NODES_HEAP = 2 };
 
 /* 0, or -1 + error (root not an expression; more than INT32_MAX nodes). */
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags);

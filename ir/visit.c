@@ -63,7 +63,8 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   Shared sh = {0};
   size_t fcap = 256, ncap = 1024, kcap = 1024, klen = 0, nf = 0;
   Frame *fr = gp_scratch_alloc(fcap * sizeof *fr);
-  GPExpr **nodes = gp_scratch_alloc(ncap * sizeof *nodes);
+  bool heap = (flags & GP_NI_NODES_HEAP) != 0; /* nodes[] from gp_malloc: gp_post_order hands it out */
+  GPExpr **nodes = heap ? gp_malloc(ncap * sizeof *nodes) : gp_scratch_alloc(ncap * sizeof *nodes);
   int32_t *ekids = gp_scratch_alloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
   size_t *ebase = gp_scratch_alloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
   size_t n = 0;
@@ -111,7 +112,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }
     if (n == ncap) {
       ncap *= 2;
-      nodes = gp_scratch_realloc(nodes, ncap * sizeof *nodes);
+      nodes = heap ? gp_realloc(nodes, ncap * sizeof *nodes) : gp_scratch_realloc(nodes, ncap * sizeof *nodes);
       ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);
     }
     int32_t id = (int32_t)n;
@@ -141,9 +142,13 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }
     ni->kid_off[n] = (int32_t)m;
     ni->nodes = nodes;
+    ni->nodes_heap = heap;
     ni->n = n;
   } else {
-    gp_scratch_free(nodes);
+    if (heap)
+      gp_free(nodes);
+    else
+      gp_scratch_free(nodes);
   }
   gp_scratch_free(ekids);
   gp_scratch_free(ebase);
@@ -151,7 +156,10 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
 }
 
 void gp_ni_free(GPNodeIndex *ni) {
-  gp_scratch_free(ni->nodes);
+  if (ni->nodes_heap)
+    gp_free(ni->nodes);
+  else
+    gp_scratch_free(ni->nodes);
   gp_scratch_free(ni->kid_off);
   gp_scratch_free(ni->kids);
   memset(ni, 0, sizeof *ni);
@@ -161,10 +169,10 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
   *out = NULL;
   *count = 0;
   GPNodeIndex ni;
-  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return -1;
-  *out = gp_malloc((ni.n ? ni.n : 1) * sizeof **out); /* the caller frees it with gp_free */
-  memcpy(*out, ni.nodes, ni.n * sizeof **out);
+  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST | GP_NI_NODES_HEAP) != 0) return -1;
+  *out = ni.nodes; /* gp_malloc'd: the caller frees it with gp_free */
   *count = ni.n;
+  ni.nodes = NULL;
   gp_ni_free(&ni);
   return 0;
 }
