@@ -495,6 +495,7 @@ static GPModule *call_pass(GPPassContext *ctx, Node *nd, GPModule *cur) {
   GPAny args[2] = {{.type_index = GP_TI_MODULE, .v_obj = &cur->obj}, gp_any_ptr(ctx)};
   GPAny res = {0};
   uint64_t t0 = now_ns();
+  gp_error_clear(); /* a pass that fails without a message must not inherit an earlier one */
   int rc = in->func(in->self, args, 2, &res);
   nd->ns = now_ns() - t0;
   for (size_t k = 0; k < nc; k++) {
@@ -517,6 +518,7 @@ static GPModule *call_pass(GPPassContext *ctx, Node *nd, GPModule *cur) {
     gp_error_set_kind(GP_ERR_PASS);
     return NULL;
   }
+  gp_error_clear(); /* a pass that succeeded leaves no error behind it */
   if (res.type_index != GP_TI_MODULE || !res.v_obj || res.v_obj->type_index != GP_TI_MODULE) {
     const char *what = res.type_index == GP_TI_NONE ? "nothing" : gp_type_index_name(res.type_index);
     gp_error_set(GP_ERR_PASS, "pass %s returned %s instead of a module", in->name, what ? what : "a non-module");

@@ -21,6 +21,8 @@ typedef struct TP {
   GPAny seen;
   char seen_str[64];
   const char *unregister_during; /* a pass to unregister while this one runs */
+  bool error_but_ok;             /* sets an error, then succeeds */
+  bool fail_silent;              /* fails without setting an error */
 } TP;
 
 static int g_deleted;                 /* self_deleter calls (atomic) */
@@ -53,6 +55,8 @@ static int tp_call(void *self, const GPAny *args, int32_t nargs, GPAny *result) 
     gp_error_set(GP_ERR_VALUE, "kaboom in @main");
     return -1;
   }
+  if (tp->fail_silent) return -1;
+  if (tp->error_but_ok) gp_error_set(GP_ERR_VALUE, "stale error left by %s", tp->name);
   switch (tp->ret) {
   case RET_COPY: *result = gp_any_obj(gp_module_copy(m)); break;
   case RET_SAME: *result = gp_any_obj(gp_retain(m)); break;
@@ -1298,4 +1302,27 @@ Test(registry, two_threads_concurrently) {
   cr_assert_str_eq(a.order, "Head,Chain,Tail,");
   cr_assert_str_eq(b.order, "Head,Chain,Tail,");
   cr_assert_eq(__atomic_load_n(&tail->calls, __ATOMIC_RELAXED), 600);
+}
+
+/* The error slot between passes: a pass that fails without a message is not reported with an
+ * earlier pass's leftover, and a successful run leaves no error kind set (issue #16, item 9). */
+Test(registry, error_slot_is_cleared_between_passes) {
+  TP *ok = reg("ErrorButOk", 0, NULL);
+  ok->ret = RET_COPY;
+  ok->error_but_ok = true;
+  TP *silent = reg("FailSilent", 0, NULL);
+  silent->fail_silent = true;
+  GPModule *m = gp_module_new("t");
+  GPPassContext *ctx = gp_ctx_new();
+  GPModule *out = gp_run_pipeline(m, "ErrorButOk", ctx);
+  cr_assert_not_null(out);
+  cr_assert_eq(gp_error_kind(), GP_OK, "a successful run left: %s", gp_error_message());
+  gp_release(out);
+  cr_assert_null(gp_run_pipeline(m, "ErrorButOk,FailSilent", ctx));
+  cr_assert_eq(gp_error_kind(), GP_ERR_PASS);
+  cr_assert_str_eq(gp_error_message(), "pass FailSilent: failed without an error message");
+  gp_ctx_free(ctx);
+  gp_release(m);
+  gp_pass_unregister("ErrorButOk");
+  gp_pass_unregister("FailSilent");
 }
