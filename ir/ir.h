@@ -244,9 +244,18 @@ const GPType *gp_op_infer(const GPOp *op, const GPAttrs *attrs, const GPType *co
 void gp_ops_register_builtin(void); /* ir/ops_*.c: all built-in ops (called by gp_ops_init) */
 /* Set / read an op's kernel (the pair is read and written under the registry lock). */
 int gp_op_set_kernel(const GPOp *op, GPOpKernelFn kernel, void *user);
+/* The same, recording `origin` (a plugin name; NULL or "host": the host) -- see op.c. */
+int gp_op_set_kernel_from(const GPOp *op, GPOpKernelFn kernel, void *user, const char *origin);
 GPOpKernelFn gp_op_kernel(const GPOp *op, void **user);
 /* Per-op attributes (GPHostAPI.op_set_attr / op_get_attr). */
 int gp_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t plevel);
+/* The same, recording `origin` (a plugin name; NULL or "host": the host). */
+int gp_op_set_attr_from(const GPOp *op, const char *key, const GPAny *value, int32_t plevel,
+                        const char *origin);
+/* Remove every attribute and kernel layer `origin` set (the loader, when that plugin fails or
+ * is unloaded): attributes go (a value they replaced is not restored); each op's kernel falls
+ * back to the one it had before the plugin set it.  No-op for "host". */
+void gp_ops_unregister_origin(const char *origin);
 int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out);
 /* Drop every op attribute (releasing hooks); called when plugins are unloaded at shutdown. */
 void gp_op_attrs_clear(void);

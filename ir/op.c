@@ -1,6 +1,15 @@
 /* op.c -- the op registry.  Ops are immortal: IR nodes hold them by pointer.  Registering a
  * name again with allow_override makes a new op for later lookups; IR built before keeps the
- * old one, which stays valid for the process. */
+ * old one, which stays valid for the process.
+ *
+ * Op attributes and kernels record the origin that set them (a plugin's name, or "host") so a
+ * plugin that fails or is unloaded takes them along (gp_ops_unregister_origin):
+ *  - an attribute set by the plugin is removed, even when it replaced another origin's value
+ *    (that value is not restored);
+ *  - kernels stack: each origin that sets an op's kernel holds one layer (setting again moves
+ *    it to the top); the op runs the top layer's kernel, else the kernel it was registered
+ *    with.  Removing an origin drops its layers, so the op falls back to the kernel it had
+ *    before that plugin set one. */
 #include "ir.h"
 
 #include <pthread.h>
@@ -18,6 +27,7 @@ typedef struct {
   char *key;
   GPAny value; /* owns an object payload */
   int32_t plevel;
+  char *origin;
 } OpAttr;
 
 typedef struct {
@@ -26,6 +36,23 @@ typedef struct {
 } OpAttrList;
 
 static OpAttrList *attr_tab; /* op_cap entries */
+
+/* Kernel layers (op_set_kernel by origin), indexed by GPOp.index; under op_lock.  While n > 0
+ * the op's kernel pair is the last layer's and base_* holds the pair it had before any. */
+typedef struct {
+  char *origin;
+  GPOpKernelFn kernel;
+  void *user;
+} KernelLayer;
+
+typedef struct {
+  KernelLayer *items;
+  int32_t n, cap;
+  GPOpKernelFn base_kernel;
+  void *base_user;
+} KernelStack;
+
+static KernelStack *kern_tab; /* op_cap entries */
 static GPTypeFillFn *fill_tab; /* op_cap entries: backward inference hooks (gp_op_set_fill) */
 
 static void op_never_freed(GPObject *o) { GP_UNUSED(o); }
@@ -158,10 +185,12 @@ const GPOp *gp_op_register(const GPOpDef *def, bool allow_override) {
     op_cap = op_cap ? op_cap * 2 : 64;
     op_list = gp_realloc(op_list, (size_t)op_cap * sizeof *op_list);
     attr_tab = gp_realloc(attr_tab, (size_t)op_cap * sizeof *attr_tab);
+    kern_tab = gp_realloc(kern_tab, (size_t)op_cap * sizeof *kern_tab);
     fill_tab = gp_realloc(fill_tab, (size_t)op_cap * sizeof *fill_tab);
   }
   op->index = op_len;
   attr_tab[op_len] = (OpAttrList){0};
+  kern_tab[op_len] = (KernelStack){0};
   fill_tab[op_len] = NULL;
   op_list[op_len++] = op;
   gp_strmap_put(&op_by_name, def->name, op);
@@ -170,19 +199,57 @@ const GPOp *gp_op_register(const GPOpDef *def, bool allow_override) {
 }
 
 int gp_op_set_kernel(const GPOp *op, GPOpKernelFn kernel, void *user) {
+  return gp_op_set_kernel_from(op, kernel, user, "host");
+}
+
+static bool is_host(const char *origin) { return !origin || strcmp(origin, "host") == 0; }
+
+int gp_op_set_kernel_from(const GPOp *op, GPOpKernelFn kernel, void *user, const char *origin) {
   if (!op || gp_kind(op) != GP_TI_OP) {
     gp_error_set(GP_ERR_VALUE, "op_set_kernel: not an op");
     return -1;
   }
+  char *dup = is_host(origin) ? NULL : gp_strdup(origin), *old_origin = NULL;
   pthread_rwlock_wrlock(&op_lock);
   GPOp *w = (GPOp *)op; /* ops are host-owned; the kernel pair is the one mutable part */
-  w->kernel = kernel;
-  w->kernel_user = user;
+  KernelStack *ks = &kern_tab[op->index];
+  if (!dup && ks->n == 0) { /* the host with no plugin layer: no bookkeeping */
+    w->kernel = kernel;
+    w->kernel_user = user;
+  } else {
+    const char *o = dup ? dup : "host";
+    int32_t i = 0;
+    while (i < ks->n && strcmp(ks->items[i].origin, o) != 0) i++;
+    if (i < ks->n) { /* this origin's layer moves to the top */
+      old_origin = ks->items[i].origin;
+      memmove(&ks->items[i], &ks->items[i + 1], (size_t)(ks->n - 1 - i) * sizeof *ks->items);
+      ks->n--;
+    }
+    if (ks->n == 0) {
+      ks->base_kernel = w->kernel;
+      ks->base_user = w->kernel_user;
+    }
+    if (ks->n == ks->cap) {
+      ks->cap = ks->cap ? ks->cap * 2 : 2;
+      ks->items = gp_realloc(ks->items, (size_t)ks->cap * sizeof *ks->items);
+    }
+    ks->items[ks->n++] = (KernelLayer){dup ? dup : gp_strdup("host"), kernel, user};
+    dup = NULL;
+    w->kernel = kernel;
+    w->kernel_user = user;
+  }
   pthread_rwlock_unlock(&op_lock);
+  gp_free(dup);
+  gp_free(old_origin);
   return 0;
 }
 
 int gp_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t plevel) {
+  return gp_op_set_attr_from(op, key, value, plevel, "host");
+}
+
+int gp_op_set_attr_from(const GPOp *op, const char *key, const GPAny *value, int32_t plevel,
+                        const char *origin) {
   if (!op || gp_kind(op) != GP_TI_OP || !key || !*key || !value) {
     gp_error_set(GP_ERR_VALUE, "op_set_attr: needs an op, a non-empty key and a value");
     return -1;
@@ -212,23 +279,27 @@ int gp_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t 
     return -1;
   }
   GPAny old = {0};
+  char *old_origin = NULL, *dup = v.type_index != GP_TI_NONE ? gp_strdup(origin ? origin : "host") : NULL;
   if (i < l->n) {
     old = l->items[i].value;
+    old_origin = l->items[i].origin;
     if (v.type_index == GP_TI_NONE) { /* remove */
       gp_free(l->items[i].key);
       l->items[i] = l->items[--l->n];
     } else {
       l->items[i].value = v;
       l->items[i].plevel = plevel;
+      l->items[i].origin = dup;
     }
   } else if (v.type_index != GP_TI_NONE) {
     if (l->n == l->cap) {
       l->cap = l->cap ? l->cap * 2 : 4;
       l->items = gp_realloc(l->items, (size_t)l->cap * sizeof *l->items);
     }
-    l->items[l->n++] = (OpAttr){gp_strdup(key), v, plevel};
+    l->items[l->n++] = (OpAttr){gp_strdup(key), v, plevel, dup};
   }
   pthread_rwlock_unlock(&op_lock);
+  gp_free(old_origin);
   gp_any_clear(&old); /* outside the lock: a deleter may call back into the registry */
   return 0;
 }
@@ -259,12 +330,55 @@ void gp_op_attrs_clear(void) {
     OpAttrList *l = &attr_tab[o];
     for (int32_t i = 0; i < l->n; i++) {
       gp_free(l->items[i].key);
+      gp_free(l->items[i].origin);
       gp_any_clear(&l->items[i].value);
     }
     gp_free(l->items);
     *l = (OpAttrList){0};
   }
   pthread_rwlock_unlock(&op_lock);
+}
+
+void gp_ops_unregister_origin(const char *origin) {
+  if (is_host(origin)) return;
+  GPVec dead = {0}; /* GPAny* values to clear outside the lock */
+  pthread_rwlock_wrlock(&op_lock);
+  for (int32_t o = 0; o < op_len; o++) {
+    OpAttrList *l = &attr_tab[o];
+    for (int32_t i = l->n; i-- > 0;) {
+      if (strcmp(l->items[i].origin, origin) != 0) continue;
+      GPAny *v = gp_malloc(sizeof *v);
+      *v = l->items[i].value;
+      gp_vec_push(&dead, v);
+      gp_free(l->items[i].key);
+      gp_free(l->items[i].origin);
+      l->items[i] = l->items[--l->n];
+    }
+    KernelStack *ks = &kern_tab[o];
+    int32_t k = 0;
+    for (int32_t i = 0; i < ks->n; i++) {
+      if (strcmp(ks->items[i].origin, origin) == 0)
+        gp_free(ks->items[i].origin);
+      else
+        ks->items[k++] = ks->items[i];
+    }
+    if (k != ks->n) {
+      ks->n = k;
+      GPOp *w = op_list[o];
+      w->kernel = k ? ks->items[k - 1].kernel : ks->base_kernel;
+      w->kernel_user = k ? ks->items[k - 1].user : ks->base_user;
+    }
+    if (ks->n == 0) {
+      gp_free(ks->items);
+      *ks = (KernelStack){0};
+    }
+  }
+  pthread_rwlock_unlock(&op_lock);
+  for (size_t i = 0; i < dead.len; i++) {
+    gp_any_clear(dead.items[i]); /* outside the lock: a deleter may call back into the registry */
+    gp_free(dead.items[i]);
+  }
+  gp_vec_free(&dead);
 }
 
 int gp_op_set_fill(const GPOp *op, GPTypeFillFn fill) {

@@ -80,7 +80,7 @@ static void h_ffi_closure_free(void *handle) { gp_ffi_closure_free(handle); }
 
 static int h_op_set_kernel(const GPOp *op, GPOpKernelFn kernel, void *user) {
   gp_ops_init();
-  return gp_op_set_kernel(op, kernel, user);
+  return gp_op_set_kernel_from(op, kernel, user, gp_registry_origin());
 }
 
 static GPExpr *h_eval_call(const GPCall *call) {
@@ -102,7 +102,7 @@ static DLManagedTensor *h_tensor_to_dlpack(GPTensor *t) {
 
 static int h_op_set_attr(const GPOp *op, const char *key, const GPAny *value, int32_t plevel) {
   gp_ops_init();
-  return gp_op_set_attr(op, key, value, plevel);
+  return gp_op_set_attr_from(op, key, value, plevel, gp_registry_origin());
 }
 
 static int h_op_get_attr(const GPOp *op, const char *key, GPAny *out) {

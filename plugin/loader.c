@@ -46,9 +46,14 @@ static void lock(void) {
 
 static void unlock(void) { pthread_mutex_unlock(&g_mu); }
 
-/* Unregister every pass, target and pattern table whose origin is `origin`.  Leaves the error slot as it
- * was. */
+/* Unregister everything whose origin is `origin`: passes, targets, pattern tables, global
+ * functions, op attributes and kernels (each op's kernel falls back to the one before),
+ * optimization sets.  Runs while the plugin is still mapped, so self_deleters and hook deleters
+ * can run its code.  Leaves the error slot as it was. */
 static void unregister_origin(const char *origin) {
+  gp_ops_unregister_origin(origin);
+  gp_funcs_unregister_origin(origin);
+  gp_opt_sets_unregister_origin(origin);
   gp_targets_unregister_origin(origin);
   gp_pattern_tables_unregister_origin(origin);
   GPPassEntry **list = NULL;

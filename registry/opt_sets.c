@@ -1,5 +1,8 @@
 /* opt_sets.c -- optimization sets: per target, named pipeline strings; one of them (the
- * selected one, else "default") runs when no pipeline is given.  Guarded by the registry lock. */
+ * selected one, else "default") runs when no pipeline is given.  Guarded by the registry lock.
+ * Each set records its origin (gp_registry_origin() when registered); when that plugin fails
+ * or is unloaded its sets go (gp_opt_sets_unregister_origin) -- a set it replaced is not
+ * restored. */
 #include "registry_impl.h"
 
 #include <string.h>
@@ -8,6 +11,7 @@ typedef struct TargetSets {
   char *target;
   GPVec names;     /* char*, sorted */
   GPVec pipelines; /* char*, parallel to names */
+  GPVec origins;   /* char*, parallel to names */
   char *selected;  /* NULL: "default" */
 } TargetSets;
 
@@ -80,7 +84,7 @@ int gp_opt_set_register(const char *target, const char *set, const char *pipelin
     return -1;
   }
   gp_pipeline_free(&p);
-  char *copy = gp_strdup(pipeline), *old = NULL;
+  char *copy = gp_strdup(pipeline), *old = NULL, *origin = gp_strdup(gp_registry_origin());
   gp_reg_lock();
   ptrdiff_t ti = find_target(target);
   TargetSets *t;
@@ -95,9 +99,12 @@ int gp_opt_set_register(const char *target, const char *set, const char *pipelin
   if (si >= 0) {
     old = t->pipelines.items[si];
     t->pipelines.items[si] = copy;
+    gp_free(t->origins.items[si]);
+    t->origins.items[si] = origin;
   } else {
     vec_insert(&t->names, (size_t)(-si - 1), gp_strdup(set));
     vec_insert(&t->pipelines, (size_t)(-si - 1), copy);
+    vec_insert(&t->origins, (size_t)(-si - 1), origin);
   }
   gp_reg_unlock();
   gp_free(old);
@@ -175,22 +182,55 @@ char *gp_opt_sets_of_locked(const char *target, GPVec *names, GPVec *pipelines) 
   return find_set(t, def) >= 0 ? gp_strdup(def) : NULL;
 }
 
+static void target_sets_free(TargetSets *t) {
+  for (size_t j = 0; j < t->names.len; j++) {
+    gp_free(t->names.items[j]);
+    gp_free(t->pipelines.items[j]);
+    gp_free(t->origins.items[j]);
+  }
+  gp_vec_free(&t->names);
+  gp_vec_free(&t->pipelines);
+  gp_vec_free(&t->origins);
+  gp_free(t->selected);
+  gp_free(t->target);
+  gp_free(t);
+}
+
+static void vec_erase(GPVec *v, size_t at) {
+  memmove(&v->items[at], &v->items[at + 1], (v->len - 1 - at) * sizeof(void *));
+  v->len--;
+}
+
+void gp_opt_sets_unregister_origin(const char *origin) {
+  gp_reg_lock();
+  for (size_t i = g_targets.len; i-- > 0;) {
+    TargetSets *t = g_targets.items[i];
+    for (size_t j = t->names.len; j-- > 0;) {
+      if (strcmp(t->origins.items[j], origin) != 0) continue;
+      if (t->selected && strcmp(t->selected, t->names.items[j]) == 0) {
+        gp_free(t->selected);
+        t->selected = NULL;
+      }
+      gp_free(t->names.items[j]);
+      gp_free(t->pipelines.items[j]);
+      gp_free(t->origins.items[j]);
+      vec_erase(&t->names, j);
+      vec_erase(&t->pipelines, j);
+      vec_erase(&t->origins, j);
+    }
+    if (t->names.len == 0) {
+      vec_erase(&g_targets, i);
+      target_sets_free(t);
+    }
+  }
+  gp_reg_unlock();
+}
+
 void gp_opt_sets_shutdown(void) {
   gp_reg_lock();
   GPVec all = g_targets;
   g_targets = (GPVec){0};
   gp_reg_unlock();
-  for (size_t i = 0; i < all.len; i++) {
-    TargetSets *t = all.items[i];
-    for (size_t j = 0; j < t->names.len; j++) {
-      gp_free(t->names.items[j]);
-      gp_free(t->pipelines.items[j]);
-    }
-    gp_vec_free(&t->names);
-    gp_vec_free(&t->pipelines);
-    gp_free(t->selected);
-    gp_free(t->target);
-    gp_free(t);
-  }
+  for (size_t i = 0; i < all.len; i++) target_sets_free(all.items[i]);
   gp_vec_free(&all);
 }

@@ -39,6 +39,9 @@ void gp_registry_shutdown(void);
 int gp_func_register(const char *name, GPPackedFunc *f, int allow_override);
 GPPackedFunc *gp_func_get(const char *name);
 size_t gp_func_count(void);
+/* Remove every global function registered while `origin` was the registry origin (the loader,
+ * when that plugin fails or is unloaded); the functions are released outside the lock. */
+void gp_funcs_unregister_origin(const char *origin);
 void gp_funcs_shutdown(void);
 
 /* Optimization sets: per target, named pipelines; "default" is what runs when no pipeline is
@@ -47,6 +50,10 @@ int gp_opt_set_register(const char *target, const char *set, const char *pipelin
 /* Borrowed-until-next-registration copy is unsafe across threads, so: gp_malloc'd copy or NULL
  * + GP_ERR_NOT_FOUND listing the sets of that target. */
 char *gp_opt_set_get(const char *target, const char *set);
+/* Remove every optimization set registered while `origin` was the registry origin (the loader,
+ * when that plugin fails or is unloaded).  A removed set that was selected is deselected; a
+ * target left with no sets is forgotten. */
+void gp_opt_sets_unregister_origin(const char *origin);
 /* Make `set` the default of `target` (swap optimization sets at run time). */
 int gp_opt_set_select(const char *target, const char *set);
 /* Lines "target set pipeline" (gp_malloc'd). */
