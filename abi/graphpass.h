@@ -5,7 +5,7 @@
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
  * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
  * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
- * .. target_list).
+ * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -925,6 +925,17 @@ struct GPHostAPI {
   /* The registered targets' names, sorted: *out_names is one host allocation holding the
    * array and the strings (free it with `free`), *out_count the count (NULL array when 0). */
   int (*target_list)(char ***out_names, int32_t *out_count);
+
+  /* ---- since 1.2: plugin lifecycle ---- */
+
+  /* Unload the loaded plugin named `name` (its GPPluginAPI.name): everything it registered
+   * goes -- passes, targets, pattern tables, global functions, optimization sets, op
+   * attributes and kernels (each op gets back the kernel it had before the plugin set one) --
+   * then its finalize runs and the object is closed (a plugin that registered ops stays mapped,
+   * since ops are immortal).  It can be loaded again afterwards.  GP_ERR_NOT_FOUND naming it
+   * when no plugin of that name is loaded.  The caller makes sure nothing of the plugin is
+   * running or held (a pass in flight, a GPPackedFunc obtained from func_get). */
+  int (*plugin_unload)(const char *name);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

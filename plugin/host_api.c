@@ -215,6 +215,8 @@ static const GPHostAPI k_host_api = {
     .target_unregister = gp_target_unregister,
     .target_has_kernel = gp_target_has_kernel,
     .target_list = gp_target_names,
+
+    .plugin_unload = gp_plugin_unload,
 };
 
 const GPHostAPI *gp_host_api(void) {

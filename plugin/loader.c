@@ -288,18 +288,46 @@ size_t gp_plugin_list(GPPluginInfo **out) {
   return n;
 }
 
+/* Lock held: unregister, finalize, close and forget g_list[i]. */
+static void unload_at(size_t i) {
+  Loaded *l = &g_list[i];
+  unregister_origin(l->name); /* self_deleters run while the code is still mapped */
+  if (l->finalize) l->finalize();
+  if (!l->keep_mapped) dlclose(l->handle);
+  gp_free(l->name);
+  gp_free(l->version);
+  gp_free(l->path);
+  memmove(&g_list[i], &g_list[i + 1], (g_n - 1 - i) * sizeof *g_list);
+  g_n--;
+}
+
+int gp_plugin_unload(const char *name) {
+  if (!name || !name[0]) {
+    gp_error_set(GP_ERR_VALUE, "plugin_unload: empty plugin name");
+    return -1;
+  }
+  lock();
+  Loaded *l = find_by_name(name);
+  if (!l) {
+    GPBuf b = {0};
+    for (size_t i = 0; i < g_n; i++) {
+      if (i) gp_buf_puts(&b, ", ");
+      gp_buf_puts(&b, g_list[i].name);
+    }
+    unlock();
+    gp_error_set(GP_ERR_NOT_FOUND, "plugin_unload: no plugin named '%s' is loaded (loaded: %s)", name,
+                 b.len ? b.data : "none");
+    gp_buf_free(&b);
+    return -1;
+  }
+  unload_at((size_t)(l - g_list));
+  unlock();
+  return 0;
+}
+
 void gp_plugins_unload_all(void) {
   lock();
-  while (g_n > 0) {
-    Loaded *l = &g_list[g_n - 1];
-    unregister_origin(l->name); /* self_deleters run while the code is still mapped */
-    if (l->finalize) l->finalize();
-    if (!l->keep_mapped) dlclose(l->handle);
-    gp_free(l->name);
-    gp_free(l->version);
-    gp_free(l->path);
-    g_n--;
-  }
+  while (g_n > 0) unload_at(g_n - 1);
   gp_free(g_list);
   g_list = NULL;
   g_cap = 0;

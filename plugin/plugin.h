@@ -11,8 +11,8 @@
 
 #include "../ir/ir.h"
 
-/* One loaded plugin.  Strings are owned by the loader and stay valid until
- * gp_plugins_unload_all(). */
+/* One loaded plugin.  Strings are owned by the loader and stay valid until the plugin is
+ * unloaded (gp_plugin_unload, gp_plugins_unload_all). */
 typedef struct GPPluginInfo {
   const char *name;    /* GPPluginAPI.name */
   const char *version; /* GPPluginAPI.version ("" when the plugin gave NULL) */
@@ -30,7 +30,8 @@ typedef struct GPPluginInfo {
  *  - GP_ERR_VALUE: NULL table, name or initialize; a different file with the same plugin name
  *    already loaded;
  *  - initialize failing: its error (kind kept), prefixed "plugin <name> (<path>): initialize
- *    failed"; every pass and target it registered is unregistered and the object is closed. */
+ *    failed"; everything it registered (see gp_plugin_unload) is removed and the object is
+ *    closed. */
 int gp_plugin_load(const char *path);
 
 /* Load every regular file named `*.so` in `dir`, sorted by name (strcmp).  Stops at the first
@@ -40,6 +41,13 @@ int gp_plugin_load_dir(const char *dir);
 /* The loaded plugins in load order: *out is a gp_malloc'd array (gp_free it; the strings are
  * borrowed, see GPPluginInfo); returns the count (*out is NULL when 0). */
 size_t gp_plugin_list(GPPluginInfo **out);
+
+/* Unload the plugin named `name` (GPHostAPI.plugin_unload): remove everything whose origin is
+ * the plugin (passes, targets, pattern tables, global functions, optimization sets, op
+ * attributes, op kernels -- each op falls back to its previous kernel), run its finalize,
+ * dlclose it (unless it registered ops), and forget it.  0, or -1 + GP_ERR_NOT_FOUND naming
+ * it and the loaded plugins. */
+int gp_plugin_unload(const char *name);
 
 /* Unload every plugin in reverse load order: unregister the passes and targets whose origin is
  * the plugin, finalize(), dlclose.  (A plugin that registered ops stays mapped -- ops are immortal and keep
