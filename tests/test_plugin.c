@@ -679,3 +679,135 @@ Test(symbols, test_plugin_exports_and_imports) {
   check_plugin_symbols(lib);
   gp_free(lib);
 }
+
+/* ---- plugin lifecycle: everything a plugin registered goes with it (issue #16) */
+
+#include "eval/eval.h"
+
+/* Evaluates @main(%x) = add(%x, %x) on [1, 2, 3, 4]: 0 and the outputs checked, or -1 with the
+ * error left in the slot. */
+static int eval_add_twice(void) {
+  const char *text = "#[version = \"0.0.5\"]\n"
+                     "def @main(%x: Tensor[(4), float32]) {\n"
+                     "  add(%x, %x)\n"
+                     "}\n";
+  GPModule *m = gp_parse(text, strlen(text), "lifecycle.relay");
+  cr_assert(m, "%s", gp_error_message());
+  int64_t shape[1] = {4};
+  GPTensor *x = gp_tensor_alloc(GP_DT_F32, 1, shape, true);
+  cr_assert(x, "%s", gp_error_message());
+  const float xv[4] = {1, 2, 3, 4};
+  memcpy(x->dl.data, xv, sizeof xv);
+  GPTensor **outs = NULL;
+  int32_t nout = 0;
+  int rc = gp_eval_function(m, NULL, 1, &x, &outs, &nout, NULL);
+  if (rc == 0) {
+    cr_assert_eq(nout, 1);
+    for (int i = 0; i < 4; i++) cr_assert_eq(gp_tensor_get_f64(outs[0], i), 2.0 * xv[i]);
+    for (int32_t i = 0; i < nout; i++) gp_release(outs[i]);
+    gp_free(outs);
+  }
+  gp_release(x);
+  gp_release(m);
+  return rc;
+}
+
+/* Asserts that none of ext_plugin's extras (see tests/plugins/ext_plugin.c) is registered and
+ * that "add" runs `kernel` again. */
+static void assert_extras_gone(GPOpKernelFn kernel, void *user) {
+  cr_assert_null(gp_func_get("ext_plugin.answer"), "the plugin's global function stayed registered");
+  const GPOp *add = gp_op_get("add");
+  GPAny v;
+  cr_assert_eq(gp_op_get_attr(add, "ExtPlugin.tag", &v), 0, "the plugin's op attribute stayed set");
+  void *u = NULL;
+  cr_assert(gp_op_kernel(add, &u) == kernel && u == user, "add did not get its previous kernel back");
+  char *set = gp_opt_set_get("llvm", "ext_set");
+  cr_assert_null(set, "the plugin's optimization set stayed registered: %s", set);
+  expect_error(GP_ERR_NOT_FOUND, "optimization set");
+  gp_error_clear();
+  cr_assert(!pass_registered("ExtCountCalls"));
+  cr_assert_eq(gp_target_has_kernel("ext_npu", "fc"), 0);
+  cr_assert_eq(eval_add_twice(), 0, "%s", gp_error_message());
+}
+
+Test(plugin, failed_initialize_removes_functions_attrs_kernels_sets) {
+  char *p = ext_path();
+  const GPOp *add = gp_op_get("add");
+  void *user = NULL;
+  GPOpKernelFn kernel = gp_op_kernel(add, &user);
+  cr_assert_not_null(kernel);
+  setenv("GP_EXT_PLUGIN_FAIL_INIT", "1", 1);
+  cr_assert_eq(gp_plugin_load(p), -1);
+  expect_error(GP_ERR_VALUE, "initialize failed: ext_plugin: asked to fail");
+  gp_error_clear();
+  unsetenv("GP_EXT_PLUGIN_FAIL_INIT");
+  assert_extras_gone(kernel, user);
+  gp_free(p);
+}
+
+static int g_finalized;
+
+static int on_finalized(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  GP_UNUSED(self);
+  GP_UNUSED(args);
+  GP_UNUSED(nargs);
+  GP_UNUSED(result);
+  g_finalized++;
+  return 0;
+}
+
+Test(plugin, plugin_unload_removes_everything) {
+  const GPHostAPI *h = gp_host_api();
+  char *p = ext_path();
+  const GPOp *add = gp_op_get("add");
+  void *user = NULL;
+  GPOpKernelFn kernel = gp_op_kernel(add, &user);
+  GPPackedFunc *fin = gp_func_new(NULL, on_finalized, NULL);
+  cr_assert_eq(gp_func_register("ext_plugin.test.finalized", fin, 0), 0, "%s", gp_error_message());
+  gp_release(fin);
+
+  setenv("GP_EXT_PLUGIN_EXTRAS", "1", 1);
+  cr_assert_eq(h->plugin_load(p), 0, "%s", gp_error_message());
+  /* everything is there while it is loaded */
+  GPPackedFunc *f = gp_func_get("ext_plugin.answer");
+  cr_assert_not_null(f);
+  GPAny r = {0};
+  cr_assert_eq(gp_func_call(f, NULL, 0, &r), 0, "%s", gp_error_message());
+  cr_assert_eq(r.v_int64, 42);
+  gp_release(f);
+  GPAny v;
+  cr_assert_eq(gp_op_get_attr(add, "ExtPlugin.tag", &v), 1);
+  cr_assert_eq(v.v_int64, 7);
+  char *set = gp_opt_set_get("llvm", "ext_set");
+  cr_assert_str_eq(set, "InferType");
+  gp_free(set);
+  cr_assert(pass_registered("ExtCountCalls"));
+  cr_assert_eq(eval_add_twice(), -1);
+  cr_assert(strstr(gp_error_message(), "ext_plugin: add kernel"), "%s", gp_error_message());
+  gp_error_clear();
+
+  /* unload: everything goes, finalize ran */
+  cr_assert_eq(h->plugin_unload("ext_plugin"), 0, "%s", gp_error_message());
+  cr_assert_eq(g_finalized, 1);
+  GPPluginInfo *list;
+  cr_assert_eq(gp_plugin_list(&list), 0u);
+  assert_extras_gone(kernel, user);
+
+  /* a second unload names it */
+  cr_assert_eq(h->plugin_unload("ext_plugin"), -1);
+  expect_error(GP_ERR_NOT_FOUND, "plugin_unload: no plugin named 'ext_plugin' is loaded (loaded: none)");
+  gp_error_clear();
+
+  /* and it loads again */
+  cr_assert_eq(h->plugin_load(p), 0, "%s", gp_error_message());
+  f = gp_func_get("ext_plugin.answer");
+  cr_assert_not_null(f);
+  gp_release(f);
+  cr_assert(pass_registered("ExtCountCalls"));
+  unsetenv("GP_EXT_PLUGIN_EXTRAS");
+  gp_plugins_unload_all();
+  cr_assert_eq(g_finalized, 2);
+  assert_extras_gone(kernel, user);
+  cr_assert_eq(gp_func_register("ext_plugin.test.finalized", NULL, 0), 0);
+  gp_free(p);
+}

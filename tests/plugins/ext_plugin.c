@@ -13,9 +13,14 @@
  * pass "ExtOldMinor" through a GPPassInfo that claims ABI 1.1 (struct_size ends at `help`;
  * the 1.2 fields hold garbage the host must not read).
  *
- * Test hook: when the environment variable GP_EXT_PLUGIN_FAIL_INIT is set, initialize registers
- * its passes and target and then fails, so the host must unregister them and close the
- * plugin.
+ * Test hooks:
+ *  - GP_EXT_PLUGIN_EXTRAS set: initialize also registers the global function
+ *    "ext_plugin.answer" (returns 42; its self is freed by a deleter in this object), the
+ *    attribute "ExtPlugin.tag" = 7 on op "add", a kernel for "add" that fails with "ext_plugin:
+ *    add kernel", and the optimization set "ext_set" of target "llvm";
+ *  - GP_EXT_PLUGIN_FAIL_INIT set: initialize registers its passes, target and the extras above
+ *    and then fails, so the host must unregister them all and close the plugin;
+ *  - finalize calls the global function "ext_plugin.test.finalized" when one is registered.
  *
  * Built a second time with -DGP_TEST_FAKE_MAJOR=2: the table then claims ABI 2.0 and the host
  * must refuse it.
@@ -125,6 +130,52 @@ static int register_targets_and_kernels(void) {
   return host->pass_register(&info, 0);
 }
 
+/* ---- the extras (test hooks GP_EXT_PLUGIN_EXTRAS and GP_EXT_PLUGIN_FAIL_INIT) */
+
+static int answer(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  (void)args;
+  (void)nargs;
+  result->type_index = GP_TI_INT;
+  result->v_int64 = *(const int *)self;
+  return 0;
+}
+
+static void free_self(void *self) { free(self); }
+
+static int failing_add(const GPKernelArgs *args, void *user) {
+  (void)args;
+  (void)user;
+  host->error_set(GP_ERR_VALUE, "ext_plugin: add kernel");
+  return -1;
+}
+
+static int register_extras(void) {
+  int *self = malloc(sizeof *self);
+  if (!self) return -1;
+  *self = 42;
+  GPPackedFunc *f = host->func_new(self, answer, free_self);
+  if (!f) {
+    free(self);
+    return -1;
+  }
+  int rc = host->func_register("ext_plugin.answer", f, 0);
+  GPAny fa;
+  memset(&fa, 0, sizeof fa);
+  fa.type_index = GP_TI_FUNCTION;
+  fa.v_obj = &f->obj;
+  host->any_clear(&fa); /* the registry holds its own reference */
+  if (rc != 0) return -1;
+  const GPOp *add = host->op_get("add");
+  if (!add) return -1;
+  GPAny tag;
+  memset(&tag, 0, sizeof tag);
+  tag.type_index = GP_TI_INT;
+  tag.v_int64 = 7;
+  if (host->op_set_attr(add, "ExtPlugin.tag", &tag, 10) != 0) return -1;
+  if (host->op_set_kernel(add, failing_add, NULL) != 0) return -1;
+  return host->opt_set_register("llvm", "ext_set", "InferType");
+}
+
 static int ext_initialize(const GPHostAPI *h) {
   /* A plugin checks that the host table has every field it uses. */
   if (!h || GP_ABI_MAJOR_OF(h->abi_version) != GP_ABI_VERSION_MAJOR ||
@@ -157,6 +208,8 @@ static int ext_initialize(const GPHostAPI *h) {
   info.help = "count the call nodes of the module (test plugin)";
   if (host->pass_register(&info, 0) != 0) return -1;
   if (register_targets_and_kernels() != 0) return -1;
+  if ((getenv("GP_EXT_PLUGIN_EXTRAS") || getenv("GP_EXT_PLUGIN_FAIL_INIT")) && register_extras() != 0)
+    return -1;
   if (getenv("GP_EXT_PLUGIN_FAIL_INIT")) {
     host->error_set(GP_ERR_VALUE, "ext_plugin: asked to fail (GP_EXT_PLUGIN_FAIL_INIT)");
     return -1;
@@ -164,7 +217,20 @@ static int ext_initialize(const GPHostAPI *h) {
   return 0;
 }
 
-static void ext_finalize(void) { host = NULL; }
+static void ext_finalize(void) {
+  GPPackedFunc *f = host ? host->func_get("ext_plugin.test.finalized") : NULL;
+  if (f) {
+    GPAny r, fa;
+    memset(&r, 0, sizeof r);
+    memset(&fa, 0, sizeof fa);
+    (void)f->call(f->self, NULL, 0, &r);
+    host->any_clear(&r);
+    fa.type_index = GP_TI_FUNCTION;
+    fa.v_obj = &f->obj;
+    host->any_clear(&fa);
+  }
+  host = NULL;
+}
 
 static const GPPluginAPI ext_api = {
     .struct_size = sizeof(GPPluginAPI),
