@@ -1326,3 +1326,90 @@ Test(registry, error_slot_is_cleared_between_passes) {
   gp_pass_unregister("ErrorButOk");
   gp_pass_unregister("FailSilent");
 }
+
+/* ---- removal by origin (what the loader does when a plugin fails or is unloaded) */
+
+static int k_one(const GPKernelArgs *a, void *u) {
+  GP_UNUSED(a);
+  GP_UNUSED(u);
+  return 1;
+}
+
+static int k_two(const GPKernelArgs *a, void *u) {
+  GP_UNUSED(a);
+  GP_UNUSED(u);
+  return 2;
+}
+
+static int ret_none(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  GP_UNUSED(self);
+  GP_UNUSED(args);
+  GP_UNUSED(nargs);
+  GP_UNUSED(result);
+  return 0;
+}
+
+Test(registry, unregister_origin_kernels_stack) {
+  gp_ops_init();
+  const GPOp *op = gp_op_get("multiply");
+  void *u0 = NULL, *u = NULL;
+  GPOpKernelFn base = gp_op_kernel(op, &u0);
+  int ua, ub;
+  cr_assert_eq(gp_op_set_kernel_from(op, k_one, &ua, "plug_a"), 0);
+  cr_assert_eq(gp_op_set_kernel_from(op, k_two, &ub, "plug_b"), 0);
+  cr_assert(gp_op_kernel(op, &u) == k_two && u == &ub);
+  gp_ops_unregister_origin("plug_a"); /* not on top: b's stays */
+  cr_assert(gp_op_kernel(op, &u) == k_two && u == &ub);
+  cr_assert_eq(gp_op_set_kernel_from(op, k_one, &ua, "plug_a"), 0);
+  cr_assert_eq(gp_op_set_kernel_from(op, k_two, &ub, "plug_b"), 0); /* b again: moves to the top */
+  gp_ops_unregister_origin("plug_b");
+  cr_assert(gp_op_kernel(op, &u) == k_one && u == &ua);
+  gp_ops_unregister_origin("plug_a");
+  cr_assert(gp_op_kernel(op, &u) == base && u == u0, "the op's own kernel is back");
+  gp_ops_unregister_origin("host"); /* a no-op */
+  cr_assert(gp_op_kernel(op, &u) == base && u == u0);
+}
+
+Test(registry, unregister_origin_attrs_funcs_sets) {
+  gp_ops_init();
+  const GPOp *op = gp_op_get("multiply");
+  GPAny one = gp_any_int(1), two = gp_any_int(2), got;
+  cr_assert_eq(gp_op_set_attr(op, "T.host", &one, 10), 0);
+  cr_assert_eq(gp_op_set_attr(op, "T.over", &one, 10), 0);
+  cr_assert_eq(gp_op_set_attr_from(op, "T.plug", &two, 10, "plug"), 0);
+  cr_assert_eq(gp_op_set_attr_from(op, "T.over", &two, 11, "plug"), 0);
+  gp_registry_set_origin("plug");
+  GPPackedFunc *f = gp_func_new(NULL, ret_none, NULL);
+  cr_assert_eq(gp_func_register("t.plug", f, 0), 0);
+  cr_assert_eq(gp_opt_set_register("tgt", "plugset", "InferType"), 0);
+  cr_assert_eq(gp_opt_set_select("tgt", "plugset"), 0);
+  gp_registry_set_origin(NULL);
+  cr_assert_eq(gp_func_register("t.host", f, 0), 0);
+  cr_assert_eq(gp_opt_set_register("tgt", "default", "InferType"), 0);
+  gp_release(f);
+
+  gp_ops_unregister_origin("plug");
+  gp_funcs_unregister_origin("plug");
+  gp_opt_sets_unregister_origin("plug");
+  cr_assert_eq(gp_op_get_attr(op, "T.host", &got), 1);
+  cr_assert_eq(got.v_int64, 1);
+  cr_assert_eq(gp_op_get_attr(op, "T.plug", &got), 0);
+  cr_assert_eq(gp_op_get_attr(op, "T.over", &got), 0, "a plugin's override is removed, not rolled back");
+  GPPackedFunc *g = gp_func_get("t.plug");
+  cr_assert_null(g);
+  g = gp_func_get("t.host");
+  cr_assert_not_null(g);
+  gp_release(g);
+  char *s = gp_opt_set_get("tgt", "plugset");
+  cr_assert_null(s);
+  gp_error_clear();
+  s = gp_opt_set_get("tgt", NULL); /* the selection went with the set: "default" runs again */
+  cr_assert_str_eq(s, "InferType");
+  gp_free(s);
+  gp_opt_sets_unregister_origin("host");
+  s = gp_opt_set_get("tgt", NULL);
+  cr_assert_null(s, "a target left without sets is forgotten");
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  gp_error_clear();
+  gp_registry_shutdown();
+}
