@@ -1413,3 +1413,63 @@ Test(registry, unregister_origin_attrs_funcs_sets) {
   gp_error_clear();
   gp_registry_shutdown();
 }
+
+/* One thread keeps registering as a plugin and removing everything of that origin while another
+ * reads (and, as the host, registers) the same functions, attributes, kernels and sets. */
+static void *thread_origin_churn(void *p) {
+  int *stop = p;
+  const GPOp *op = gp_op_get("subtract");
+  GPAny v = gp_any_int(3);
+  for (int i = 0; i < 200 || !__atomic_load_n(stop, __ATOMIC_ACQUIRE); i++) {
+    gp_registry_set_origin("churn");
+    GPPackedFunc *f = gp_func_new(NULL, ret_none, NULL);
+    (void)gp_func_register("t.churn", f, 1);
+    gp_release(f);
+    (void)gp_opt_set_register("tgt_churn", "s", "InferType");
+    (void)gp_op_set_attr_from(op, "T.churn", &v, 10, "churn");
+    (void)gp_op_set_kernel_from(op, k_one, NULL, "churn");
+    gp_registry_set_origin(NULL);
+    gp_ops_unregister_origin("churn");
+    gp_funcs_unregister_origin("churn");
+    gp_opt_sets_unregister_origin("churn");
+    if (i > 100000) break;
+  }
+  return NULL;
+}
+
+static void *thread_origin_read(void *p) {
+  int *bad = p;
+  const GPOp *op = gp_op_get("subtract");
+  GPAny got, v = gp_any_int(4);
+  for (int i = 0; i < 300; i++) {
+    GPPackedFunc *f = gp_func_get("t.churn");
+    gp_release(f);
+    if (gp_op_get_attr(op, "T.churn", &got) == 1 && got.v_int64 != 3) (*bad)++;
+    void *u;
+    GPOpKernelFn k = gp_op_kernel(op, &u);
+    if (!k) (*bad)++;
+    char *s = gp_opt_set_get("tgt_churn", "s");
+    gp_free(s);
+    gp_error_clear();
+    (void)gp_op_set_attr(op, "T.host", &v, 10);
+  }
+  return NULL;
+}
+
+Test(registry, two_threads_unregister_origin) {
+  gp_ops_init();
+  const GPOp *op = gp_op_get("subtract");
+  void *u0, *u;
+  GPOpKernelFn base = gp_op_kernel(op, &u0);
+  int stop = 0, bad = 0;
+  pthread_t tc, tr;
+  pthread_create(&tc, NULL, thread_origin_churn, &stop);
+  pthread_create(&tr, NULL, thread_origin_read, &bad);
+  pthread_join(tr, NULL);
+  __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+  pthread_join(tc, NULL);
+  cr_assert_eq(bad, 0);
+  cr_assert(gp_op_kernel(op, &u) == base && u == u0);
+  cr_assert_null(gp_func_get("t.churn"));
+  gp_registry_shutdown();
+}
