@@ -1,6 +1,6 @@
 /* main.c -- the `graphpass` command: list passes, optimize a module.
- * Exit status: 0 success; 1 bad input (file, text, plugin); 2 usage (flags, pipeline, config);
- * 3 a pass failed. */
+ * Exit status: 0 success; 1 bad input (file, text, plugin) or a registry defect (a dependency
+ * cycle between registered passes); 2 usage (flags, pipeline, config); 3 a pass failed. */
 #include "../ir/ir.h"
 #include "../plugin/plugin.h"
 #include "../registry/registry.h"
@@ -414,7 +414,7 @@ static int cmd_opt(int argc, char **argv) {
       gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not an integer from 0 to 10", opt_level);
       goto usage_error;
     }
-    gp_ctx_set_opt_level(ctx, (int32_t)lvl);
+    if (gp_ctx_set_opt_level(ctx, (int32_t)lvl) != 0) goto usage_error;
   }
   for (int i = 0; i < ndisable; i++)
     if (each_name(ctx, disable[i], gp_ctx_disable) != 0) goto usage_error;
@@ -469,7 +469,7 @@ static int cmd_opt(int argc, char **argv) {
   }
   out = gp_run_pipeline(mod, pipeline, ctx);
   if (!out) {
-    code = report(gp_error_kind() == GP_ERR_PASS ? EXIT_PASS : EXIT_USAGE);
+    code = report(gp_error_kind() == GP_ERR_PASS ? EXIT_PASS : ctx->registry_error ? EXIT_INPUT : EXIT_USAGE);
     goto done;
   }
   char *printed = gp_print(out, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA);

@@ -154,7 +154,10 @@ static GPPassContext *make_ctx(const Run *r) {
     gp_ctx_free(ctx);
     return NULL;
   }
-  if (r->opt_level >= 0) gp_ctx_set_opt_level(ctx, r->opt_level);
+  if (r->opt_level >= 0 && gp_ctx_set_opt_level(ctx, r->opt_level) != 0) {
+    gp_ctx_free(ctx);
+    return NULL;
+  }
   ctx->verify_numerics = r->verify_numerics;
   ctx->out = stderr;
   return ctx;

@@ -74,6 +74,13 @@ int gp_ctx_set_opt_level(GPPassContext *c, int32_t level) {
     gp_error_set(GP_ERR_VALUE, "opt level %d is negative", level);
     return -1;
   }
+  int32_t max = gp_pass_max_opt_level();
+  if (max < 4) max = 4;
+  if (level > max) {
+    gp_error_set(GP_ERR_VALUE, "opt level %d is above the highest level %d (levels go from 0 to the highest opt_level "
+                 "of any registered pass, at least 4)", level, max);
+    return -1;
+  }
   c->opt_level = level;
   return 0;
 }
@@ -108,11 +115,17 @@ static int add_name(GPPassContext *c, GPVec *v, const char *name) {
     gp_error_set(GP_ERR_VALUE, "invalid pass name '%s' (expected [A-Za-z0-9_.-]+)", name ? name : "(null)");
     return -1;
   }
+  GPPassEntry *e = gp_pass_acquire(name);
+  if (!e) {
+    gp_error_set(GP_ERR_NOT_FOUND, "no pass named %s is registered; load its plugin first", name);
+    return -1;
+  }
+  gp_pass_entry_release(e);
   if (!has_name(v, name)) gp_vec_push(v, gp_strdup(name));
   return 0;
 }
 
-/* Whether the pass exists is checked when a pipeline runs: passes may register later. */
+/* The pass must be registered now; a run checks again (it may have been unregistered since). */
 int gp_ctx_disable(GPPassContext *c, const char *name) { return add_name(c, c ? &c->disabled : NULL, name); }
 int gp_ctx_require(GPPassContext *c, const char *name) { return add_name(c, c ? &c->required : NULL, name); }
 

@@ -83,7 +83,13 @@ int gp_opt_set_register(const char *target, const char *set, const char *pipelin
     gp_error_prefix("optimization set '%s' of target '%s'", set, target);
     return -1;
   }
+  /* Every pass must be registered and the dependencies plannable now, not at run time. */
+  int crc = gp_pipeline_check(&p, target);
   gp_pipeline_free(&p);
+  if (crc != 0) {
+    gp_error_prefix("optimization set '%s' of target '%s'", set, target);
+    return -1;
+  }
   char *copy = gp_strdup(pipeline), *old = NULL, *origin = gp_strdup(gp_registry_origin());
   gp_reg_lock();
   ptrdiff_t ti = find_target(target);

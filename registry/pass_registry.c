@@ -176,6 +176,17 @@ GPPassEntry *gp_pass_acquire(const char *name) {
   return e;
 }
 
+int32_t gp_pass_max_opt_level(void) {
+  int32_t m = 0;
+  gp_reg_lock();
+  for (size_t i = 0; i < g_passes.len; i++) {
+    const GPPassEntry *e = g_passes.items[i];
+    if (e->info.opt_level > m) m = e->info.opt_level;
+  }
+  gp_reg_unlock();
+  return m;
+}
+
 size_t gp_pass_list(GPPassEntry ***out) {
   gp_reg_lock();
   size_t n = g_passes.len;

@@ -140,6 +140,7 @@ struct GPPassContext {
   double atol;            /* default 1e-5 */
   uint64_t seed;          /* default 0 */
   /* filled by a run */
+  bool registry_error;    /* the last run failed on a registry defect (a dependency cycle) */
   char *timing_report;    /* gp_malloc'd, when time_passes */
   GPVec notes;            /* char* (gp_malloc'd): the running pass's explain notes */
 };

@@ -53,6 +53,14 @@ void gp_opt_set_targets_locked(GPVec *names);
  * name of the set that runs by default (gp_malloc'd), or NULL when there is none. */
 char *gp_opt_sets_of_locked(const char *target, GPVec *names, GPVec *pipelines);
 
+/* Plan pipeline `p` for `target` as a run at the highest opt level would (registry/run.c
+ * `plan`): 0, or -1 + error for an unregistered pass (GP_ERR_NOT_FOUND naming it), a
+ * dependency cycle, a bad `{key=value}`. */
+int gp_pipeline_check(const GPPipeline *p, const char *target);
+
+/* The highest opt_level of any registered pass (0 when none).  Takes the lock. */
+int32_t gp_pass_max_opt_level(void);
+
 /* Drop every optimization set (gp_registry_shutdown). */
 void gp_opt_sets_shutdown(void);
 

@@ -212,7 +212,7 @@ static int add_requirements(Run *r, Plan *pl, GPPassEntry *item, const GPPassCon
       gp_buf_free(&b);
     }
     if (on_stack) {
-      rc = -1;
+      rc = -2; /* a registry defect, not the caller's pipeline */
       break;
     }
     GPPassEntry *d = gp_pass_acquire(rn);
@@ -252,6 +252,7 @@ static int add_requirements(Run *r, Plan *pl, GPPassEntry *item, const GPPassCon
   return rc;
 }
 
+/* 0, or -1 + error; -2 + error for a dependency cycle between registered passes. */
 static int plan(Run *r, const GPPipeline *p, const GPPassContext *ctx) {
   Plan pl = {0};
   int rc = 0;
@@ -277,10 +278,9 @@ static int plan(Run *r, const GPPipeline *p, const GPPassContext *ctx) {
     } else {
       why = fmt("opt-level %d > context opt-level %d", in->opt_level, ctx->opt_level);
     }
-    if (run && add_requirements(r, &pl, e, ctx) != 0) {
+    if (run && (rc = add_requirements(r, &pl, e, ctx)) != 0) {
       gp_free(why);
       gp_pass_entry_release(e);
-      rc = -1;
       break;
     }
     size_t idx = add_node(r, e);
@@ -294,6 +294,18 @@ static int plan(Run *r, const GPPipeline *p, const GPPassContext *ctx) {
   gp_vec_free(&pl.valid);
   gp_vec_free(&pl.done_xf);
   return rc;
+}
+
+int gp_pipeline_check(const GPPipeline *p, const char *target) {
+  GPPassContext *ctx = gp_ctx_new();
+  gp_free(ctx->target);
+  ctx->target = gp_strdup(target);
+  ctx->opt_level = INT32_MAX; /* every item runs, so every requirement is planned */
+  Run r = {0};
+  int rc = plan(&r, p, ctx);
+  run_free(&r);
+  gp_ctx_free(ctx);
+  return rc < 0 ? -1 : 0;
 }
 
 /* ---- instruments */
@@ -536,6 +548,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
   }
   GPPassContext *own_ctx = NULL;
   if (!ctx) ctx = own_ctx = gp_ctx_new();
+  ctx->registry_error = false;
   char *default_pipeline = NULL;
   if (!pipeline) {
     default_pipeline = gp_opt_set_default(ctx->target);
@@ -555,7 +568,11 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
       check_names(&ctx->print_before, "in the context's print-before passes") ||
       check_names(&ctx->print_after, "in the context's print-after passes"))
     goto fail;
-  if (plan(&r, &p, ctx) != 0) goto fail;
+  int prc = plan(&r, &p, ctx);
+  if (prc != 0) {
+    ctx->registry_error = prc == -2;
+    goto fail;
+  }
   if (ctx->verify_numerics) {
     bool any = false;
     for (size_t i = 0; i < r.n; i++) any = any || r.nodes[i].run;

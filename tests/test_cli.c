@@ -131,6 +131,29 @@ Test(cli, out_of_tree_plugin_runs_after_its_requirement) {
   gp_free(plugin);
 }
 
+Test(cli, dependency_cycle_is_a_registry_error_exit_1) {
+  char *plugin = th_path("tests/plugins/libext_plugin.so");
+  setenv("GP_EXT_PLUGIN_CYCLE", "1", 1);
+  GPBuf b = {0};
+  gp_buf_printf(&b, "opt examples/resnet_block.relay --plugin %s --pipeline ExtCycleA -o /dev/null", plugin);
+  char *out;
+  cr_assert_eq(run("%s", b.data, &out), 1, "%s", out);
+  cr_assert(strstr(out, "dependency cycle between passes: ExtCycleA -> ExtCycleB -> ExtCycleA"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&b);
+  gp_free(plugin);
+}
+
+Test(cli, unknown_disable_and_bad_opt_level_are_usage_errors) {
+  char *out;
+  cr_assert_eq(run("opt examples/resnet_block.relay --disable NoSuchPass -o /dev/null", NULL, &out), 2, "%s", out);
+  cr_assert(strstr(out, "no pass named NoSuchPass is registered; load its plugin first"), "%s", out);
+  gp_free(out);
+  cr_assert_eq(run("opt examples/resnet_block.relay --opt-level 7 -o /dev/null", NULL, &out), 2, "%s", out);
+  cr_assert(strstr(out, "opt level 7 is above the highest level 4"), "%s", out);
+  gp_free(out);
+}
+
 Test(cli, plugin_of_another_major_is_refused) {
   char *plugin = th_path("tests/plugins/libext_plugin_major2.so");
   char *out;

@@ -779,7 +779,7 @@ Test(plugin, plugin_unload_removes_everything) {
   cr_assert_eq(gp_op_get_attr(add, "ExtPlugin.tag", &v), 1);
   cr_assert_eq(v.v_int64, 7);
   char *set = gp_opt_set_get("llvm", "ext_set");
-  cr_assert_str_eq(set, "InferType");
+  cr_assert_str_eq(set, "ExtFcFuse");
   gp_free(set);
   cr_assert(pass_registered("ExtCountCalls"));
   cr_assert_eq(eval_add_twice(), -1);

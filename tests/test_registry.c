@@ -464,17 +464,40 @@ Test(registry, enablement_in_pipelines) {
   /* ... but not when the dependent does not run either. */
   cr_assert_eq(gp_ctx_disable(ctx, "Fuse"), 0);
   cr_assert_str_eq(run_ok("Fuse,Plain", ctx), "Plain,");
-  /* A disabled / required name that is not a pass is reported when a pipeline runs. */
-  cr_assert_eq(gp_ctx_disable(ctx, "Plian"), 0);
-  run_err("Plain", ctx, GP_ERR_NOT_FOUND, "no such pass 'Plian'");
-  cr_assert(strstr(gp_error_message(), "did you mean 'Plain'?"), "%s", gp_error_message());
+  /* A disabled / required name that is not a registered pass is refused when it is named. */
+  cr_assert_eq(gp_ctx_disable(ctx, "Plian"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(gp_error_message(), "no pass named Plian is registered; load its plugin first");
+  cr_assert_eq(gp_ctx_require(ctx, "Later"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(gp_error_message(), "no pass named Later is registered; load its plugin first");
+  cr_assert_eq(ctx->disabled.len, 3);
+  cr_assert_eq(ctx->required.len, 1);
   ctx_done(ctx, &cap);
 
+  /* ... and a named pass unregistered since is reported when a pipeline runs. */
   ctx = gp_ctx_new();
+  reg("Later", 4, NULL);
   cr_assert_eq(gp_ctx_require(ctx, "Later"), 0);
-  run_err("Plain", ctx, GP_ERR_NOT_FOUND, "no such pass 'Later'");
-  reg("Later", 9, NULL); /* registered after the context named it */
   cr_assert_str_eq(run_ok("Plain,Later", ctx), "Plain,Later,");
+  cr_assert_eq(gp_pass_unregister("Later"), 0);
+  run_err("Plain", ctx, GP_ERR_NOT_FOUND, "no such pass 'Later' (in the context's required passes)");
+  gp_ctx_free(ctx);
+}
+
+Test(registry, opt_level_range) {
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 4), 0);
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 7), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE);
+  cr_assert_str_eq(gp_error_message(), "opt level 7 is above the highest level 4 (levels go from 0 to the highest "
+                                       "opt_level of any registered pass, at least 4)");
+  cr_assert_eq(ctx->opt_level, 4);
+  reg("Deep", 9, NULL); /* a pass at level 9 makes levels up to 9 meaningful */
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 9), 0);
+  cr_assert_eq(gp_ctx_set_opt_level(ctx, 10), -1);
+  cr_assert(strstr(gp_error_message(), "opt level 10 is above the highest level 9"), "%s", gp_error_message());
+  cr_assert_eq(ctx->opt_level, 9);
   gp_ctx_free(ctx);
 }
 
@@ -755,6 +778,8 @@ Test(registry, older_minor_pass_info_has_no_kernels) {
 }
 
 Test(registry, target_views_and_origin_removal) {
+  reg("A", 0, NULL);
+  reg("B", 0, NULL);
   cr_assert_eq(gp_opt_set_register("npu", "default", "A,B"), 0);
   cr_assert_eq(gp_opt_set_register("npu", "fast", "A"), 0);
   cr_assert_eq(gp_opt_set_register("gpu", "only", "B"), 0); /* sets, no target entry */
@@ -801,6 +826,33 @@ Test(registry, target_views_and_origin_removal) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* Optimization sets                                                                           */
+
+Test(registry, opt_set_register_validates) {
+  reg("A", 0, NULL);
+  reg("X", 0, REQ("Y"));
+  reg("Y", 0, REQ("X"));
+  reg("Z", 3, REQ("Gone"));
+  cr_assert_eq(gp_opt_set_register("llvm", "fast", "A,Nope"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(gp_error_message(), "optimization set 'fast' of target 'llvm': no such pass 'Nope'");
+  cr_assert_eq(gp_opt_set_register("llvm", "cyc", "A,X"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE);
+  cr_assert_str_eq(gp_error_message(),
+                   "optimization set 'cyc' of target 'llvm': dependency cycle between passes: X -> Y -> X");
+  /* requirements are planned as at the highest opt level */
+  cr_assert_eq(gp_opt_set_register("llvm", "deps", "Z"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(gp_error_message(),
+                   "optimization set 'deps' of target 'llvm': no such pass 'Gone' (required by Z)");
+  cr_assert_eq(gp_opt_set_register("llvm", "cfg", "A{nokey=1}"), -1);
+  cr_assert(strstr(gp_error_message(), "optimization set 'cfg' of target 'llvm': pass A has no config key 'nokey'"),
+            "%s", gp_error_message());
+  /* nothing was registered */
+  char *list = gp_opt_set_list();
+  cr_assert_str_eq(list, "");
+  gp_free(list);
+  cr_assert_eq(gp_opt_set_register("llvm", "fast", "A"), 0);
+}
 
 Test(registry, opt_sets) {
   reg("A", 0, NULL);
@@ -1372,6 +1424,7 @@ Test(registry, unregister_origin_kernels_stack) {
 
 Test(registry, unregister_origin_attrs_funcs_sets) {
   gp_ops_init();
+  reg("InferType", 0, NULL);
   const GPOp *op = gp_op_get("multiply");
   GPAny one = gp_any_int(1), two = gp_any_int(2), got;
   cr_assert_eq(gp_op_set_attr(op, "T.host", &one, 10), 0);
@@ -1458,6 +1511,7 @@ static void *thread_origin_read(void *p) {
 
 Test(registry, two_threads_unregister_origin) {
   gp_ops_init();
+  reg("InferType", 0, NULL);
   const GPOp *op = gp_op_get("subtract");
   void *u0, *u;
   GPOpKernelFn base = gp_op_kernel(op, &u0);

@@ -173,7 +173,7 @@ static int register_extras(void) {
   tag.v_int64 = 7;
   if (host->op_set_attr(add, "ExtPlugin.tag", &tag, 10) != 0) return -1;
   if (host->op_set_kernel(add, failing_add, NULL) != 0) return -1;
-  return host->opt_set_register("llvm", "ext_set", "InferType");
+  return host->opt_set_register("llvm", "ext_set", "ExtFcFuse");
 }
 
 static int ext_initialize(const GPHostAPI *h) {
@@ -207,6 +207,21 @@ static int ext_initialize(const GPHostAPI *h) {
   info.func = count_calls;
   info.help = "count the call nodes of the module (test plugin)";
   if (host->pass_register(&info, 0) != 0) return -1;
+  if (getenv("GP_EXT_PLUGIN_CYCLE")) { /* two passes that require each other */
+    static const char *const need_b[] = {"ExtCycleB"}, *const need_a[] = {"ExtCycleA"};
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    info.abi_version = GP_ABI_VERSION;
+    info.kind = GP_PASS_TRANSFORM;
+    info.func = copy_module;
+    info.name = "ExtCycleA";
+    info.required = need_b;
+    info.num_required = 1;
+    if (host->pass_register(&info, 0) != 0) return -1;
+    info.name = "ExtCycleB";
+    info.required = need_a;
+    if (host->pass_register(&info, 0) != 0) return -1;
+  }
   if (register_targets_and_kernels() != 0) return -1;
   if ((getenv("GP_EXT_PLUGIN_EXTRAS") || getenv("GP_EXT_PLUGIN_FAIL_INIT")) && register_extras() != 0)
     return -1;
