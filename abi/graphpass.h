@@ -5,7 +5,8 @@
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
  * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
  * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
- * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload).
+ * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload) and optimization sets
+ * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -789,10 +790,19 @@ struct GPHostAPI {
   /* Passes and pipelines */
   int (*pass_register)(const GPPassInfo *info, int allow_override);
   int (*pass_unregister)(const char *name);
-  /* Register (or replace) the named optimization set `set` of `target`: a pipeline string. */
+  /* Register (or replace) the named optimization set `set` of `target`: a pipeline string.
+   * A target's default set is named "default" (it runs when no pipeline is given, unless
+   * another set is chosen).  The pipeline is checked now: its syntax (GP_ERR_PARSE), every pass
+   * and every pass it requires registered (GP_ERR_NOT_FOUND naming the pass and the set), no
+   * dependency cycle and valid {key=value} (GP_ERR_VALUE) -- so a plugin registers its passes
+   * before its sets. */
   int (*opt_set_register)(const char *target, const char *set, const char *pipeline);
 
-  /* Pass contexts (opaque; owned by whoever created them) */
+  /* Pass contexts (opaque; owned by whoever created them).  A fresh context has opt-level 2,
+   * target "llvm", nothing disabled or required, and runs the target's "default" set when no
+   * pipeline is given.  ctx_set_opt_level accepts 0 .. max(4, the highest opt_level of any
+   * registered pass) (GP_ERR_VALUE otherwise); ctx_disable / ctx_require need a registered pass
+   * (GP_ERR_NOT_FOUND "no pass named X is registered; load its plugin first"). */
   GPPassContext *(*ctx_new)(void);
   void (*ctx_free)(GPPassContext *ctx);
   int32_t (*ctx_opt_level)(const GPPassContext *ctx);
@@ -936,6 +946,20 @@ struct GPHostAPI {
    * when no plugin of that name is loaded.  The caller makes sure nothing of the plugin is
    * running or held (a pass in flight, a GPPackedFunc obtained from func_get). */
   int (*plugin_unload)(const char *name);
+
+  /* ---- since 1.2: optimization sets ---- */
+
+  /* The pipeline string of `target`'s set `set` (NULL: the target's default -- "default" unless
+   * another was selected), host-allocated (free with `free`); NULL + GP_ERR_NOT_FOUND naming the
+   * target and listing its sets (or the known targets). */
+  char *(*opt_set_get)(const char *target, const char *set);
+  /* Every set, one line "target set pipeline\n" each, sorted by target then set;
+   * host-allocated (free with `free`; "" when there are none). */
+  char *(*opt_set_list)(void);
+  /* Choose the set that run_pipeline with a NULL pipeline runs for the context's target
+   * (NULL: back to the target's default).  A set the target does not have is GP_ERR_NOT_FOUND
+   * naming the target and its sets: now when the target has sets, else when the pipeline runs. */
+  int (*ctx_set_opt_set)(GPPassContext *ctx, const char *set);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -217,6 +217,10 @@ static const GPHostAPI k_host_api = {
     .target_list = gp_target_names,
 
     .plugin_unload = gp_plugin_unload,
+
+    .opt_set_get = gp_opt_set_get,
+    .opt_set_list = gp_opt_set_list,
+    .ctx_set_opt_set = gp_ctx_set_opt_set,
 };
 
 const GPHostAPI *gp_host_api(void) {

@@ -27,6 +27,7 @@ static void free_names(GPVec *v) {
 void gp_ctx_free(GPPassContext *c) {
   if (!c) return;
   gp_free(c->target);
+  gp_free(c->opt_set);
   free_names(&c->required);
   free_names(&c->disabled);
   free_names(&c->print_before);
@@ -97,6 +98,21 @@ int gp_ctx_set_target(GPPassContext *c, const char *target) {
   }
   gp_free(c->target);
   c->target = gp_strdup(target);
+  return 0;
+}
+
+int gp_ctx_set_opt_set(GPPassContext *c, const char *set) {
+  if (!c) {
+    gp_error_set(GP_ERR_VALUE, "pass context is NULL");
+    return -1;
+  }
+  if (set && !gp_reg_name_valid(set)) {
+    gp_error_set(GP_ERR_VALUE, "invalid optimization set name '%s' (expected [A-Za-z0-9_.-]+)", set);
+    return -1;
+  }
+  if (set && gp_opt_set_check(c->target, set) < 0) return -1;
+  gp_free(c->opt_set);
+  c->opt_set = set ? gp_strdup(set) : NULL;
   return 0;
 }
 

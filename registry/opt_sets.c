@@ -160,6 +160,23 @@ int gp_opt_set_select(const char *target, const char *set) {
   return rc;
 }
 
+int gp_opt_set_check(const char *target, const char *set) {
+  int rc = 0;
+  gp_reg_lock();
+  ptrdiff_t ti = target ? find_target(target) : -1;
+  if (ti >= 0) {
+    const TargetSets *t = g_targets.items[ti];
+    if (find_set(t, set) >= 0) {
+      rc = 1;
+    } else {
+      err_no_set(t, set);
+      rc = -1;
+    }
+  }
+  gp_reg_unlock();
+  return rc;
+}
+
 char *gp_opt_set_list(void) {
   GPBuf b = {0};
   gp_reg_lock();

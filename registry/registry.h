@@ -58,6 +58,9 @@ void gp_opt_sets_unregister_origin(const char *origin);
 int gp_opt_set_select(const char *target, const char *set);
 /* Lines "target set pipeline" (gp_malloc'd). */
 char *gp_opt_set_list(void);
+/* 1 when `target` has set `set`; 0 (no error) when the target has no sets at all; -1 +
+ * GP_ERR_NOT_FOUND naming the target and its sets when it has sets but not this one. */
+int gp_opt_set_check(const char *target, const char *set);
 
 /* Targets (registry/targets.c; GPHostAPI.target_*, ABI 1.2): what each target has kernels for.
  * Thread-safe (the registry lock).  gp_target_register copies `info` (GPTargetInfo's rules);
@@ -120,6 +123,7 @@ void gp_pipeline_free(GPPipeline *p);
 struct GPPassContext {
   int32_t opt_level;      /* default 2 */
   char *target;           /* default "llvm" */
+  char *opt_set;          /* the set a run without a pipeline runs; NULL: the target's default */
   GPVec required;         /* char* pass names */
   GPVec disabled;         /* char* pass names */
   GPStrMap config;        /* full key -> GPAny* (typed; owned) */
@@ -149,6 +153,10 @@ GPPassContext *gp_ctx_new(void);
 void gp_ctx_free(GPPassContext *ctx);
 int gp_ctx_set_opt_level(GPPassContext *ctx, int32_t level);
 int gp_ctx_set_target(GPPassContext *ctx, const char *target);
+/* Choose the optimization set of the context's target that a run without a pipeline runs
+ * (NULL: back to the target's default).  A set the target does not have is an error now when
+ * the target has sets, else when the pipeline runs (GP_ERR_NOT_FOUND naming target and sets). */
+int gp_ctx_set_opt_set(GPPassContext *ctx, const char *set);
 /* Set a config value from text: the key must be declared by a registered pass (full key
  * "Pass.key"); the value is parsed by the key's type.  Errors list the valid keys / type. */
 int gp_ctx_set_config(GPPassContext *ctx, const char *key, const char *value);

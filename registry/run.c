@@ -551,7 +551,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
   ctx->registry_error = false;
   char *default_pipeline = NULL;
   if (!pipeline) {
-    default_pipeline = gp_opt_set_default(ctx->target);
+    default_pipeline = ctx->opt_set ? gp_opt_set_get(ctx->target, ctx->opt_set) : gp_opt_set_default(ctx->target);
     if (!default_pipeline) {
       gp_ctx_free(own_ctx);
       return NULL;

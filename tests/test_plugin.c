@@ -756,6 +756,53 @@ static int on_finalized(void *self, const GPAny *args, int32_t nargs, GPAny *res
   return 0;
 }
 
+Test(plugin, host_api_opt_sets) {
+  const GPHostAPI *h = gp_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, ctx_set_opt_set));
+  char *p = ext_path();
+  cr_assert_eq(h->plugin_load(p), 0, "%s", gp_error_message());
+  cr_assert_eq(h->opt_set_register("ext_npu", "default", "ExtFcFuse"), 0, "%s", gp_error_message());
+  cr_assert_eq(h->opt_set_register("ext_npu", "lean", "ExtFcFuse,ExtFcFuse"), 0, "%s", gp_error_message());
+  cr_assert_eq(h->opt_set_register("ext_npu", "typo", "ExtFcFuze"), -1);
+  cr_assert_eq(h->error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(h->error_message(),
+                   "optimization set 'typo' of target 'ext_npu': no such pass 'ExtFcFuze'; did you mean 'ExtFcFuse'?");
+  char *s = h->opt_set_get("ext_npu", NULL); /* the default */
+  cr_assert_str_eq(s, "ExtFcFuse");
+  free(s);
+  s = h->opt_set_get("ext_npu", "lean");
+  cr_assert_str_eq(s, "ExtFcFuse,ExtFcFuse");
+  free(s);
+  cr_assert_null(h->opt_set_get("ext_npu", "fast"));
+  cr_assert_eq(h->error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(h->error_message(), "target 'ext_npu' has no optimization set 'fast' (sets: default, lean)");
+  s = h->opt_set_list();
+  cr_assert_str_eq(s, "ext_npu default ExtFcFuse\next_npu lean ExtFcFuse,ExtFcFuse\n");
+  free(s);
+  GPPassContext *c = h->ctx_new();
+  cr_assert_eq(h->ctx_set_target(c, "ext_npu"), 0);
+  cr_assert_eq(h->ctx_set_opt_set(c, "fast"), -1);
+  cr_assert_str_eq(h->error_message(), "target 'ext_npu' has no optimization set 'fast' (sets: default, lean)");
+  cr_assert_eq(h->ctx_set_opt_set(c, "lean"), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  c->out = open_memstream(&buf, &len);
+  c->explain = true;
+  const char *text = "def @main(%x: Tensor[(2), float32]) { %x }";
+  GPModule *m = gp_parse(text, strlen(text), "m.relay");
+  cr_assert_not_null(m, "%s", gp_error_message());
+  GPModule *r = h->run_pipeline(m, NULL, c); /* runs "lean", not "default" */
+  cr_assert_not_null(r, "%s", gp_error_message());
+  fclose(c->out);
+  cr_assert_str_eq(buf, "explain: ExtFcFuse: ran\nexplain: ExtFcFuse: ran\n");
+  free(buf);
+  gp_release(r);
+  gp_release(m);
+  h->ctx_free(c);
+  cr_assert_eq(h->plugin_unload("ext_plugin"), 0, "%s", gp_error_message());
+  gp_free(p);
+}
+
 Test(plugin, plugin_unload_removes_everything) {
   const GPHostAPI *h = gp_host_api();
   char *p = ext_path();

@@ -827,6 +827,35 @@ Test(registry, target_views_and_origin_removal) {
 /* ------------------------------------------------------------------------------------------ */
 /* Optimization sets                                                                           */
 
+Test(registry, ctx_chooses_its_opt_set) {
+  reg("A", 0, NULL);
+  reg("B", 0, NULL);
+  cr_assert_eq(gp_opt_set_register("llvm", "default", "A"), 0);
+  cr_assert_eq(gp_opt_set_register("llvm", "fast", "B"), 0);
+  GPPassContext *ctx = gp_ctx_new(), *other = gp_ctx_new();
+  cr_assert_str_eq(run_ok(NULL, ctx), "A,");
+  cr_assert_eq(gp_ctx_set_opt_set(ctx, "fast"), 0);
+  cr_assert_str_eq(run_ok(NULL, ctx), "B,");
+  cr_assert_str_eq(run_ok(NULL, other), "A,"); /* per context, not global */
+  cr_assert_str_eq(run_ok("A,A", ctx), "A,A,");  /* a given pipeline wins */
+  /* known target: refused at set time, naming the target and its sets */
+  cr_assert_eq(gp_ctx_set_opt_set(ctx, "slow"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert_str_eq(gp_error_message(), "target 'llvm' has no optimization set 'slow' (sets: default, fast)");
+  cr_assert_str_eq(run_ok(NULL, ctx), "B,"); /* the choice stayed */
+  cr_assert_eq(gp_ctx_set_opt_set(ctx, "bad name"), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE);
+  /* a target without sets (yet): refused when the pipeline runs */
+  cr_assert_eq(gp_ctx_set_target(other, "npu"), 0);
+  cr_assert_eq(gp_ctx_set_opt_set(other, "fast"), 0);
+  cr_assert_eq(gp_opt_set_register("npu", "default", "A"), 0);
+  run_err(NULL, other, GP_ERR_NOT_FOUND, "target 'npu' has no optimization set 'fast' (sets: default)");
+  cr_assert_eq(gp_ctx_set_opt_set(other, NULL), 0); /* back to the default */
+  cr_assert_str_eq(run_ok(NULL, other), "A,");
+  gp_ctx_free(other);
+  gp_ctx_free(ctx);
+}
+
 Test(registry, opt_set_register_validates) {
   reg("A", 0, NULL);
   reg("X", 0, REQ("Y"));
