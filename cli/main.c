@@ -410,8 +410,8 @@ static int cmd_opt(int argc, char **argv) {
   if (opt_level) {
     char *end;
     long lvl = strtol(opt_level, &end, 10);
-    if (*end || end == opt_level || lvl < 0 || lvl > 10) {
-      gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not an integer from 0 to 10", opt_level);
+    if (*end || end == opt_level || lvl < 0 || lvl > INT32_MAX) { /* the context checks the range */
+      gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not a non-negative integer", opt_level);
       goto usage_error;
     }
     if (gp_ctx_set_opt_level(ctx, (int32_t)lvl) != 0) goto usage_error;
