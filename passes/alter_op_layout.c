@@ -17,40 +17,22 @@
 
 #define PASS_NAME "AlterOpLayout"
 
-static char no_hook_mark;
-#define NO_HOOK ((void *)&no_hook_mark)
-
 typedef struct Alt {
   const char *source;
-  PMap hooks; /* op -> GPPackedFunc* (owned) or NO_HOOK */
+  StdHooks hooks; /* FTVMAlterOpLayout per op */
   int64_t hooked, replaced;
   LayStats stats;
 } Alt;
 
+/* The op's hook (borrowed), NULL when none, or NULL + error naming the op (*err). */
 static GPPackedFunc *hook_of(Alt *a, const GPOp *op, bool *err) {
-  void *cached = pmap_get(&a->hooks, op);
-  if (cached) return cached == NO_HOOK ? NULL : cached;
-  GPAny v = {0};
-  int found = H->op_get_attr(op, GP_OP_ATTR_ALTER_OP_LAYOUT, &v);
-  if (found < 0) {
-    *err = true;
-    return NULL;
+  GPPackedFunc *f = std_hook_of(&a->hooks, op, err);
+  if (*err) {
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "op %s", op->name);
+    std_error_prefix(prefix);
   }
-  if (!found || v.type_index == GP_TI_NONE) {
-    pmap_put(&a->hooks, op, NO_HOOK);
-    return NULL;
-  }
-  if (v.type_index != GP_TI_FUNCTION || !v.v_obj) {
-    char what[128];
-    std_describe_any(&v, what, sizeof what);
-    H->any_clear(&v);
-    H->error_set(GP_ERR_TYPE, "op %s: its " GP_OP_ATTR_ALTER_OP_LAYOUT " attribute is %s, not a packed function",
-                 op->name, what);
-    *err = true;
-    return NULL;
-  }
-  pmap_put(&a->hooks, op, v.v_obj);
-  return (GPPackedFunc *)v.v_obj;
+  return f;
 }
 
 static int alter(void *user, const GPCall *orig, GPAttrs *attrs, GPExpr *const *args, GPExpr **out) {
@@ -140,11 +122,9 @@ static int alter_op_layout(void *self, const GPAny *args, int32_t nargs, GPAny *
     H->error_set(GP_ERR_UNSUPPORTED, "the host has no op attributes (GPHostAPI.op_get_attr)");
     return -1;
   }
-  Alt a = {.source = mod->source_name};
+  Alt a = {.source = mod->source_name, .hooks = {.key = GP_OP_ATTR_ALTER_OP_LAYOUT}};
   GPModule *out = std_function_pass(mod, alt_function, &a);
-  for (size_t i = 0; i < a.hooks.cap; i++)
-    if (a.hooks.slots[i].key && a.hooks.slots[i].val != NO_HOOK) gp_release(a.hooks.slots[i].val);
-  pmap_free(&a.hooks);
+  std_hooks_free(&a.hooks);
   if (!out) return -1;
   if (!a.hooked) {
     const char *t = ctx ? H->ctx_target(ctx) : NULL;

@@ -337,6 +337,38 @@ static void push_repl(Work *w, const GPExpr *orig, GPExpr *repl) {
 }
 
 /* Combine one group; 0 (combined or refused), -1 + error. */
+GPExpr *cp_join_args(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, const char *op, int64_t axis) {
+  GPExpr *small[16] = {0};
+  GPExpr **xs = g->n > 16 ? malloc((size_t)g->n * sizeof *xs) : small;
+  if (!xs) abort();
+  for (int32_t k = 0; k < g->n; k++) xs[k] = cp_at(g, k, depth)->args[arg];
+  GPExpr *e = cp_join(r, op, g->n, xs, axis);
+  if (xs != small) free(xs);
+  return e;
+}
+
+/* Level `depth` as one call: branch 0's op and attrs, `data` at `parent`, every other argument
+ * the combiner's join of the branches'.  A new reference, or NULL + error. */
+static GPExpr *make_following(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent) {
+  const GPCall *call = cp_at(g, 0, depth);
+  if (call->nargs > 16) {
+    H->error_set(GP_ERR_UNSUPPORTED, "more than 16 arguments");
+    return NULL;
+  }
+  GPExpr *args[16] = {0};
+  bool ok = true;
+  for (int32_t i = 0; i < call->nargs && ok; i++)
+    if (i != parent) ok = (args[i] = r->c->join_arg(r, g, depth, i, parent)) != NULL;
+  GPExpr *res = NULL;
+  if (ok) {
+    args[parent] = data;
+    res = cp_call_attrs(r, call->op, call->nargs, args, call->attrs);
+  }
+  for (int32_t i = 0; i < call->nargs; i++)
+    if (i != parent) gp_release(args[i]);
+  return res;
+}
+
 static int combine_group(CPRun *r, Work *w, const CPGroup *g) {
   char loc[256];
   const GPCall *first = cp_at(g, 0, 0);
@@ -367,7 +399,7 @@ static int combine_group(CPRun *r, Work *w, const CPGroup *g) {
     for (parent = 0; parent < c->nargs; parent++)
       if (c->args[parent] == (const GPExpr *)cp_at(g, 0, i - 1)) break;
     if (parent == c->nargs || !check_level(r, w, g, i, parent)) break;
-    GPExpr *next = r->c->make_following(r, combined, g, i, parent);
+    GPExpr *next = make_following(r, combined, g, i, parent);
     if (!next) {
       H->error_clear();
       break;

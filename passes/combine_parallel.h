@@ -18,7 +18,8 @@
  *    min_num_branches branches are left alone;
  *  - per group: `make_combined`, then the following ops level by level while every branch has
  *    the same op and attrs there, takes the previous level as the same argument, and its other
- *    arguments are `arg_compatible` (TVM's CheckLevel); `make_following` builds the level and
+ *    arguments are `arg_compatible` (TVM's CheckLevel); the level is one call of the branches' op
+ *    with the combined data and, for each other argument, `join_arg` of the branches'; then
  *    `level_ok` checks its type; then `update_output` gives each branch's replacement
  *    (slices / split) at the last combined level;
  *  - the replacements are substituted in one host rewrite (TVM's ExprSubst, which also
@@ -54,8 +55,10 @@ typedef struct CPCombiner {
   /* new reference, or NULL + error: the group is refused (with an explain note) */
   GPExpr *(*make_combined)(CPRun *r, const CPGroup *g);
   bool (*arg_compatible)(CPRun *r, const GPCall *a, const GPCall *b, int32_t index);
-  /* new reference, or NULL + error: the level is refused */
-  GPExpr *(*make_following)(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent);
+  /* argument `arg` (not the previous level's, `parent`) of the combined call at depth, joined
+   * from the branches' (cp_join_args for a plain concatenate): a new reference, or NULL + error:
+   * the level is refused */
+  GPExpr *(*join_arg)(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int32_t parent);
   /* whether the combined level `data` (typed) computes every branch's node at depth */
   bool (*level_ok)(CPRun *r, const GPExpr *data, const CPGroup *g, int32_t depth);
   /* out[k] = a new reference replacing branch k's node at depth; 0, or -1 + error */
@@ -84,6 +87,8 @@ GPExpr *cp_call(CPRun *r, const char *op, int32_t nargs, GPExpr *const *args, in
 GPExpr *cp_call_attrs(CPRun *r, GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *attrs);
 /* op(tuple(xs), axis=axis) for concatenate and stack */
 GPExpr *cp_join(CPRun *r, const char *op, int32_t n, GPExpr *const *xs, int64_t axis);
+/* cp_join of argument `arg` of every branch's node at depth. */
+GPExpr *cp_join_args(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, const char *op, int64_t axis);
 GPExpr *cp_expand_dims(CPRun *r, GPExpr *x, int64_t axis, int64_t num);
 GPExpr *cp_slice(CPRun *r, GPExpr *data, int32_t n, const int64_t *begin, const int64_t *end);
 /* a copy of `a` with key set to v (a key of a's) */

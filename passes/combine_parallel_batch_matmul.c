@@ -37,16 +37,6 @@ static bool compatible(const CPRun *r, const GPCall *a, const GPCall *b) {
          wa->n == 3 && wb->n == 3 && wa->tensor.shape[0] == wb->tensor.shape[0] && cp_attr_same(a, b, "out_dtype");
 }
 
-static GPExpr *join_args(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int64_t axis) {
-  GPExpr *small[16] = {0};
-  GPExpr **xs = g->n > 16 ? malloc((size_t)g->n * sizeof *xs) : small;
-  if (!xs) abort();
-  for (int32_t k = 0; k < g->n; k++) xs[k] = cp_at(g, k, depth)->args[arg];
-  GPExpr *e = cp_join(r, "concatenate", g->n, xs, axis);
-  if (xs != small) free(xs);
-  return e;
-}
-
 static int64_t features(const CPGroup *g, int32_t k) { return cp_tensor_type(cp_at(g, k, 0)->args[1])->tensor.shape[1]; }
 
 static GPExpr *make_combined(CPRun *r, const CPGroup *g) {
@@ -56,7 +46,7 @@ static GPExpr *make_combined(CPRun *r, const CPGroup *g) {
       H->error_set(GP_ERR_UNSUPPORTED, "a second argument has no static extent on axis 1");
       return NULL;
     }
-  GPExpr *w = join_args(r, g, 0, 1, 1);
+  GPExpr *w = cp_join_args(r, g, 0, 1, "concatenate", 1);
   if (!w) return NULL;
   GPExpr *args[2] = {root->args[0], w};
   GPExpr *res = cp_call_attrs(r, root->op, 2, args, root->attrs);
@@ -69,24 +59,9 @@ static bool arg_compatible(CPRun *r, const GPCall *a, const GPCall *b, int32_t i
   return cp_tensor_type(a->args[index]) && cp_tensor_type(b->args[index]);
 }
 
-static GPExpr *make_following(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent) {
-  const GPCall *call = cp_at(g, 0, depth);
-  if (call->nargs > 16) {
-    H->error_set(GP_ERR_UNSUPPORTED, "more than 16 arguments");
-    return NULL;
-  }
-  GPExpr *args[16] = {0};
-  bool ok = true;
-  for (int32_t i = 0; i < call->nargs && ok; i++)
-    if (i != parent) ok = (args[i] = join_args(r, g, depth, i, -1)) != NULL;
-  GPExpr *res = NULL;
-  if (ok) {
-    args[parent] = data;
-    res = cp_call_attrs(r, call->op, call->nargs, args, call->attrs);
-  }
-  for (int32_t i = 0; i < call->nargs; i++)
-    if (i != parent) gp_release(args[i]);
-  return res;
+static GPExpr *join_arg(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int32_t parent) {
+  (void)parent;
+  return cp_join_args(r, g, depth, arg, "concatenate", -1);
 }
 
 static bool level_ok(CPRun *r, const GPExpr *data, const CPGroup *g, int32_t depth) {
@@ -126,7 +101,7 @@ static const CPCombiner k_bmm = {
     .compatible = compatible,
     .make_combined = make_combined,
     .arg_compatible = arg_compatible,
-    .make_following = make_following,
+    .join_arg = join_arg,
     .level_ok = level_ok,
     .update_output = update_output,
 };

@@ -111,34 +111,12 @@ static bool arg_compatible(CPRun *r, const GPCall *a, const GPCall *b, int32_t i
   return true;
 }
 
-static GPExpr *make_following(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent) {
+/* concatenated along the argument's channel axis (the output's, aligned to the right) */
+static GPExpr *join_arg(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int32_t parent) {
+  (void)parent;
   const GPCall *call = cp_at(g, 0, depth);
-  int32_t ndim = cp_tensor_type(&call->base)->n;
-  GPExpr *args[16] = {0}, *tmp[16] = {0};
-  GPExpr **xs = g->n > 16 ? malloc((size_t)g->n * sizeof *xs) : tmp;
-  if (!xs || call->nargs > 16) {
-    if (xs != tmp) free(xs);
-    H->error_set(GP_ERR_UNSUPPORTED, "more than 16 arguments");
-    return NULL;
-  }
-  bool ok = true;
-  for (int32_t i = 0; i < call->nargs; i++) {
-    args[i] = NULL;
-    if (i == parent || !ok) continue;
-    int32_t acp = r->channel_pos - ndim + cp_tensor_type(call->args[i])->n;
-    for (int32_t k = 0; k < g->n; k++) xs[k] = cp_at(g, k, depth)->args[i];
-    args[i] = cp_join(r, "concatenate", g->n, xs, acp);
-    ok = args[i] != NULL;
-  }
-  if (xs != tmp) free(xs);
-  GPExpr *res = NULL;
-  if (ok) {
-    args[parent] = data;
-    res = cp_call_attrs(r, call->op, call->nargs, args, call->attrs);
-  }
-  for (int32_t i = 0; i < call->nargs; i++)
-    if (i != parent) gp_release(args[i]);
-  return res;
+  int32_t acp = r->channel_pos - cp_tensor_type(&call->base)->n + cp_tensor_type(call->args[arg])->n;
+  return cp_join_args(r, g, depth, arg, "concatenate", acp);
 }
 
 static bool level_ok(CPRun *r, const GPExpr *data, const CPGroup *g, int32_t depth) {
@@ -189,7 +167,7 @@ static const CPCombiner k_conv2d = {
     .compatible = compatible,
     .make_combined = make_combined,
     .arg_compatible = arg_compatible,
-    .make_following = make_following,
+    .join_arg = join_arg,
     .level_ok = level_ok,
     .update_output = update_output,
 };

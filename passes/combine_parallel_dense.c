@@ -88,43 +88,23 @@ static bool batch_arg_compatible(const GPCall *a, const GPCall *b, int32_t index
   return true;
 }
 
-static GPExpr *batch_make_following(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent) {
-  const GPCall *call = cp_at(g, 0, depth);
-  if (call->nargs > 16) {
-    H->error_set(GP_ERR_UNSUPPORTED, "more than 16 arguments");
-    return NULL;
-  }
-  GPExpr *args[16] = {0}, *small[16] = {0};
+/* stacked on a new axis 0; a vector (a bias) first becomes a row */
+static GPExpr *batch_join_arg(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int32_t parent) {
+  (void)parent;
+  GPExpr *small[16] = {0};
   GPExpr **xs = g->n > 16 ? malloc((size_t)g->n * sizeof *xs) : small;
   if (!xs) abort();
+  int32_t made = 0;
   bool ok = true;
-  for (int32_t i = 0; i < call->nargs && ok; i++) {
-    if (i == parent) continue;
-    int32_t made = 0;
-    for (int32_t k = 0; k < g->n && ok; k++) {
-      GPExpr *a = cp_at(g, k, depth)->args[i];
-      if (cp_tensor_type(a)->n == 1) {
-        a = cp_expand_dims(r, a, 0, 1);
-        ok = a != NULL;
-        made++;
-      } else {
-        gp_retain(a);
-        made++;
-      }
-      xs[k] = a;
-    }
-    if (ok) args[i] = cp_join(r, "stack", g->n, xs, 0);
-    ok = ok && args[i];
-    for (int32_t k = 0; k < made; k++) gp_release(xs[k]);
+  for (int32_t k = 0; k < g->n && ok; k++) {
+    GPExpr *a = cp_at(g, k, depth)->args[arg];
+    a = cp_tensor_type(a)->n == 1 ? cp_expand_dims(r, a, 0, 1) : gp_retain(a);
+    ok = a != NULL;
+    xs[made++] = a;
   }
+  GPExpr *res = ok ? cp_join(r, "stack", g->n, xs, 0) : NULL;
+  for (int32_t k = 0; k < made; k++) gp_release(xs[k]);
   if (xs != small) free(xs);
-  GPExpr *res = NULL;
-  if (ok) {
-    args[parent] = data;
-    res = cp_call_attrs(r, call->op, call->nargs, args, call->attrs);
-  }
-  for (int32_t i = 0; i < call->nargs; i++)
-    if (i != parent) gp_release(args[i]);
   return res;
 }
 
@@ -208,64 +188,51 @@ static bool dense_arg_compatible(const GPCall *a, const GPCall *b, int32_t index
   return true;
 }
 
-static GPExpr *dense_make_following(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent) {
-  const GPCall *call = cp_at(g, 0, depth);
-  if (call->nargs > 16) {
-    H->error_set(GP_ERR_UNSUPPORTED, "more than 16 arguments");
-    return NULL;
-  }
-  GPExpr *args[16] = {0}, *small[16] = {0};
+/* concatenated along the argument's last axis; a scalar, or a last axis of 1 against a wider
+ * output, is first repeated to the branch's width */
+static GPExpr *dense_join_arg(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int32_t parent) {
+  int32_t arg_ndim = cp_tensor_type(cp_at(g, 0, depth)->args[arg])->n;
+  int64_t axis = arg_ndim == 0 ? 0 : arg_ndim - 1;
+  GPExpr *small[16] = {0};
   GPExpr **xs = g->n > 16 ? malloc((size_t)g->n * sizeof *xs) : small;
   if (!xs) abort();
+  int32_t made = 0;
   bool ok = true;
-  for (int32_t i = 0; i < call->nargs && ok; i++) {
-    if (i == parent) continue;
-    int32_t arg_ndim = cp_tensor_type(call->args[i])->n;
-    int64_t axis = arg_ndim == 0 ? 0 : arg_ndim - 1;
-    int32_t made = 0;
-    for (int32_t k = 0; k < g->n && ok; k++) {
-      const GPCall *c = cp_at(g, k, depth);
-      const GPType *pt = cp_tensor_type(c->args[parent]);
-      int64_t out_dim = pt && pt->n >= 1 ? pt->tensor.shape[pt->n - 1] : -1;
-      GPExpr *a = gp_retain(c->args[i]);
-      const GPType *at = cp_tensor_type(a);
-      bool repeat = false;
-      if (out_dim < 0) ok = false;
-      else if (at->n == 0) {
-        GPExpr *e = cp_expand_dims(r, a, -1, 1);
-        gp_release(a);
-        a = e;
-        repeat = true;
-      } else if (out_dim > 1 && at->tensor.shape[at->n - 1] == 1) {
-        repeat = true;
-      }
-      if (a && ok && repeat) {
-        static const char *const keys[] = {"repeats", "axis"};
-        GPAttrValue v[2] = {{.kind = GP_ATTR_INT, .i = out_dim}, {.kind = GP_ATTR_INT, .i = axis}};
-        GPExpr *e = cp_call(r, "repeat", 1, &a, 2, keys, v);
-        gp_release(a);
-        a = e;
-      }
-      if (!a) ok = false;
-      if (!ok) {
-        gp_release(a);
-        break;
-      }
-      xs[k] = a;
-      made++;
+  for (int32_t k = 0; k < g->n && ok; k++) {
+    const GPCall *c = cp_at(g, k, depth);
+    const GPType *pt = cp_tensor_type(c->args[parent]);
+    int64_t out_dim = pt && pt->n >= 1 ? pt->tensor.shape[pt->n - 1] : -1;
+    if (out_dim < 0) {
+      ok = false;
+      break;
     }
-    if (ok) args[i] = cp_join(r, "concatenate", g->n, xs, axis);
-    ok = ok && args[i];
-    for (int32_t k = 0; k < made; k++) gp_release(xs[k]);
+    GPExpr *a = gp_retain(c->args[arg]);
+    const GPType *at = cp_tensor_type(a);
+    bool repeat = false;
+    if (at->n == 0) {
+      GPExpr *e = cp_expand_dims(r, a, -1, 1);
+      gp_release(a);
+      a = e;
+      repeat = true;
+    } else if (out_dim > 1 && at->tensor.shape[at->n - 1] == 1) {
+      repeat = true;
+    }
+    if (a && repeat) {
+      static const char *const keys[] = {"repeats", "axis"};
+      GPAttrValue v[2] = {{.kind = GP_ATTR_INT, .i = out_dim}, {.kind = GP_ATTR_INT, .i = axis}};
+      GPExpr *e = cp_call(r, "repeat", 1, &a, 2, keys, v);
+      gp_release(a);
+      a = e;
+    }
+    if (!a) {
+      ok = false;
+      break;
+    }
+    xs[made++] = a;
   }
+  GPExpr *res = ok ? cp_join(r, "concatenate", g->n, xs, axis) : NULL;
+  for (int32_t k = 0; k < made; k++) gp_release(xs[k]);
   if (xs != small) free(xs);
-  GPExpr *res = NULL;
-  if (ok) {
-    args[parent] = data;
-    res = cp_call_attrs(r, call->op, call->nargs, args, call->attrs);
-  }
-  for (int32_t i = 0; i < call->nargs; i++)
-    if (i != parent) gp_release(args[i]);
   return res;
 }
 
@@ -322,8 +289,8 @@ static GPExpr *make_combined(CPRun *r, const CPGroup *g) {
 static bool arg_compatible(CPRun *r, const GPCall *a, const GPCall *b, int32_t index) {
   return r->flag ? batch_arg_compatible(a, b, index) : dense_arg_compatible(a, b, index);
 }
-static GPExpr *make_following(CPRun *r, GPExpr *data, const CPGroup *g, int32_t depth, int32_t parent) {
-  return r->flag ? batch_make_following(r, data, g, depth, parent) : dense_make_following(r, data, g, depth, parent);
+static GPExpr *join_arg(CPRun *r, const CPGroup *g, int32_t depth, int32_t arg, int32_t parent) {
+  return r->flag ? batch_join_arg(r, g, depth, arg, parent) : dense_join_arg(r, g, depth, arg, parent);
 }
 static bool level_ok(CPRun *r, const GPExpr *data, const CPGroup *g, int32_t depth) {
   return r->flag ? batch_level_ok(data, g, depth) : dense_level_ok(data, g, depth);
@@ -355,7 +322,7 @@ static const CPCombiner k_dense = {
     .compatible = compatible,
     .make_combined = make_combined,
     .arg_compatible = arg_compatible,
-    .make_following = make_following,
+    .join_arg = join_arg,
     .level_ok = level_ok,
     .update_output = update_output,
     .extra_keys = k_keys,

@@ -27,43 +27,13 @@
 #define PASS_NAME "Legalize"
 
 /* Cache marker of an op without a hook. */
-static char no_hook_mark;
-#define NO_HOOK ((void *)&no_hook_mark)
-
 typedef struct Leg {
   const char *source; /* the module's source name, or NULL */
-  PMap hooks;         /* op -> GPPackedFunc* (owned reference) or NO_HOOK */
+  StdHooks hooks;     /* FTVMLegalize per op */
   int64_t calls;      /* calls whose op has a hook */
   int64_t replaced;   /* calls the hook replaced */
 } Leg;
 
-/* The hook of `op` (borrowed from the cache), NULL when it has none, or NULL + error (*err). */
-static GPPackedFunc *hook_of(Leg *l, const GPOp *op, bool *err) {
-  void *cached = pmap_get(&l->hooks, op);
-  if (cached) return cached == NO_HOOK ? NULL : cached;
-  GPAny v = {0};
-  int found = H->op_get_attr(op, GP_OP_ATTR_LEGALIZE, &v);
-  if (found < 0) {
-    *err = true;
-    return NULL;
-  }
-  if (!found || v.type_index == GP_TI_NONE) {
-    pmap_put(&l->hooks, op, NO_HOOK);
-    return NULL;
-  }
-  if (v.type_index != GP_TI_FUNCTION || !v.v_obj) {
-    char what[128];
-    std_describe_any(&v, what, sizeof what);
-    H->any_clear(&v);
-    H->error_set(GP_ERR_TYPE, "its " GP_OP_ATTR_LEGALIZE " attribute is %s, not a packed function", what);
-    *err = true;
-    return NULL;
-  }
-  pmap_put(&l->hooks, op, v.v_obj); /* the cache owns the reference */
-  return (GPPackedFunc *)v.v_obj;
-}
-
-/* The tuple type [arg types..., call type] of the original call, or NULL + error. */
 static const GPType *hook_types(const Leg *l, const GPCall *c, const GPOp *op) {
   const GPType *small[16];
   int32_t n = c->nargs + 1;
@@ -99,7 +69,7 @@ static GPExpr *leg_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   const GPCall *oc = (const GPCall *)orig;
   const GPOp *op = (const GPOp *)oc->op;
   bool err = false;
-  GPPackedFunc *hook = hook_of(l, op, &err);
+  GPPackedFunc *hook = std_hook_of(&l->hooks, op, &err);
   char loc[256], prefix[512];
   if (!hook) {
     if (!err) return gp_retain(rebuilt);
@@ -143,11 +113,7 @@ static GPExpr *leg_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   return repl;
 }
 
-static void leg_free(Leg *l) {
-  for (size_t i = 0; i < l->hooks.cap; i++)
-    if (l->hooks.slots[i].key && l->hooks.slots[i].val != NO_HOOK) gp_release(l->hooks.slots[i].val);
-  pmap_free(&l->hooks);
-}
+static void leg_free(Leg *l) { std_hooks_free(&l->hooks); }
 
 static GPExpr *leg_function(void *user, const GPModule *mod, int32_t index) {
   return H->rewrite(&mod->funcs[index]->base, leg_rewrite, user);
@@ -162,7 +128,7 @@ static int legalize(void *self, const GPAny *args, int32_t nargs, GPAny *result)
     H->error_set(GP_ERR_UNSUPPORTED, "the host has no op attributes (GPHostAPI.op_get_attr)");
     return -1;
   }
-  Leg l = {.source = mod->source_name};
+  Leg l = {.source = mod->source_name, .hooks = {.key = GP_OP_ATTR_LEGALIZE}};
   GPModule *out = std_function_pass(mod, leg_function, &l);
   leg_free(&l);
   if (!out) return -1;

@@ -36,6 +36,17 @@ bool pmap_has(const PMap *m, const void *key);
 void pmap_put(PMap *m, const void *key, void *val);
 void pmap_free(PMap *m);
 
+/* Per-op hooks (an op attribute holding a packed function: FTVMLegalize, FTVMAlterOpLayout),
+ * looked up once per op and pass run.  std_hook_of: the hook (borrowed from the cache), NULL
+ * when the op has none, or NULL + error (*err set) when the attribute is not a packed function
+ * ("its <key> attribute is ..., not a packed function"). */
+typedef struct StdHooks {
+  const char *key; /* the op attribute */
+  PMap cache;      /* op -> GPPackedFunc* (owned reference), or a mark for "none" */
+} StdHooks;
+GPPackedFunc *std_hook_of(StdHooks *h, const GPOp *op, bool *err);
+void std_hooks_free(StdHooks *h);
+
 static inline int32_t ekind(const void *e) { return ((const GPObject *)e)->type_index; }
 
 /* Unpack the pass calling convention: args = [module, context]. */

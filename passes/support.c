@@ -57,6 +57,40 @@ void pmap_free(PMap *m) {
   memset(m, 0, sizeof *m);
 }
 
+static char no_hook_mark;
+#define NO_HOOK ((void *)&no_hook_mark)
+
+GPPackedFunc *std_hook_of(StdHooks *h, const GPOp *op, bool *err) {
+  void *cached = pmap_get(&h->cache, op);
+  if (cached) return cached == NO_HOOK ? NULL : cached;
+  GPAny v = {0};
+  int found = H->op_get_attr(op, h->key, &v);
+  if (found < 0) {
+    *err = true;
+    return NULL;
+  }
+  if (!found || v.type_index == GP_TI_NONE) {
+    pmap_put(&h->cache, op, NO_HOOK);
+    return NULL;
+  }
+  if (v.type_index != GP_TI_FUNCTION || !v.v_obj) {
+    char what[128];
+    std_describe_any(&v, what, sizeof what);
+    H->any_clear(&v);
+    H->error_set(GP_ERR_TYPE, "its %s attribute is %s, not a packed function", h->key, what);
+    *err = true;
+    return NULL;
+  }
+  pmap_put(&h->cache, op, v.v_obj); /* the cache owns the reference */
+  return (GPPackedFunc *)v.v_obj;
+}
+
+void std_hooks_free(StdHooks *h) {
+  for (size_t i = 0; i < h->cache.cap; i++)
+    if (h->cache.slots[i].key && h->cache.slots[i].val != NO_HOOK) gp_release(h->cache.slots[i].val);
+  pmap_free(&h->cache);
+}
+
 int std_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule **mod, GPPassContext **ctx) {
   if (nargs != 2 || args[0].type_index != GP_TI_MODULE || !args[0].v_obj ||
       args[1].type_index != GP_TI_OPAQUE_PTR) {
