@@ -875,7 +875,8 @@ struct GPHostAPI {
    * a POD value, retains an object value (a raw string is copied into a GPString), and replaces
    * an existing value only when plevel >= the level it was set with (GP_ERR_VALUE otherwise);
    * None removes the key.  op_get_attr: 1 and *out = a new reference (release with any_clear)
-   * when set, 0 and *out = None when not.  A plugin that sets a function value removes it (sets
+   * when set, 0 and *out = None when not.  A 1.2 host removes what a plugin set when the plugin
+   * fails or is unloaded; a plugin that also runs on a 1.1 host removes its function values (sets
    * None) in its finalize, since the code goes away with the plugin. */
   int (*op_set_attr)(const GPOp *op, const char *key, const GPAny *value, int32_t plevel);
   int (*op_get_attr)(const GPOp *op, const char *key, GPAny *out);
@@ -883,7 +884,8 @@ struct GPHostAPI {
   /* Global functions by name (TVM's register_func), e.g. a skip predicate that a pass config
    * names.  func_register retains f (NULL removes the name); a name already taken is
    * GP_ERR_VALUE unless allow_override.  func_get: a new reference, or NULL (no error) when the
-   * name is free.  Like op attributes, a plugin removes its functions in its finalize. */
+   * name is free.  Like op attributes: removed with the plugin by a 1.2 host, in its finalize by
+   * a plugin that also runs on a 1.1 host. */
   int (*func_register)(const char *name, GPPackedFunc *f, int allow_override);
   GPPackedFunc *(*func_get)(const char *name);
   /* ---- since 1.2: patterns ---- */
@@ -910,7 +912,7 @@ struct GPHostAPI {
    * hold NULLs); names must be non-empty and distinct.  pattern_table_read: a pattern file,
    * one `name: pattern` per line, '#' comments, blank lines; errors at file:line:col.
    * pattern_table_register: under `name`, retained (NULL removes the name; a taken name is
-   * GP_ERR_VALUE unless allow_override); a plugin removes its tables in its finalize.
+   * GP_ERR_VALUE unless allow_override); a plugin's tables are removed with it.
    * pattern_table_get: a new reference, or NULL (no error) when the name is free. */
   GPPatternTable *(*pattern_table_new)(int32_t n, const char *const *names,
                                        GPPattern *const *patterns, GPPackedFunc *const *checks);

@@ -40,14 +40,6 @@ static int register_cse_skip(void) {
   return rc;
 }
 
-static void std_finalize(void) {
-  if (!H) return;
-  GPPackedFunc *f = H->func_get(CSE_SKIP);
-  if (f) {
-    gp_release(f);
-    H->func_register(CSE_SKIP, NULL, 0);
-  }
-}
 
 /* The llvm target: the reference evaluator runs every op, and composite functions (what
  * MergeComposite makes) like any other function. */
@@ -96,7 +88,7 @@ static const GPPluginAPI std_plugin = {
     .name = "std",
     .version = "0.1.0",
     .initialize = std_initialize,
-    .finalize = std_finalize,
+    .finalize = 0, /* the host removes what it registered (passes, function, target, set) */
 };
 
 GP_EXPORT const GPPluginAPI *graphpass_plugin_entry(void) { return &std_plugin; }
