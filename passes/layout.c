@@ -134,7 +134,10 @@ static GPAttrValue av_int(int64_t i) { return (GPAttrValue){.kind = GP_ATTR_INT,
 /* ------------------------------------------------------------------------------------------ */
 /* The ops' layout relations (FInferCorrectLayout)                                             */
 
-typedef enum { K_NONE = 1, K_CONV, K_POOL, K_RESIZE, K_BIAS_ADD, K_BN, K_CONCAT, K_PAD, K_REDUCE, K_ELEM, K_BCAST } Kind;
+typedef enum {
+  K_NONE = 1, K_CONV, K_POOL, K_RESIZE, K_BIAS_ADD, K_BN, K_NORM, K_INST_NORM, K_L2NORM, K_PRELU, K_CONCAT, K_PAD,
+  K_REDUCE, K_ELEM, K_BCAST, K_TRANSPOSE, K_SQUEEZE, K_STRIDED_SLICE, K_SPLIT
+} Kind;
 
 static Kind kind_by_name(const GPOp *op) {
   static const struct {
@@ -151,8 +154,11 @@ static Kind kind_by_name(const GPOp *op) {
       {"mean", K_REDUCE},              {"max", K_REDUCE},               {"min", K_REDUCE},
       {"prod", K_REDUCE},              {"all", K_REDUCE},               {"any", K_REDUCE},
       {"argmax", K_REDUCE},            {"argmin", K_REDUCE},            {"variance", K_REDUCE},
+      {"nn.layer_norm", K_NORM},       {"nn.instance_norm", K_INST_NORM}, {"nn.l2_normalize", K_L2NORM},
+      {"nn.prelu", K_PRELU},           {"transpose", K_TRANSPOSE},      {"squeeze", K_SQUEEZE},
+      {"strided_slice", K_STRIDED_SLICE}, {"split", K_SPLIT},
       /* no relation: */
-      {"nn.prelu", K_NONE},            {"full", K_NONE},                {"layout_transform", K_NONE},
+      {"full", K_NONE},                {"layout_transform", K_NONE},
       {"broadcast_to_like", K_NONE},   {"expand_dims", K_NONE},         {"repeat", K_NONE},
       {"broadcast_to", K_NONE},
   };
@@ -171,8 +177,8 @@ typedef struct Inf {
   const Lay *old_in;
   const GPType *const *types; /* tensor types of the flattened inputs */
   Lay *in;                    /* out: nin */
-  Lay out[3];                 /* out */
-  int32_t nout;
+  Lay *out;                   /* out: nout (at most out_cap) */
+  int32_t nout, out_cap;
   GPAttrs *attrs; /* out: new attributes (owned) or NULL (unchanged) */
 } Inf;
 
@@ -230,14 +236,23 @@ static int infer(Kind k, const GPOp *op, const GPAttrs *attrs, Inf *f) {
     break;
   }
   case K_BIAS_ADD:
-  case K_BN: {
-    if (f->nin != (k == K_BN ? 5 : 2)) return 0;
-    int32_t axis = norm_axis(attr_int(attrs, "axis", 1), f->types[0]->n);
+  case K_BN:
+  case K_NORM:
+  case K_INST_NORM:
+  case K_PRELU: {
+    /* TVM's BiasAdd, BatchNorm, Normalization (layer_norm, instance_norm) and PRelu relations:
+     * the data's layout with `axis` following its axis; the vectors along that axis.  PRelu
+     * keeps its data's old layout (TVM v0.12).  instance_norm's statistics run over every axis
+     * but 0 and `axis`, so a new layout must keep the old axis 0 (TVM does not check). */
+    int32_t want = k == K_BN ? 5 : k == K_BIAS_ADD || k == K_PRELU ? 2 : 3;
+    if (f->nin != want) return 0;
+    int32_t axis = norm_axis(attr_int(attrs, "axis", k == K_NORM ? -1 : 1), f->types[0]->n);
     if (axis < 0) return 0;
     Lay ret = k_undef;
     int32_t nax = axis;
-    if (ni && lay_def(&ni[0]) && lay_def(&oi[0])) {
+    if (ni && k != K_PRELU && lay_def(&ni[0]) && lay_def(&oi[0])) {
       if (axis >= oi[0].n) return 0;
+      if (k == K_INST_NORM && (ni[0].n < 1 || oi[0].n < 1 || ni[0].a[0] != oi[0].a[0])) return 0;
       nax = lay_index(&ni[0], oi[0].a[axis]);
       if (nax < 0) return 0;
       ret = ni[0];
@@ -251,6 +266,162 @@ static int infer(Kind k, const GPOp *op, const GPAttrs *attrs, Inf *f) {
     fill(f->in + 1, f->nin - 1, &c);
     f->out[0] = ret;
     if (k == K_BN) f->nout = 3, f->out[1] = c, f->out[2] = c;
+    break;
+  }
+  case K_L2NORM: {
+    /* TVM's L2NormalizeInferCorrectLayout: every axis follows its letter */
+    const GPAttrValue *ax = attrs ? H->attrs_get(attrs, "axis") : NULL;
+    int32_t rank = f->types[0]->n;
+    if (f->nin != 1 || !ax || ax->kind != GP_ATTR_INTS || ax->n > LAY_MAX || !lay_def(&oi[0]) || oi[0].n != rank)
+      return 0;
+    Lay ret = oi[0];
+    if (ni && lay_def(&ni[0]) && !lay_eq(&ni[0], &oi[0])) {
+      int64_t nax[LAY_MAX];
+      for (int32_t i = 0; i < ax->n; i++) {
+        int32_t a = norm_axis(ax->ints[i], rank);
+        if (a < 0 || (nax[i] = lay_index(&ni[0], oi[0].a[a])) < 0) return 0;
+      }
+      ret = ni[0];
+      GPAttrValue v = {.kind = GP_ATTR_INTS, .n = ax->n, .ints = nax};
+      if (!(f->attrs = attrs_set1(op, attrs, "axis", v))) return -1;
+    }
+    f->in[0] = ret, f->out[0] = ret;
+    break;
+  }
+  case K_TRANSPOSE: {
+    /* TVM's TransposeInferCorrectLayout: in a new input layout the axes name the same letters,
+     * so the output keeps its old layout */
+    int32_t rank = f->types[0]->n;
+    if (f->nin != 1 || rank > LAY_MAX || !lay_def(&oi[0]) || oi[0].n != rank) return 0;
+    const GPAttrValue *ax = attrs ? H->attrs_get(attrs, "axes") : NULL;
+    bool given = ax && ax->kind == GP_ATTR_INTS && ax->n > 0;
+    int64_t use[LAY_MAX];
+    if (given && ax->n != rank) return 0;
+    for (int32_t i = 0; i < rank; i++) {
+      int32_t a = given ? norm_axis(ax->ints[i], rank) : rank - 1 - i;
+      if (a < 0) return 0;
+      use[i] = a;
+    }
+    Lay in = oi[0];
+    if (ni && lay_def(&ni[0]) && ni[0].n == rank && !lay_eq(&ni[0], &oi[0])) {
+      int64_t nax[LAY_MAX];
+      bool ok = true;
+      for (int32_t i = 0; i < rank && ok; i++) ok = (nax[i] = lay_index(&ni[0], oi[0].a[use[i]])) >= 0;
+      if (ok) {
+        in = ni[0];
+        memcpy(use, nax, (size_t)rank * sizeof *use);
+        GPAttrValue v = {.kind = GP_ATTR_INTS, .n = rank, .ints = use};
+        if (!(f->attrs = attrs_set1(op, attrs, "axes", v))) return -1;
+      }
+    }
+    Lay out = {.n = rank};
+    for (int32_t i = 0; i < rank; i++) out.a[i] = in.a[use[i]];
+    out.a[rank] = 0;
+    f->in[0] = in, f->out[0] = out;
+    break;
+  }
+  case K_SQUEEZE: {
+    /* TVM's SqueezeInferCorrectLayout: the squeezed letters leave the layout; explicit axes
+     * follow their letters (axis=None squeezes the unit axes, wherever they are) */
+    int32_t rank = f->types[0]->n;
+    if (f->nin != 1 || rank > LAY_MAX || !lay_def(&oi[0]) || oi[0].n != rank) return 0;
+    const GPAttrValue *ax = attrs ? H->attrs_get(attrs, "axis") : NULL;
+    bool given = ax && ax->kind == GP_ATTR_INTS, gone[26] = {false};
+    if (given) {
+      if (ax->n > rank) return 0;
+      for (int32_t i = 0; i < ax->n; i++) {
+        int32_t a = norm_axis(ax->ints[i], rank);
+        if (a < 0) return 0;
+        gone[oi[0].a[a] - 'A'] = true;
+      }
+    } else {
+      for (int32_t i = 0; i < rank; i++) {
+        if (f->types[0]->tensor.shape[i] < 0) return 0; /* a dynamic extent might be 1 */
+        if (f->types[0]->tensor.shape[i] == 1) gone[oi[0].a[i] - 'A'] = true;
+      }
+    }
+    Lay in = oi[0];
+    if (ni && lay_def(&ni[0]) && ni[0].n == rank && !lay_eq(&ni[0], &oi[0])) {
+      in = ni[0];
+      if (given) {
+        int64_t nax[LAY_MAX];
+        for (int32_t i = 0; i < ax->n; i++)
+          if ((nax[i] = lay_index(&in, oi[0].a[norm_axis(ax->ints[i], rank)])) < 0) return 0;
+        GPAttrValue v = {.kind = GP_ATTR_INTS, .n = ax->n, .ints = nax};
+        if (!(f->attrs = attrs_set1(op, attrs, "axis", v))) return -1;
+      }
+    }
+    Lay out = {.n = 0};
+    for (int32_t i = 0; i < in.n; i++)
+      if (!gone[in.a[i] - 'A']) out.a[out.n++] = in.a[i];
+    out.a[out.n] = 0;
+    f->in[0] = in, f->out[0] = out;
+    break;
+  }
+  case K_STRIDED_SLICE: {
+    /* TVM's StridedSliceInferCorrectLayout for plain layouts of the same axes: begin, end and
+     * strides (or axes) follow their letters */
+    int32_t rank = f->types[0]->n;
+    if (f->nin != 1 || rank > LAY_MAX || !lay_def(&oi[0]) || oi[0].n != rank) return 0;
+    Lay l = oi[0];
+    if (ni && lay_def(&ni[0]) && !lay_eq(&ni[0], &oi[0])) {
+      const GPAttrValue *b = H->attrs_get(attrs, "begin"), *e = H->attrs_get(attrs, "end");
+      const GPAttrValue *st = H->attrs_get(attrs, "strides"), *axs = H->attrs_get(attrs, "axes");
+      bool size_mode = !strcmp(lay_attr_str(attrs, "slice_mode"), "size");
+      if (ni[0].n != rank || !b || b->kind != GP_ATTR_INTS || !e || e->kind != GP_ATTR_INTS) return 0;
+      if (st && st->kind != GP_ATTR_INTS) st = NULL;
+      if (b->n > LAY_MAX || e->n > LAY_MAX || (st && st->n > LAY_MAX)) return 0;
+      int64_t nb[LAY_MAX], ne[LAY_MAX], ns[LAY_MAX], na[LAY_MAX];
+      static const char *const keys[] = {"begin", "end", "strides", "axes"};
+      GPAttrValue v[4];
+      if (axs && axs->kind == GP_ATTR_INTS) {
+        if (axs->n > LAY_MAX) return 0;
+        for (int32_t i = 0; i < axs->n; i++) {
+          int32_t a = norm_axis(axs->ints[i], rank);
+          if (a < 0 || (na[i] = lay_index(&ni[0], oi[0].a[a])) < 0) return 0;
+        }
+        v[3] = (GPAttrValue){.kind = GP_ATTR_INTS, .n = axs->n, .ints = na};
+        if (!(f->attrs = lay_attrs_set(op, attrs, 1, keys + 3, v + 3))) return -1;
+      } else {
+        for (int32_t i = 0; i < rank; i++) {
+          int32_t j = lay_index(&oi[0], ni[0].a[i]);
+          if (j < 0) return 0;
+          int64_t ext = f->types[0]->tensor.shape[j];
+          nb[i] = j < b->n ? b->ints[j] : 0;
+          ns[i] = st && j < st->n ? st->ints[j] : 1;
+          if (j < e->n) ne[i] = e->ints[j];
+          else if (size_mode) ne[i] = -1;
+          else if (ext >= 0) ne[i] = ext;
+          else return 0;
+        }
+        v[0] = (GPAttrValue){.kind = GP_ATTR_INTS, .n = rank, .ints = nb};
+        v[1] = (GPAttrValue){.kind = GP_ATTR_INTS, .n = rank, .ints = ne};
+        v[2] = (GPAttrValue){.kind = GP_ATTR_INTS, .n = rank, .ints = ns};
+        if (!(f->attrs = lay_attrs_set(op, attrs, 3, keys, v))) return -1;
+      }
+      l = ni[0];
+    }
+    f->in[0] = l, f->out[0] = l;
+    break;
+  }
+  case K_SPLIT: {
+    /* TVM's SplitInferCorrectLayout: axis follows its letter; every output in the layout */
+    int32_t rank = f->types[0]->n;
+    const GPAttrValue *ios = attrs ? H->attrs_get(attrs, "indices_or_sections") : NULL;
+    int32_t axis = norm_axis(attr_int(attrs, "axis", 0), rank);
+    if (f->nin != 1 || axis < 0 || !lay_def(&oi[0]) || oi[0].n != rank || !ios) return 0;
+    int64_t nout = ios->kind == GP_ATTR_INT ? ios->i : ios->kind == GP_ATTR_INTS ? (int64_t)ios->n + 1 : -1;
+    if (nout < 1 || nout > f->out_cap) return 0;
+    Lay ret = oi[0];
+    if (ni && lay_def(&ni[0]) && !lay_eq(&ni[0], &oi[0])) {
+      int32_t nax = lay_index(&ni[0], oi[0].a[axis]);
+      if (nax < 0) return 0;
+      ret = ni[0];
+      if (nax != axis && !(f->attrs = attrs_set1(op, attrs, "axis", av_int(nax)))) return -1;
+    }
+    f->in[0] = ret;
+    f->nout = (int32_t)nout;
+    fill(f->out, f->nout, &ret);
     break;
   }
   case K_CONCAT: {
@@ -755,7 +926,12 @@ static GPExpr *on_call(Rw *w, GPCall *oc, GPExpr *rebuilt) {
   St *s = NULL;
   bool failed = true;
   Inf f1 = {0}, f2 = {0};
-  if (!in || !lays || !types || !ptrs) goto out;
+  Lay *outs = NULL;
+  /* outputs: a tuple-valued call gives one layout per field (split), else at most 3 (batch_norm) */
+  const GPType *rty = oc->base.checked_type;
+  int32_t ocap = rty->kind == GP_TYPE_TUPLE && rty->n > 3 ? rty->n : 3;
+  outs = calloc((size_t)ocap * 2, sizeof *outs);
+  if (!in || !lays || !types || !ptrs || !outs) goto out;
   Lay *old_cur = lays, *new_cur = lays + m;
   Lay *oprd = lays + 2 * m, *nprd = lays + 3 * m, *oprd_inf = lays + 4 * m, *nprd_inf = lays + 5 * m;
   int32_t pt = 0;
@@ -772,7 +948,7 @@ static GPExpr *on_call(Rw *w, GPCall *oc, GPExpr *rebuilt) {
     oprd[i] = in[i].old_prd, nprd[i] = in[i].new_prd, types[i] = in[i].type, nflat[i] = in[i].val;
   }
   /* 1. old_cur, old_out = infer(None, old_prd) */
-  f1 = (Inf){.nin = nin, .new_in = NULL, .old_in = oprd, .types = types, .in = old_cur};
+  f1 = (Inf){.nin = nin, .new_in = NULL, .old_in = oprd, .types = types, .in = old_cur, .out = outs, .out_cap = ocap};
   int rc = infer(k, op, oc->attrs, &f1);
   if (rc < 0) goto out;
   if (rc == 0) {
@@ -823,7 +999,8 @@ static GPExpr *on_call(Rw *w, GPCall *oc, GPExpr *rebuilt) {
     oprd_inf[i] = lay_def(&oprd[i]) ? oprd[i] : old_cur[i];
   }
   Kind k2 = op2 == op ? k : kind_of(w, op2);
-  f2 = (Inf){.nin = nin, .new_in = nprd_inf, .old_in = oprd_inf, .types = types, .in = new_cur};
+  f2 = (Inf){.nin = nin, .new_in = nprd_inf, .old_in = oprd_inf, .types = types, .in = new_cur, .out = outs + ocap,
+             .out_cap = ocap};
   rc = k2 == K_NONE ? 0 : infer(k2, op2, attrs2, &f2);
   if (rc < 0) goto out;
   if (rc == 0 || f2.nout != f1.nout) {
@@ -883,6 +1060,7 @@ out:
     release_all(targs, nargs);
   }
   free(in);
+  free(outs);
   free(lays);
   free(types);
   free(ptrs);

@@ -12,7 +12,9 @@
  * broadcast operand) only where the two differ, each (node, src, dst) built once, and a
  * transform of a layout_transform composed with it (an adjacent inverse pair cancels).  The
  * realized values that no consumer uses are dropped, so layout_transforms remain only at the
- * boundaries.  Plain layouts only (upper-case axes, each once); a blocked layout (NCHW4c) in a
+ * boundaries.  Relations: conv, pooling, resize, bias_add, batch_norm, layer_norm, instance_norm,
+ * l2_normalize, prelu, concatenate, pad, reductions, transpose, squeeze, strided_slice, split,
+ * elementwise and broadcast ops.  Plain layouts only (upper-case axes, each once); a blocked layout (NCHW4c) in a
  * call's attributes makes that call keep its layout.  Linear in the graph; no recursion.
  */
 #ifndef GP_LAYOUT_H

@@ -70,6 +70,33 @@ Test(convert_layout, add_of_two_branches) { golden("add_branches", CL); }
 Test(convert_layout, broadcast_with_constants) { golden("bcast_const", CL); }
 Test(convert_layout, chain_only_boundaries) { golden("chain", CL); }
 Test(convert_layout, adjacent_pairs_cancel) { golden("cancel", CL); }
+/* TVM's Transpose, Squeeze, StridedSlice, Split, PRelu, Normalization and L2Normalize
+ * relations: the transposes' axes follow their letters (the output keeps its layout), the
+ * squeezed letters leave, begin / end / strides (or axes) are permuted, split's axis follows,
+ * prelu keeps its data's old layout, the norms' axes follow. */
+Test(convert_layout, transpose_absorbs_the_change) { golden("transpose", CL); }
+Test(convert_layout, squeeze_with_and_without_axes) { golden("squeeze", CL); }
+Test(convert_layout, strided_slice_begin_end_strides_and_axes) { golden("strided_slice", CL); }
+Test(convert_layout, split_axis) { golden("split", CL); }
+Test(convert_layout, prelu_keeps_layout_norms_follow) { golden("prelu_norms", CL); }
+
+/* instance_norm's statistics exclude axis 0: a layout that moves N away from 0 (HWNC) is
+ * refused and the norm keeps NHWC (no numeric check: the evaluator has no HWNC conv2d). */
+Test(convert_layout, instance_norm_refuses_a_layout_that_moves_n) {
+  GPModule *in = th_parse_file(DATA "instance_norm_keeps.before.relay");
+  GPPassContext *ctx = ctx3();
+  GPModule *out = gp_run_pipeline(in, "ConvertLayout{desired_layouts=nn.conv2d=HWNC:default}", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  GPModule *want_text = th_parse_file(DATA "instance_norm_keeps.after.relay");
+  GPModule *want = gp_infer_types(want_text);
+  cr_assert(want, "%s", gp_error_message());
+  th_assert_module_eq(out, want);
+  gp_release(want_text);
+  gp_release(want);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
 
 Test(convert_layout, quoted_list_and_config_key) {
   GPPassContext *c3 = ctx3();
