@@ -43,6 +43,13 @@ for p in "$top"/lib/graphpass/plugins/*.so; do
 done
 # the command links the host library statically: it needs no libgraphpass at run time
 readelf -d "$top/bin/graphpass" | grep -q "NEEDED.*libgraphpass" && fail "bin/graphpass needs libgraphpass.so"
+syms=$(nm -D --defined-only "$top/bin/graphpass" | awk '{print $3}' | grep -v '^$')
+[ -z "$syms" ] || fail "bin/graphpass exports: $syms"
+
+# `ninja install` runs `sh scripts/install.sh` with PREFIX and DESTDIR from the environment
+PREFIX=/opt/gp2 DESTDIR="$tmp/stage2" run sh scripts/install.sh --build "$build"
+grep -qx "prefix=/opt/gp2" "$tmp/stage2/opt/gp2/lib/pkgconfig/graphpass.pc" || fail "PREFIX/DESTDIR from the environment"
+[ -L "$tmp/stage2/opt/gp2/lib/libgraphpass.so" ] || fail "PREFIX/DESTDIR from the environment: no library"
 
 # ---- 2. building against the staged tree with pkg-config alone
 export PKG_CONFIG_PATH="$top/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage"
@@ -52,6 +59,8 @@ flags=$(pkg-config --cflags --libs graphpass) || fail "pkg-config --cflags --lib
 cflags=$(pkg-config --cflags graphpass)
 run $cc -std=c11 -Wall -Wextra -Werror examples/embed.c $flags -o "$tmp/embed"
 run $cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden $cflags examples/plugin/hello_plugin.c -o "$tmp/libhello.so"
+syms=$(nm -D --defined-only "$tmp/libhello.so" | awk '{print $3}' | grep -v '^$' | sort -u)
+[ "$syms" = "graphpass_plugin_entry" ] || fail "hello_plugin exports: $syms"
 # the host finds libgraphpass.so.1 in the staged lib (a real install: the linker's path)
 export LD_LIBRARY_PATH="$top/lib"
 run "$tmp/embed" "$top/lib/graphpass/plugins/libgp_std.so,$tmp/libhello.so" - HelloCountCalls,RemoveUnusedFunctions
