@@ -785,7 +785,9 @@ typedef struct GPRunEvent {
  *                                  item already skipped), or -1 to stop the run with the
  *                                  thread's error set;
  *     note                         once per note the pass left, after the pass returns;
- *     after_pass                   for every item; 0, or -1 to stop the run with the error set;
+ *     after_pass                   for every item; 0, or -1 to stop the run with the error set
+ *                                  (ignored after a failed item: the run fails with the pass's
+ *                                  error);
  *   run_end                        once, when run_begin ran, whether the run succeeded or not.
  * A run stopped by a callback fails with its error prefixed "instrument NAME: ".  Callbacks run
  * on the thread that called run_pipeline; they may call the host table (print a module,
