@@ -38,6 +38,12 @@ void shape_opts_free(ShapeOpts *s);
 /* An input file as a module: a .onnx model through the ONNX frontend (with the --shape
  * options), else Relay text ('-' = stdin).  NULL + error. */
 GPModule *load_module(const char *path, const ShapeOpts *shapes);
+/* load_module, with Relay text's constants from a parameter file (TVM's save_param_dict
+ * format, names relay.Constant[<i>]) when `params` is not NULL. */
+GPModule *load_module_params(const char *path, const ShapeOpts *shapes, const char *params);
+/* Write m as Relay text to `path` ('-' or NULL: stdout); with `params`, the text has no
+ * metadata section and the constants go to that file (TVM's save_param_dict format). */
+int write_module(const GPModule *m, const char *path, const char *params, bool types);
 /* A tensor file: .npy, or .pb (a serialized ONNX TensorProto).  NULL + error. */
 GPTensor *load_tensor(const char *path);
 

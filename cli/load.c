@@ -51,7 +51,13 @@ void shape_opts_free(ShapeOpts *s) {
   s->n = 0;
 }
 
-GPModule *load_module(const char *path, const ShapeOpts *shapes) {
+GPModule *load_module(const char *path, const ShapeOpts *shapes) { return load_module_params(path, shapes, NULL); }
+
+GPModule *load_module_params(const char *path, const ShapeOpts *shapes, const char *params) {
+  if (params && ends_with(path, ".onnx")) {
+    gp_error_set(GP_ERR_VALUE, "a parameter file (%s) goes with Relay text, not with an ONNX model (%s)", params, path);
+    return NULL;
+  }
   if (ends_with(path, ".onnx")) {
     GPOnnxOptions o = {.nshapes = shapes ? shapes->n : 0, .shapes = shapes ? shapes->shapes : NULL};
     return gp_onnx_import_file(path, &o);
@@ -63,7 +69,17 @@ GPModule *load_module(const char *path, const ShapeOpts *shapes) {
   size_t len;
   char *text = read_file(path, &len);
   if (!text) return NULL;
-  GPModule *m = gp_parse(text, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
+  GPParams pa = {0};
+  GPTensor **tab = NULL;
+  int64_t ntab = 0;
+  if (params && (gp_params_load(params, &pa) != 0 || !(tab = gp_params_meta_table(&pa, params, &ntab)))) {
+    gp_params_free(&pa);
+    gp_free(text);
+    return NULL;
+  }
+  GPModule *m = gp_parse_meta(text, len, strcmp(path, "-") == 0 ? "<stdin>" : path, tab, ntab);
+  gp_free(tab);
+  gp_params_free(&pa);
   gp_free(text);
   return m;
 }
@@ -71,4 +87,46 @@ GPModule *load_module(const char *path, const ShapeOpts *shapes) {
 GPTensor *load_tensor(const char *path) {
   if (ends_with(path, ".pb")) return gp_onnx_read_tensor_file(path, NULL);
   return gp_npy_read(path);
+}
+
+int write_module(const GPModule *m, const char *path, const char *params, bool types) {
+  bool to_stdout = !path || strcmp(path, "-") == 0;
+  GPVec meta = {0};
+  int32_t flags = (types ? GP_PRINT_TYPES : 0) | (params ? 0 : GP_PRINT_METADATA);
+  char *printed = gp_print_meta(m, flags, params ? &meta : NULL);
+  if (!printed) return -1;
+  int rc = 0;
+  if (params) {
+    /* constants without data (typed placeholders) stay placeholders */
+    int64_t n = 0;
+    char **names = gp_malloc(sizeof(char *) * (meta.len ? meta.len : 1));
+    GPTensor **ts = gp_malloc(sizeof(GPTensor *) * (meta.len ? meta.len : 1));
+    for (size_t i = 0; i < meta.len; i++) {
+      const GPConstant *c = meta.items[i];
+      if (!c->data || !c->data->dl.data) continue;
+      char nb[48];
+      snprintf(nb, sizeof nb, "relay.Constant[%zu]", i);
+      names[n] = gp_strdup(nb);
+      ts[n++] = c->data;
+    }
+    rc = gp_params_save(params, n, (const char *const *)names, ts);
+    for (int64_t i = 0; i < n; i++) gp_free(names[i]);
+    gp_free(names);
+    gp_free(ts);
+  }
+  gp_vec_free(&meta);
+  if (rc == 0) {
+    FILE *f = to_stdout ? stdout : fopen(path, "wb");
+    if (!f) {
+      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+      rc = -1;
+    } else {
+      size_t n = strlen(printed);
+      if (fwrite(printed, 1, n, f) != n) rc = -1;
+      if (!to_stdout && fclose(f) != 0) rc = -1;
+      if (rc) gp_error_set(GP_ERR_IO, "%s: write error: %s", to_stdout ? "<stdout>" : path, strerror(errno));
+    }
+  }
+  gp_free(printed);
+  return rc;
 }

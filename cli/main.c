@@ -18,14 +18,14 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
 static const char usage_text[] =
     "usage: graphpass passes [--plugin FILE]... [--target T]\n"
     "       graphpass targets [--plugin FILE]... [--no-default-plugins]\n"
-    "       graphpass opt INPUT [-o OUTPUT] [--target T] [--opt-level N] [--pipeline P]\n"
+    "       graphpass opt INPUT [-o OUTPUT [--params OUT.params]] [--input-params FILE] [--target T] [--opt-level N] [--pipeline P]\n"
     "                 [--disable A,B] [--require A,B] [--config key=value]... [--plugin FILE]...\n"
     "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
     "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
     "                 [--stats] [--no-types] [--no-default-plugins]\n"
     "                 [--verify-numerics [--rtol X] [--atol Y] [--seed N]]\n"
     "                 [--shape NAME=D,D,...]... [--target-ops NAME=op,op,...]...\n"
-    "       graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
+    "       graphpass eval INPUT [--params FILE] [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
     "                 [--plugin FILE]... [--threads N] [--no-default-plugins] [--shape NAME=D,...]...\n"
     "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
     "                 [--verify-numerics] [--plugin FILE]... [--no-default-plugins]\n"
@@ -328,6 +328,7 @@ static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
   const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
+  const char *params_out = NULL, *params_in = NULL;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
   const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32], *target_ops[32];
@@ -354,6 +355,8 @@ static int cmd_opt(int argc, char **argv) {
     arr[n++] = argv[++i];                              \
   } while (0)
     if (strcmp(a, "-o") == 0) TAKE(output);
+    else if (strcmp(a, "--params") == 0) TAKE(params_out);
+    else if (strcmp(a, "--input-params") == 0) TAKE(params_in);
     else if (strcmp(a, "--target") == 0) TAKE(po.target);
     else if (strcmp(a, "--opt-level") == 0) TAKE(opt_level);
     else if (strcmp(a, "--pipeline") == 0) TAKE(pipeline);
@@ -399,6 +402,10 @@ static int cmd_opt(int argc, char **argv) {
   }
   if (!input) {
     die_usage("opt: %s", "missing INPUT");
+    return EXIT_USAGE;
+  }
+  if (params_out && (!output || strcmp(output, "-") == 0)) {
+    die_usage("opt: %s", "--params FILE writes the constants of the output: it needs -o OUT.relay (a file)");
     return EXIT_USAGE;
   }
   if (load_plugins(&po) != 0) return report(EXIT_INPUT);
@@ -462,7 +469,7 @@ static int cmd_opt(int argc, char **argv) {
   }
   ctx->out = stderr;
 
-  mod = load_module(input, &shapes);
+  mod = load_module_params(input, &shapes, params_in);
   if (!mod) {
     code = report(EXIT_INPUT);
     goto done;
@@ -472,21 +479,10 @@ static int cmd_opt(int argc, char **argv) {
     code = report(gp_error_kind() == GP_ERR_PASS ? EXIT_PASS : ctx->registry_error ? EXIT_INPUT : EXIT_USAGE);
     goto done;
   }
-  char *printed = gp_print(out, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA);
-  if (output && strcmp(output, "-") != 0) {
-    FILE *f = fopen(output, "wb");
-    if (!f) {
-      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
-      gp_free(printed);
-      code = report(EXIT_INPUT);
-      goto done;
-    }
-    fputs(printed, f);
-    fclose(f);
-  } else {
-    fputs(printed, stdout);
+  if (write_module(out, output, params_out, types) != 0) {
+    code = report(EXIT_INPUT);
+    goto done;
   }
-  gp_free(printed);
   if (stats) print_stats(out);
   goto done;
 usage_error:
