@@ -53,6 +53,9 @@ int cmd_onnx_test(int argc, char **argv);
 /* graphpass targets (cli/targets_cmd.c) */
 int cmd_targets(int argc, char **argv);
 
+/* graphpass dot (cli/dot_cmd.c) */
+int cmd_dot(int argc, char **argv);
+
 /* graphpass eval (cli/eval_cmd.c) */
 int cmd_eval(int argc, char **argv);
 

@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                 [--shape NAME=D,D,...]... [--target-ops NAME=op,op,...]...\n"
     "       graphpass eval INPUT [--params FILE] [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
     "                 [--plugin FILE]... [--threads N] [--no-default-plugins] [--shape NAME=D,...]...\n"
+    "       graphpass dot INPUT [--function F] [--pipeline P] [--target T] [--opt-level N] [-o FILE]\n"
+    "                 [--params FILE] [--plugin FILE]... [--no-default-plugins] [--shape NAME=D,...]...\n"
     "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
     "                 [--verify-numerics] [--plugin FILE]... [--no-default-plugins]\n"
     "       graphpass --version | --help\n"
@@ -514,6 +516,8 @@ int main(int argc, char **argv) {
     rc = cmd_opt(argc - 2, argv + 2);
   else if (strcmp(argv[1], "eval") == 0)
     rc = cmd_eval(argc - 2, argv + 2);
+  else if (strcmp(argv[1], "dot") == 0)
+    rc = cmd_dot(argc - 2, argv + 2);
   else if (strcmp(argv[1], "onnx-test") == 0)
     rc = cmd_onnx_test(argc - 2, argv + 2);
   else {

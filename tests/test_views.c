@@ -1,0 +1,226 @@
+/* test_views.c -- views/: the unified diff (applies back to its target, is minimal against an
+ * LCS table on small inputs, stays bounded on huge unrelated ones), the DOT writer (through
+ * Graphviz's `dot -Tsvg` when installed) and the HTML report generator. */
+#include "test_helpers.h"
+#include "../views/views.h"
+
+#include <time.h>
+
+/* ---- diff */
+
+typedef struct TLines {
+  int64_t n;
+  char **l;
+} TLines;
+
+static TLines tsplit(const char *s) {
+  TLines t = {0};
+  size_t cap = 16;
+  t.l = gp_malloc(cap * sizeof(char *));
+  while (*s) {
+    const char *e = strchr(s, '\n');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if ((size_t)t.n == cap) t.l = gp_realloc(t.l, (cap *= 2) * sizeof(char *));
+    t.l[t.n++] = gp_strndup(s, len);
+    s += len + (e ? 1 : 0);
+  }
+  return t;
+}
+
+static void tfree(TLines *t) {
+  for (int64_t i = 0; i < t->n; i++) gp_free(t->l[i]);
+  gp_free(t->l);
+}
+
+/* Apply a unified diff to a; the result must be b, and the hunks must agree with a. */
+static void check_applies(const char *a, const char *b, const char *diff) {
+  TLines A = tsplit(a), B = tsplit(b), Dl = tsplit(diff);
+  GPBuf got = {0};
+  int64_t ai = 0, k = 0;
+  if (Dl.n) {
+    cr_assert(strncmp(Dl.l[0], "--- ", 4) == 0 && strncmp(Dl.l[1], "+++ ", 4) == 0, "header: %s", diff);
+    k = 2;
+  }
+  while (k < Dl.n) {
+    long long as, ac = 1, bs, bc = 1;
+    const char *h = Dl.l[k];
+    cr_assert(strncmp(h, "@@ -", 4) == 0, "hunk header expected: '%s'", h);
+    char *p = (char *)h + 4;
+    as = strtoll(p, &p, 10);
+    if (*p == ',') ac = strtoll(p + 1, &p, 10);
+    cr_assert(strncmp(p, " +", 2) == 0);
+    bs = strtoll(p + 2, &p, 10);
+    if (*p == ',') bc = strtoll(p + 1, &p, 10);
+    (void)bs;
+    int64_t start = ac ? as - 1 : as;
+    cr_assert(start >= ai, "hunks out of order");
+    for (; ai < start; ai++) gp_buf_printf(&got, "%s\n", A.l[ai]);
+    k++;
+    long long seen_a = 0, seen_b = 0;
+    while (k < Dl.n && Dl.l[k][0] != '@') {
+      const char *l = Dl.l[k++];
+      if (l[0] == ' ' || l[0] == '-') {
+        cr_assert(ai < A.n && strcmp(A.l[ai], l + 1) == 0, "context/removed line '%s' is not line %lld of a", l + 1,
+                  (long long)ai + 1);
+        if (l[0] == ' ') gp_buf_printf(&got, "%s\n", l + 1);
+        ai++;
+        seen_a++;
+      }
+      if (l[0] == ' ' || l[0] == '+') seen_b++;
+      if (l[0] == '+') gp_buf_printf(&got, "%s\n", l + 1);
+    }
+    cr_assert_eq(seen_a, ac, "hunk %s: %lld lines of a", h, seen_a);
+    cr_assert_eq(seen_b, bc, "hunk %s: %lld lines of b", h, seen_b);
+  }
+  for (; ai < A.n; ai++) gp_buf_printf(&got, "%s\n", A.l[ai]);
+  GPBuf want = {0};
+  for (int64_t j = 0; j < B.n; j++) gp_buf_printf(&want, "%s\n", B.l[j]);
+  cr_assert_str_eq(got.data ? got.data : "", want.data ? want.data : "", "diff does not give b:\n%s", diff);
+  gp_buf_free(&got);
+  gp_buf_free(&want);
+  tfree(&A);
+  tfree(&B);
+  tfree(&Dl);
+}
+
+static int64_t lcs(const char *a, const char *b) {
+  TLines A = tsplit(a), B = tsplit(b);
+  int64_t *t = gp_calloc((size_t)((A.n + 1) * (B.n + 1)), sizeof(int64_t));
+  for (int64_t i = 1; i <= A.n; i++)
+    for (int64_t j = 1; j <= B.n; j++) {
+      int64_t *c = &t[i * (B.n + 1) + j];
+      if (strcmp(A.l[i - 1], B.l[j - 1]) == 0)
+        *c = t[(i - 1) * (B.n + 1) + j - 1] + 1;
+      else {
+        int64_t u = t[(i - 1) * (B.n + 1) + j], l = t[i * (B.n + 1) + j - 1];
+        *c = u > l ? u : l;
+      }
+    }
+  int64_t r = t[A.n * (B.n + 1) + B.n];
+  gp_free(t);
+  int64_t na = A.n, nb = B.n;
+  tfree(&A);
+  tfree(&B);
+  return na + nb - 2 * r; /* the minimal number of changed lines */
+}
+
+static char *random_text(uint64_t *seed, int lines, int alphabet) {
+  GPBuf b = {0};
+  for (int i = 0; i < lines; i++) {
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    gp_buf_printf(&b, "line %d\n", (int)((*seed >> 33) % (uint64_t)alphabet));
+  }
+  return gp_buf_take(&b);
+}
+
+Test(views, diff_small_examples) {
+  GPBuf out = {0};
+  cr_assert_eq(gp_diff_unified(&out, "a\nb\nc\n", 6, "a\nb\nc\n", 6, "x", "y", 3), 0);
+  cr_assert_eq(out.len, 0, "equal texts give no diff");
+  const char *a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n";
+  const char *b = "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n11\n12\n13\n";
+  cr_assert_eq(gp_diff_unified(&out, a, strlen(a), b, strlen(b), "before", "after", 2), 3);
+  cr_assert_str_eq(out.data, "--- before\n+++ after\n"
+                             "@@ -3,5 +3,5 @@\n 3\n 4\n-5\n+five\n 6\n 7\n"
+                             "@@ -11,2 +11,3 @@\n 11\n 12\n+13\n");
+  check_applies(a, b, out.data);
+  gp_buf_free(&out);
+  /* from empty and to empty */
+  cr_assert_eq(gp_diff_unified(&out, "", 0, "x\ny\n", 4, "a", "b", 3), 2);
+  cr_assert_str_eq(out.data, "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n");
+  gp_buf_free(&out);
+}
+
+Test(views, diff_is_correct_and_minimal_on_random_inputs) {
+  uint64_t seed = 12345;
+  for (int round = 0; round < 300; round++) {
+    int na = (int)(seed >> 40) % 40, nb = (int)(seed >> 20) % 40;
+    char *a = random_text(&seed, na, 2 + round % 7);
+    char *b = random_text(&seed, nb, 2 + round % 7);
+    GPBuf out = {0};
+    int64_t ch = gp_diff_unified(&out, a, strlen(a), b, strlen(b), "a", "b", round % 4);
+    check_applies(a, b, out.data ? out.data : "");
+    cr_assert_eq(ch, lcs(a, b), "round %d: %lld changed lines, minimal is %lld", round, (long long)ch,
+                 (long long)lcs(a, b));
+    gp_buf_free(&out);
+    gp_free(a);
+    gp_free(b);
+  }
+}
+
+Test(views, diff_of_huge_unrelated_texts_is_bounded_and_correct) {
+  /* 200k lines against 200k other lines: Myers would need ~4e10 steps; the budget makes the
+   * remainder one replacement */
+  GPBuf a = {0}, b = {0};
+  for (int i = 0; i < 200000; i++) {
+    gp_buf_printf(&a, "a%d\n", i);
+    gp_buf_printf(&b, "b%d\n", i);
+  }
+  GPBuf out = {0};
+  int64_t ch = gp_diff_unified(&out, a.data, a.len, b.data, b.len, "a", "b", 3);
+  cr_assert_eq(ch, 400000);
+  check_applies(a.data, b.data, out.data);
+  gp_buf_free(&out);
+  gp_buf_free(&a);
+  gp_buf_free(&b);
+}
+
+/* ---- dot */
+
+static bool have_tool(const char *name) {
+  GPBuf b = {0};
+  gp_buf_printf(&b, "command -v %s >/dev/null 2>&1", name);
+  int rc = system(b.data);
+  gp_buf_free(&b);
+  return rc == 0;
+}
+
+Test(views, dot_of_a_fused_module_renders_with_graphviz) {
+  char *bin = th_path("bin/graphpass");
+  char dir[] = "/tmp/gp_dot_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  GPBuf cmd = {0};
+  gp_buf_printf(&cmd, "%s dot examples/resnet_block.relay --pipeline FuseOps -o %s/g.dot", bin, dir);
+  char *out;
+  cr_assert_eq(th_run(cmd.data, &out), 0, "%s", out);
+  gp_free(out);
+  char p[300];
+  snprintf(p, sizeof p, "%s/g.dot", dir);
+  char *dot = th_read(p, NULL);
+  cr_assert(strncmp(dot, "digraph \"main\" {", 16) == 0, "%s", dot);
+  cr_assert(strstr(dot, "subgraph cluster_"), "primitive functions are clusters");
+  cr_assert(strstr(dot, "label=\"Primitive\""), "%s", dot);
+  cr_assert(strstr(dot, "nn.conv2d\\n(1, 16, 32, 32) float32"), "op nodes show output shape and dtype");
+  cr_assert(strstr(dot, "const () float32 = 2"), "scalar constants show their value");
+  cr_assert(strstr(dot, "call Primitive"), "calls of primitive functions");
+  gp_free(dot);
+  if (have_tool("dot")) {
+    gp_buf_free(&cmd);
+    gp_buf_printf(&cmd, "dot -Tsvg %s/g.dot -o %s/g.svg", dir, dir);
+    cr_assert_eq(th_run(cmd.data, &out), 0, "dot -Tsvg failed: %s", out);
+    cr_assert_eq(out[0], 0, "dot printed warnings: %s", out);
+    gp_free(out);
+    snprintf(p, sizeof p, "%s/g.svg", dir);
+    char *svg = th_read(p, NULL);
+    cr_assert(strstr(svg, "<svg") && strstr(svg, "nn.conv2d"), "svg");
+    gp_free(svg);
+  } else {
+    cr_log_warn("Graphviz's dot is not installed (sh scripts/install-deps.sh): DOT not rendered");
+  }
+  /* constants with bytes, a composite cluster, a missing function */
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "%s dot tests/data/params/consts.relay --pipeline FoldConstant", bin);
+  cr_assert_eq(th_run(cmd.data, &out), 0, "%s", out);
+  cr_assert(strstr(out, "const (4, 4) float32\\n64 bytes"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "%s dot tests/data/params/consts.relay --function nope", bin);
+  cr_assert_eq(th_run(cmd.data, &out), 2, "%s", out);
+  cr_assert(strstr(out, "no function @nope (the module has @main)"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "rm -rf %s", dir);
+  cr_assert_eq(system(cmd.data), 0);
+  gp_buf_free(&cmd);
+  gp_free(bin);
+}
