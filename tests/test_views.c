@@ -5,6 +5,7 @@
 #include "../views/views.h"
 
 #include <time.h>
+#include <unistd.h>
 
 /* ---- diff */
 
@@ -223,4 +224,117 @@ Test(views, dot_of_a_fused_module_renders_with_graphviz) {
   cr_assert_eq(system(cmd.data), 0);
   gp_buf_free(&cmd);
   gp_free(bin);
+}
+
+/* ---- the HTML report in a real browser */
+
+/* Load `html` in headless chromium: the DOM after scripts ran into *dom, the console lines
+ * (":CONSOLE" in chromium's log) into *console.  False when chromium is not installed. */
+static bool th_chromium(const char *html, char **dom, char **console) {
+  const char *names[] = {"chromium", "chromium-browser", "google-chrome"};
+  const char *exe = NULL;
+  for (size_t i = 0; i < GP_ARRAY_LEN(names) && !exe; i++)
+    if (have_tool(names[i])) exe = names[i];
+  if (!exe) return false;
+  char dir[] = "/tmp/gp_chrome_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  GPBuf cmd = {0};
+  gp_buf_printf(&cmd,
+                "timeout 60 %s --headless --disable-gpu --no-sandbox --no-first-run --disable-extensions "
+                "--user-data-dir=%s/profile --enable-logging=stderr --v=0 --virtual-time-budget=2000 "
+                "--dump-dom 'file://%s' >%s/dom.html 2>%s/log.txt",
+                exe, dir, html, dir, dir);
+  int rc = system(cmd.data);
+  cr_assert_eq(rc, 0, "%s failed (%d)", cmd.data, rc);
+  char p[256];
+  snprintf(p, sizeof p, "%s/dom.html", dir);
+  *dom = th_read(p, NULL);
+  snprintf(p, sizeof p, "%s/log.txt", dir);
+  char *log = th_read(p, NULL);
+  GPBuf c = {0};
+  for (char *l = log; *l;) {
+    char *e = strchr(l, '\n');
+    size_t n = e ? (size_t)(e - l) : strlen(l);
+    if (memmem(l, n, ":CONSOLE", 8)) {
+      gp_buf_put(&c, l, n);
+      gp_buf_putc(&c, '\n');
+    }
+    l += n + (e ? 1 : 0);
+  }
+  *console = gp_buf_take(&c);
+  gp_free(log);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "rm -rf %s", dir);
+  cr_assert_eq(system(cmd.data), 0);
+  gp_buf_free(&cmd);
+  return true;
+}
+
+static char *write_tmp(const char *text, const char *suffix) {
+  char path[] = "/tmp/gp_page_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  GPBuf b = {0};
+  gp_buf_printf(&b, "%s%s", path, suffix);
+  cr_assert_eq(rename(path, b.data), 0);
+  FILE *f = fopen(b.data, "wb");
+  cr_assert(f);
+  fputs(text, f);
+  fclose(f);
+  return gp_buf_take(&b);
+}
+
+Test(views, browser_check_sees_console_errors) {
+  /* the detector itself: a page with a script error must be caught */
+  char *page = write_tmp("<!DOCTYPE html><html><body><p>x</p><script>undefinedFunction();</script></body></html>",
+                         ".html");
+  char *dom, *console;
+  if (!th_chromium(page, &dom, &console)) {
+    unlink(page);
+    gp_free(page);
+    cr_skip_test("chromium is not installed (sh scripts/install-deps.sh installs it)");
+  }
+  cr_assert(strstr(console, "undefinedFunction"), "the console error was not seen: '%s'", console);
+  unlink(page);
+  gp_free(page);
+  gp_free(dom);
+  gp_free(console);
+}
+
+Test(views, report_page_loads_without_console_errors) {
+  GPReportPass passes[3] = {
+      {.name = "InferType", .index = 1, .ran = true, .reason = "required by FoldConstant", .ms = 0.5},
+      {.name = "FoldConstant", .index = 2, .ran = true, .changed = true, .ms = 1.25,
+       .notes = "folded 3 calls (36 bytes materialized)",
+       .diff = "--- @main before FoldConstant\n+++ @main after FoldConstant\n@@ -1,2 +1,2 @@\n-  %0 = full(1f);\n+  <x & 'y'>\n",
+       .svg = "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\">"
+              "<text x=\"1\" y=\"9\">nn.conv2d</text></svg>\n"},
+      {.name = "FuseOps", .ran = false, .reason = "opt-level 1 > context opt-level 0"},
+  };
+  GPReportOp ops[2] = {{"full", 3, 0}, {"nn.conv2d", 1, 1}};
+  GPReport r = {.title = "model <1>.relay", .pipeline = "FoldConstant,FuseOps", .target = "llvm", .opt_level = 0,
+                .total_ms = 2.0, .status = "ok", .npasses = 3, .passes = passes, .nops = 2, .ops = ops};
+  GPBuf html = {0};
+  gp_report_html(&html, &r);
+  cr_assert(strstr(html.data, "model &lt;1&gt;.relay"), "titles are escaped");
+  cr_assert(strstr(html.data, "&lt;x &amp; &#39;y&#39;&gt;"), "diff lines are escaped");
+  cr_assert_null(strstr(html.data, "<?xml"), "the SVG's prolog is dropped");
+  cr_assert_null(strstr(html.data, "src="), "nothing loaded from elsewhere");
+  cr_assert_null(strstr(html.data, "href=\"http"), "no links out");
+  char *page = write_tmp(html.data, ".html");
+  gp_buf_free(&html);
+  char *dom, *console;
+  if (!th_chromium(page, &dom, &console)) {
+    unlink(page);
+    gp_free(page);
+    cr_skip_test("chromium is not installed (sh scripts/install-deps.sh installs it)");
+  }
+  cr_assert_str_eq(console, "", "console messages while loading the report:\n%s", console);
+  cr_assert(strstr(dom, "data-gp-ready=\"1\""), "the report's script did not run to its end");
+  for (int i = 0; i < 3; i++) cr_assert(strstr(dom, passes[i].name), "the page does not name %s", passes[i].name);
+  unlink(page);
+  gp_free(page);
+  gp_free(dom);
+  gp_free(console);
 }
