@@ -90,43 +90,5 @@ GPTensor *load_tensor(const char *path) {
 }
 
 int write_module(const GPModule *m, const char *path, const char *params, bool types) {
-  bool to_stdout = !path || strcmp(path, "-") == 0;
-  GPVec meta = {0};
-  int32_t flags = (types ? GP_PRINT_TYPES : 0) | (params ? 0 : GP_PRINT_METADATA);
-  char *printed = gp_print_meta(m, flags, params ? &meta : NULL);
-  if (!printed) return -1;
-  int rc = 0;
-  if (params) {
-    /* constants without data (typed placeholders) stay placeholders */
-    int64_t n = 0;
-    char **names = gp_malloc(sizeof(char *) * (meta.len ? meta.len : 1));
-    GPTensor **ts = gp_malloc(sizeof(GPTensor *) * (meta.len ? meta.len : 1));
-    for (size_t i = 0; i < meta.len; i++) {
-      const GPConstant *c = meta.items[i];
-      if (!c->data || !c->data->dl.data) continue;
-      char nb[48];
-      snprintf(nb, sizeof nb, "relay.Constant[%zu]", i);
-      names[n] = gp_strdup(nb);
-      ts[n++] = c->data;
-    }
-    rc = gp_params_save(params, n, (const char *const *)names, ts);
-    for (int64_t i = 0; i < n; i++) gp_free(names[i]);
-    gp_free(names);
-    gp_free(ts);
-  }
-  gp_vec_free(&meta);
-  if (rc == 0) {
-    FILE *f = to_stdout ? stdout : fopen(path, "wb");
-    if (!f) {
-      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-      rc = -1;
-    } else {
-      size_t n = strlen(printed);
-      if (fwrite(printed, 1, n, f) != n) rc = -1;
-      if (!to_stdout && fclose(f) != 0) rc = -1;
-      if (rc) gp_error_set(GP_ERR_IO, "%s: write error: %s", to_stdout ? "<stdout>" : path, strerror(errno));
-    }
-  }
-  gp_free(printed);
-  return rc;
+  return gp_save_text_params(m, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA, path, params);
 }

@@ -383,6 +383,10 @@ int gp_params_save(const char *path, int64_t n, const char *const *names, GPTens
 int gp_params_read(FILE *f, uint64_t size, const char *what, GPParams *out);
 int gp_params_load(const char *path, GPParams *out);
 void gp_params_free(GPParams *p);
+/* Print m as Relay text (gp_print `flags`) to text_path (NULL or "-": stdout); with params_path,
+ * without the metadata section, and the constants with data go to params_path named
+ * relay.Constant[<i>] (their meta index; constants without data stay typed placeholders). */
+int gp_save_text_params(const GPModule *m, int32_t flags, const char *text_path, const char *params_path);
 /* The parameters as a metadata table for gp_parse_meta: names must be relay.Constant[<i>]
  * (what `graphpass opt --params` writes); the table (gp_free it) borrows p's tensors; entry i
  * is NULL where no parameter has index i.  NULL + GP_ERR_VALUE naming a parameter otherwise. */

@@ -376,3 +376,49 @@ GPTensor **gp_params_meta_table(const GPParams *p, const char *what, int64_t *n_
   *n_out = n;
   return tab;
 }
+
+int gp_save_text_params(const GPModule *m, int32_t flags, const char *text_path, const char *params_path) {
+  bool to_stdout = !text_path || strcmp(text_path, "-") == 0;
+  GPVec meta = {0};
+  if (params_path) flags &= ~(int32_t)GP_PRINT_METADATA;
+  char *printed = gp_print_meta(m, flags, params_path ? &meta : NULL);
+  if (!printed) {
+    gp_vec_free(&meta);
+    return -1;
+  }
+  int rc = 0;
+  if (params_path) {
+    /* constants without data (typed placeholders) stay placeholders */
+    int64_t n = 0;
+    size_t cap = meta.len ? meta.len : 1;
+    char **names = gp_malloc(sizeof(char *) * cap);
+    GPTensor **ts = gp_malloc(sizeof(GPTensor *) * cap);
+    for (size_t i = 0; i < meta.len; i++) {
+      const GPConstant *c = meta.items[i];
+      if (!c->data || !c->data->dl.data) continue;
+      char nb[48];
+      snprintf(nb, sizeof nb, "relay.Constant[%zu]", i);
+      names[n] = gp_strdup(nb);
+      ts[n++] = c->data;
+    }
+    rc = gp_params_save(params_path, n, (const char *const *)names, ts);
+    for (int64_t i = 0; i < n; i++) gp_free(names[i]);
+    gp_free(names);
+    gp_free(ts);
+  }
+  gp_vec_free(&meta);
+  if (rc == 0) {
+    FILE *f = to_stdout ? stdout : fopen(text_path, "wb");
+    if (!f) {
+      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", text_path, strerror(errno));
+      rc = -1;
+    } else {
+      size_t n = strlen(printed);
+      if (fwrite(printed, 1, n, f) != n) rc = -1;
+      if (to_stdout ? fflush(f) != 0 : fclose(f) != 0) rc = -1;
+      if (rc) gp_error_set(GP_ERR_IO, "%s: write error: %s", to_stdout ? "<stdout>" : text_path, strerror(errno));
+    }
+  }
+  gp_free(printed);
+  return rc;
+}
