@@ -18,7 +18,8 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
 static const char usage_text[] =
     "usage: graphpass passes [--plugin FILE]... [--target T]\n"
     "       graphpass targets [--plugin FILE]... [--no-default-plugins]\n"
-    "       graphpass opt INPUT [-o OUTPUT [--params OUT.params]] [--input-params FILE] [--target T] [--opt-level N] [--pipeline P]\n"
+    "       graphpass opt INPUT [-o OUTPUT [--params OUT.params]] [--input-params FILE]\n"
+    "                 [--target T] [--opt-level N] [--pipeline P | --opt-set S]\n"
     "                 [--disable A,B] [--require A,B] [--config key=value]... [--plugin FILE]...\n"
     "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
     "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
@@ -40,6 +41,8 @@ static const char usage_text[] =
     "--verify-numerics evaluates @main on deterministic inputs (from --seed, default 0) before\n"
     "the first pass and after each pass, and fails naming the first pass whose outputs differ\n"
     "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n"
+    "--opt-set S runs the target's optimization set S (see `graphpass targets`) instead of its\n"
+    "default set; an unknown set is an error listing the target's sets.\n"
     "--target-ops NAME=op,op,... marks the ops a BYOC target NAME supports (op attribute target.NAME)\n"
     "for AnnotateTarget, and adds NAME to AnnotateTarget.targets unless --config sets that key.\n";
 
@@ -58,16 +61,9 @@ int report(int code) {
 /* Read a whole file ('-' = stdin) into a NUL-terminated buffer. */
 char *read_file(const char *path, size_t *len) { return gp_read_file(path, len); }
 
+/* The default plugins as a host loads them (GPHostAPI.plugins_load_default), then --plugin. */
 int load_plugins(const PluginOpts *o) {
-  if (!o->no_default_plugins) {
-    char *dir = gp_plugin_default_dir();
-    if (!dir) return -1;
-    struct stat st;
-    /* no plugin directory beside the executable: only explicit plugins */
-    int rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? gp_plugin_load_dir(dir) : 0;
-    gp_free(dir);
-    if (rc != 0) return -1;
-  }
+  if (!o->no_default_plugins && gp_plugins_load_default(NULL) != 0) return -1;
   for (int i = 0; i < o->nplugins; i++)
     if (gp_plugin_load(o->plugins[i]) != 0) return -1;
   return 0;
@@ -329,7 +325,7 @@ done:
 static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
-  const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
+  const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL, *opt_set = NULL;
   const char *params_out = NULL, *params_in = NULL;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
@@ -362,6 +358,7 @@ static int cmd_opt(int argc, char **argv) {
     else if (strcmp(a, "--target") == 0) TAKE(po.target);
     else if (strcmp(a, "--opt-level") == 0) TAKE(opt_level);
     else if (strcmp(a, "--pipeline") == 0) TAKE(pipeline);
+    else if (strcmp(a, "--opt-set") == 0) TAKE(opt_set);
     else if (strcmp(a, "--disable") == 0) TAKE_LIST(disable, ndisable);
     else if (strcmp(a, "--require") == 0) TAKE_LIST(require, nrequire);
     else if (strcmp(a, "--config") == 0) TAKE_LIST(config, nconfig);
@@ -416,6 +413,11 @@ static int cmd_opt(int argc, char **argv) {
   int code = EXIT_OK;
   GPModule *mod = NULL, *out = NULL;
   if (po.target && gp_ctx_set_target(ctx, po.target) != 0) goto usage_error;
+  if (opt_set && pipeline) {
+    gp_error_set(GP_ERR_VALUE, "--opt-set %s and --pipeline both say what to run; give one", opt_set);
+    goto usage_error;
+  }
+  if (opt_set && gp_ctx_set_opt_set(ctx, opt_set) != 0) goto usage_error;
   if (opt_level) {
     char *end;
     long lvl = strtol(opt_level, &end, 10);
@@ -445,11 +447,21 @@ static int cmd_opt(int argc, char **argv) {
     if (rc != 0) goto usage_error;
   }
   if (ntarget_ops && apply_target_ops(ctx, target_ops, ntarget_ops) != 0) goto usage_error;
-  ctx->time_passes = time_passes;
+  /* --explain and --time-passes are instruments, registered as a host registers its own. */
+  if (explain) {
+    GPInstrument ex = gp_instrument_explain(stderr);
+    if (gp_ctx_instrument_register(ctx, &ex) != 0) goto usage_error;
+  }
+  if (time_passes) {
+    GPInstrument tm = gp_instrument_timing(stderr, NULL);
+    if (gp_ctx_instrument_register(ctx, &tm) != 0) {
+      tm.user_deleter(tm.user);
+      goto usage_error;
+    }
+  }
   ctx->print_before_all = pba;
   ctx->print_after_all = paa;
   ctx->verify_each = verify_each;
-  ctx->explain = explain;
   ctx->print_types = types;
   ctx->verify_numerics = verify_numerics;
   if ((rtol || atol || seed) && !verify_numerics) {
