@@ -338,3 +338,159 @@ Test(views, report_page_loads_without_console_errors) {
   gp_free(dom);
   gp_free(console);
 }
+
+/* ---- graphpass opt: bisection, print-changed, filtered prints, the report */
+
+#define BROKEN_PIPE "SimplifyInference,TestCopy,FoldConstant,TestSkewRelu,FuseOps"
+
+static int run_opt(const char *args, char **out) {
+  char *bin = th_path("bin/graphpass");
+  char *plugin = th_path("tests/plugins/libbroken_plugin.so");
+  GPBuf cmd = {0};
+  gp_buf_printf(&cmd, "%s opt --plugin %s %s", bin, plugin, args);
+  int rc = th_run(cmd.data, out);
+  gp_buf_free(&cmd);
+  gp_free(bin);
+  gp_free(plugin);
+  return rc;
+}
+
+Test(views, opt_bisect_limit_numbers_runs_and_skips_after_the_limit) {
+  char *out;
+  int rc = run_opt("examples/resnet_block.relay --pipeline " BROKEN_PIPE " --opt-bisect-limit=3 -o /dev/null", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  /* InferType is required by SimplifyInference: it is run (1) */
+  const char *want[] = {"BISECT: running pass (1) InferType on @main",
+                        "BISECT: running pass (2) SimplifyInference on @main",
+                        "BISECT: running pass (3) TestCopy on @main",
+                        "BISECT: NOT running pass (4) FoldConstant on @main",
+                        "BISECT: NOT running pass (5) TestSkewRelu on @main",
+                        "BISECT: NOT running pass (7) FuseOps on @main"};
+  const char *at = out;
+  for (size_t i = 0; i < GP_ARRAY_LEN(want); i++) {
+    const char *p = strstr(at, want[i]);
+    cr_assert(p, "missing (in order) '%s' in:\n%s", want[i], out);
+    at = p;
+  }
+  gp_free(out);
+  /* limit 0 runs nothing: the output is the input, typed or not */
+  rc = run_opt("examples/resnet_block.relay --pipeline " BROKEN_PIPE " --opt-bisect-limit 0 -o /dev/null --explain",
+               &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: TestSkewRelu: skipped (skipped by instrument 'graphpass.views')"), "%s", out);
+  cr_assert_null(strstr(out, "BISECT: running"), "%s", out);
+  gp_free(out);
+  rc = run_opt("examples/resnet_block.relay --opt-bisect-limit -3", &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "--opt-bisect-limit '-3' is not a non-negative integer"), "%s", out);
+  gp_free(out);
+}
+
+Test(views, bisect_numerics_names_the_broken_pass) {
+  char *out;
+  int rc = run_opt("examples/resnet_block.relay --pipeline " BROKEN_PIPE " --bisect-numerics -o /dev/null", &out);
+  cr_assert_eq(rc, 3, "a bad run is exit 3: %s", out);
+  cr_assert(strstr(out, "BISECT: the first bad run is (5) TestSkewRelu"), "%s", out);
+  cr_assert(strstr(out, "error: --bisect-numerics: pass TestSkewRelu (run 5) changes the numbers of @main output 0"),
+            "%s", out);
+  gp_free(out);
+  /* without the broken pass nothing is bad, and the run goes on to write its output */
+  rc = run_opt("examples/resnet_block.relay --pipeline SimplifyInference,TestCopy,FoldConstant,FuseOps "
+               "--bisect-numerics -o /dev/null",
+               &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "BISECT: @main's outputs stay within tolerance after all 6 runs: no bad run"), "%s", out);
+  gp_free(out);
+}
+
+Test(views, print_changed_prints_diffs_of_changed_functions_only) {
+  char *out;
+  int rc = run_opt("tests/data/params/consts.relay --pipeline FoldConstant,TestCopy,FuseOps --print-changed -o /dev/null",
+                   &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "; IR changed by (1) FoldConstant:\n--- @main before (1) FoldConstant\n+++ @main after (1) "
+                        "FoldConstant\n@@ "),
+            "%s", out);
+  cr_assert(strstr(out, "\n-  %0 = full(0.25f"), "%s", out);
+  cr_assert(strstr(out, "\n+  %0 = nn.dense(%x, meta[relay.Constant]"), "%s", out);
+  cr_assert_null(strstr(out, "TestCopy:"), "an unchanged module prints nothing: %s", out);
+  cr_assert_null(strstr(out, "by (2) InferType"), "InferType only adds types: %s", out);
+  cr_assert(strstr(out, "; IR changed by (4) FuseOps:"), "%s", out);
+  gp_free(out);
+}
+
+Test(views, filter_print_funcs_limits_print_after) {
+  /* a module with two functions; only @f is printed */
+  const char *text = "#[version = \"0.0.5\"]\n"
+                     "def @f(%a: Tensor[(2), float32]) { nn.relu(%a) }\n"
+                     "def @main(%x: Tensor[(2), float32]) { %0 = @f(%x); negative(%0) }\n";
+  char *path = write_tmp(text, ".relay");
+  GPBuf a = {0};
+  gp_buf_printf(&a, "%s --pipeline TestCopy,FuseOps --print-after=TestCopy,FuseOps --filter-print-funcs=@f -o /dev/null",
+                path);
+  char *out;
+  int rc = run_opt(a.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "; IR after (1) TestCopy:\ndef @f("), "%s", out);
+  cr_assert(strstr(out, "; IR after (3) FuseOps:\ndef @f("), "%s", out);
+  cr_assert_null(strstr(out, "def @main"), "@main is filtered out: %s", out);
+  gp_free(out);
+  gp_buf_free(&a);
+  gp_buf_printf(&a, "%s --pipeline TestCopy --print-before NoSuchPass --filter-print-funcs f", path);
+  rc = run_opt(a.data, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "--print-before: no pass named 'NoSuchPass'"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&a);
+  unlink(path);
+  gp_free(path);
+}
+
+Test(views, report_of_a_run_loads_in_the_browser_and_names_every_pass) {
+  char *html = write_tmp("", ".html");
+  GPBuf a = {0};
+  gp_buf_printf(&a, "examples/resnet_block.relay --pipeline " BROKEN_PIPE ",DeadCodeElimination --opt-level 2 "
+                    "--report %s --explain -o /dev/null",
+                html);
+  char *out;
+  int rc = run_opt(a.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  /* the passes that ran or were skipped, as --explain names them */
+  GPVec names = {0};
+  for (char *l = strstr(out, "explain: "); l; l = strstr(l + 1, "\nexplain: ")) {
+    char *s = l[0] == '\n' ? l + 10 : l + 9;
+    char *c = strchr(s, ':');
+    if (c && (strncmp(c, ": ran", 5) == 0 || strncmp(c, ": skipped", 9) == 0))
+      gp_vec_push(&names, gp_strndup(s, (size_t)(c - s)));
+  }
+  cr_assert(names.len >= 7, "explain lines: %s", out);
+  gp_free(out);
+  size_t len;
+  char *page = th_read(html, &len);
+  cr_assert(strstr(page, "<h3>(5) TestSkewRelu"), "the changed pass has a section");
+  cr_assert(strstr(page, "<span class=\"d-add\">+"), "a diff");
+  if (have_tool("dot")) cr_assert(strstr(page, "<template id=\"graph-"), "a graph");
+  cr_assert_null(strstr(page, "src=\""), "nothing loaded from elsewhere");
+  gp_free(page);
+  GPBuf url = {0};
+  gp_buf_printf(&url, "%s#all", html); /* every <details> opened: the graphs go into the page */
+  char *dom, *console;
+  if (!th_chromium(url.data, &dom, &console)) {
+    unlink(html);
+    cr_skip_test("chromium is not installed (sh scripts/install-deps.sh installs it)");
+  }
+  cr_assert_str_eq(console, "", "console messages while loading the report:\n%s", console);
+  cr_assert(strstr(dom, "data-gp-ready=\"1\""), "the report's script did not run to its end");
+  for (size_t i = 0; i < names.len; i++) {
+    cr_assert(strstr(dom, names.items[i]), "the page does not name %s", (char *)names.items[i]);
+    gp_free(names.items[i]);
+  }
+  if (have_tool("dot")) cr_assert(strstr(dom, "<div class=\"graph\"><svg"), "the opened graph was not inserted");
+  gp_vec_free(&names);
+  gp_free(dom);
+  gp_free(console);
+  gp_buf_free(&url);
+  gp_buf_free(&a);
+  unlink(html);
+  gp_free(html);
+}

@@ -145,6 +145,27 @@ int gp_dot_function(GPBuf *out, const GPFunctionExpr *fn, const char *graph_name
       stk[sp++] = first[cur];
       continue;
     }
+    if (kind == GP_TI_CONSTANT) continue; /* drawn once per use, beside its consumer */
+    /* each constant input gets a node of its own: a constant shared by many consumers (after
+     * EliminateCommonSubexpr) would otherwise pull long edges across the graph, which makes
+     * Graphviz's layout take minutes */
+    int32_t nk0 = ni.kid_off[cur + 1] - ni.kid_off[cur];
+    for (int32_t j = 0; j < nk0; j++) {
+      GPExpr *ke = ni.nodes[gp_ni_kid(&ni, cur, j)];
+      if (gp_kind(ke) != GP_TI_CONSTANT) continue;
+      const GPTensor *t = GP_AS(GPConstant, ke)->data;
+      lab.len = 0;
+      if (lab.data) lab.data[0] = 0;
+      gp_buf_puts(&lab, "const ");
+      put_type(&lab, gp_tensor_type(t));
+      if (t->dl.ndim == 0)
+        put_scalar(&lab, t);
+      else
+        gp_buf_printf(&lab, "\n%zu bytes%s", gp_tensor_nbytes(t), t->dl.data ? "" : " (no data)");
+      gp_buf_printf(out, "%sc%d_%d [label=\"", f == root ? "  " : "    ", (int)cur, (int)j);
+      put_esc(out, lab.data);
+      gp_buf_puts(out, "\", shape=note, style=filled, fillcolor=\"#f4f4e8\"];\n");
+    }
     lab.len = 0;
     if (lab.data) lab.data[0] = 0;
     const char *shape = "box", *style = "";
@@ -177,18 +198,6 @@ int gp_dot_function(GPBuf *out, const GPFunctionExpr *fn, const char *graph_name
       shape = "ellipse";
       break;
     }
-    case GP_TI_CONSTANT: {
-      const GPTensor *t = GP_AS(GPConstant, e)->data;
-      gp_buf_puts(&lab, "const ");
-      put_type(&lab, gp_tensor_type(t));
-      if (t->dl.ndim == 0)
-        put_scalar(&lab, t);
-      else
-        gp_buf_printf(&lab, "\n%zu bytes%s", gp_tensor_nbytes(t), t->dl.data ? "" : " (no data)");
-      shape = "note";
-      style = ", style=filled, fillcolor=\"#f4f4e8\"";
-      break;
-    }
     case GP_TI_GLOBAL_VAR: gp_buf_printf(&lab, "@%s", GP_AS(GPGlobalVar, e)->name); shape = "ellipse"; break;
     case GP_TI_TUPLE: gp_buf_puts(&lab, "tuple"); shape = "box"; style = ", style=rounded"; break;
     case GP_TI_TUPLE_GET_ITEM:
@@ -216,6 +225,10 @@ int gp_dot_function(GPBuf *out, const GPFunctionExpr *fn, const char *graph_name
       GPExpr *ke = ni.nodes[k];
       if (gp_kind(ke) == GP_TI_OP) continue;
       if (kind == GP_TI_LET && j == 0) continue; /* the let's var: drawn where used */
+      if (gp_kind(ke) == GP_TI_CONSTANT) {
+        gp_buf_printf(out, "  c%d_%d -> n%d;\n", (int)i, (int)j, (int)i);
+        continue;
+      }
       if (gp_kind(ke) == GP_TI_FUNCTION_EXPR) {
         /* the function's body result stands for it */
         int32_t body = gp_ni_kid(&ni, k, ni.kid_off[k + 1] - ni.kid_off[k] - 1);

@@ -6,7 +6,8 @@
  * the pass table and the op histogram are plain tables; each changed pass's diff sits in a
  * closed <details> (not laid out until opened), and each graph sits in a <template> (parsed
  * but inert: not rendered, no layout) that the script moves into the page when its <details>
- * is opened.  The script also filters the pass table and marks the page ready
+ * is opened.  The script also filters the pass table, opens everything when the address ends
+ * in #all (to print the page, and for the browser test) and marks the page ready
  * (data-gp-ready="1" on <html>), which the browser test reads back.
  */
 #include "views.h"
@@ -39,11 +40,12 @@ static void esc(GPBuf *out, const char *s) {
 static const char css[] =
     "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d1d28;background:#fafafc}"
     "header{background:#2b2d42;color:#fff;padding:14px 24px}header h1{margin:0 0 4px;font-size:20px}"
-    "header .meta{opacity:.85;font-size:13px}main{padding:12px 24px 40px}"
+    "header .meta{opacity:.85;font-size:13px;word-break:break-all}main{padding:12px 24px 40px}"
     "h2{font-size:17px;margin:24px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}"
     "table{border-collapse:collapse;background:#fff;font-size:13px}"
     "th,td{border:1px solid #e0e0e8;padding:3px 8px;text-align:left;vertical-align:top}"
-    "th{background:#f0f0f6}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "th{background:#f0f0f6}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    "td.note details{border:0;padding:0;margin:0}td.note summary{font-weight:400;color:#446}"
     "tr.skipped td{color:#8a8a99}tr.changed td.name{font-weight:600}"
     ".bar{display:inline-block;height:9px;background:#6c7ae0;vertical-align:middle;margin-right:6px}"
     ".status-ok{color:#8fe39a}.status-err{color:#ffb4b4}"
@@ -71,6 +73,7 @@ static const char script[] =
     "    var box=d.querySelector('.graph');\n"
     "    if(t&&box){box.appendChild(document.importNode(t.content,true));d.setAttribute('data-done','1');}\n"
     "  });}\n"
+    "  if(location.hash==='#all'){var all=document.querySelectorAll('details');for(var j=0;j<all.length;j++)all[j].open=true;}\n"
     "  document.documentElement.setAttribute('data-gp-ready','1');\n"
     "})();\n";
 
@@ -93,6 +96,26 @@ static void put_diff(GPBuf *out, const char *d) {
   gp_buf_puts(out, "</pre>\n");
 }
 
+/* Notes in a table cell: the first three lines, the rest behind a <details>. */
+static void put_notes(GPBuf *out, const char *notes) {
+  if (!notes) return;
+  const char *p = notes;
+  for (int i = 0; i < 3 && p; i++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (!p || !*p) {
+    esc(out, notes);
+    return;
+  }
+  size_t more = 1;
+  for (const char *q = p; *q; q++) more += *q == '\n';
+  gp_html_escape(out, notes, (size_t)(p - notes));
+  gp_buf_printf(out, "<details><summary>%zu more</summary>", more);
+  esc(out, p);
+  gp_buf_puts(out, "</details>");
+}
+
 /* The <svg> element of Graphviz's output (without its XML prolog and doctype). */
 static void put_svg(GPBuf *out, const char *svg) {
   const char *s = strstr(svg, "<svg");
@@ -109,8 +132,10 @@ void gp_report_html(GPBuf *out, const GPReport *r) {
   esc(out, r->title);
   gp_buf_puts(out, "</h1><div class=\"meta\">target <b>");
   esc(out, r->target);
-  gp_buf_printf(out, "</b> &middot; opt-level <b>%d</b> &middot; total <b>%.3f ms</b> &middot; ", (int)r->opt_level,
-                r->total_ms);
+  double pass_ms = 0;
+  for (int64_t i = 0; i < r->npasses; i++) pass_ms += r->passes[i].depth ? 0 : r->passes[i].ms;
+  gp_buf_printf(out, "</b> &middot; opt-level <b>%d</b> &middot; passes <b>%.3f ms</b> (the run with this report's "
+                "instruments %.3f ms) &middot; ", (int)r->opt_level, pass_ms, r->total_ms);
   bool ok = r->status && strcmp(r->status, "ok") == 0;
   gp_buf_printf(out, "<span class=\"%s\">", ok ? "status-ok" : "status-err");
   esc(out, r->status ? r->status : "?");
@@ -152,7 +177,7 @@ void gp_report_html(GPBuf *out, const GPReport *r) {
       gp_buf_printf(out, "<span class=\"bar\" style=\"width:%dpx\"></span>%.3f", w, p->ms);
     }
     gp_buf_printf(out, "</td><td>%s</td><td class=\"note\">", p->changed ? "yes" : p->ran ? "no" : "");
-    esc(out, p->notes);
+    put_notes(out, p->notes);
     gp_buf_puts(out, "</td></tr>\n");
   }
   gp_buf_puts(out, "</tbody></table>\n");

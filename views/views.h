@@ -41,6 +41,7 @@ typedef struct GPReportOp {
 typedef struct GPReportPass {
   const char *name;
   int64_t index;        /* run index across the pipeline (1-based), 0 when skipped */
+  int32_t depth;        /* 0, or 1 + for a run a pass started itself (its time is in that pass's) */
   bool ran;
   bool changed;         /* the module changed */
   const char *reason;   /* why it ran or was skipped; may be NULL */
