@@ -5,6 +5,7 @@
 
 #include "../ir/ir.h"
 #include "../frontend/onnx/onnx.h"
+#include "../registry/registry.h"
 
 #include <stdbool.h>
 
@@ -38,6 +39,12 @@ void shape_opts_free(ShapeOpts *s);
 /* An input file as a module: a .onnx model through the ONNX frontend (with the --shape
  * options), else Relay text ('-' = stdin).  NULL + error. */
 GPModule *load_module(const char *path, const ShapeOpts *shapes);
+/* load_module, with Relay text's constants from a parameter file (TVM's save_param_dict
+ * format, names relay.Constant[<i>]) when `params` is not NULL. */
+GPModule *load_module_params(const char *path, const ShapeOpts *shapes, const char *params);
+/* Write m as Relay text to `path` ('-' or NULL: stdout); with `params`, the text has no
+ * metadata section and the constants go to that file (TVM's save_param_dict format). */
+int write_module(const GPModule *m, const char *path, const char *params, bool types);
 /* A tensor file: .npy, or .pb (a serialized ONNX TensorProto).  NULL + error. */
 GPTensor *load_tensor(const char *path);
 
@@ -46,6 +53,37 @@ int cmd_onnx_test(int argc, char **argv);
 
 /* graphpass targets (cli/targets_cmd.c) */
 int cmd_targets(int argc, char **argv);
+
+/* What `graphpass opt` shows of a run through an instrument (cli/views_run.c). */
+typedef struct ViewOpts {
+  long long bisect_limit; /* --opt-bisect-limit; -1: none */
+  bool quiet;             /* no BISECT lines (the trials of --bisect-numerics) */
+  bool keep_names;        /* record every item (the names of the runs) */
+  bool print_changed;
+  bool filter_print;      /* --filter-print-funcs: --print-before/after(-all) go through here */
+  bool pba, paa;
+  bool types;
+  GPVec filter_funcs, print_before, print_after; /* char* (owned) */
+  const char *report;     /* --report FILE.html */
+  FILE *out;              /* where the lines go (stderr) */
+} ViewOpts;
+typedef struct Views Views;
+void view_opts_add(GPVec *v, const char *list); /* comma-separated names, '@' dropped */
+void view_opts_free(ViewOpts *o);
+Views *views_new(const ViewOpts *o);
+void views_free(void *v);
+/* Register / unregister the instrument "graphpass.views" (v stays the caller's). */
+int views_register(GPPassContext *ctx, Views *v);
+void views_unregister(GPPassContext *ctx);
+/* Write the --report page of the run v saw. */
+int views_write_report(Views *v, const char *title);
+/* --bisect-numerics: 0 when no run changes @main's numbers, 3 naming the first that does
+ * (error set), 1/2 on other errors (error set). */
+int views_bisect_numerics(const GPModule *mod, const char *pipeline, GPPassContext *ctx, const ViewOpts *o,
+                          double rtol, double atol, uint64_t seed);
+
+/* graphpass dot (cli/dot_cmd.c) */
+int cmd_dot(int argc, char **argv);
 
 /* graphpass eval (cli/eval_cmd.c) */
 int cmd_eval(int argc, char **argv);

@@ -86,14 +86,15 @@ static void list_params(GPBuf *b, const GPFunctionExpr *fn) {
 int cmd_eval(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
-  const char *input = NULL, *outdir = NULL, *seed_text = NULL, *threads_text = NULL;
+  const char *input = NULL, *outdir = NULL, *seed_text = NULL, *threads_text = NULL, *params = NULL;
   const char *bind[MAX_BINDINGS];
   int nbind = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
     if (strcmp(a, "-o") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--random-inputs") == 0 ||
-        strcmp(a, "--plugin") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--shape") == 0) {
+        strcmp(a, "--plugin") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--shape") == 0 ||
+        strcmp(a, "--params") == 0) {
       if (!has) {
         die_usage("eval: %s needs a value", a);
         return EV_USAGE;
@@ -101,6 +102,8 @@ int cmd_eval(int argc, char **argv) {
       const char *v = argv[++i];
       if (strcmp(a, "-o") == 0) {
         outdir = v;
+      } else if (strcmp(a, "--params") == 0) {
+        params = v;
       } else if (strcmp(a, "--random-inputs") == 0) {
         seed_text = v;
       } else if (strcmp(a, "--threads") == 0) {
@@ -173,7 +176,7 @@ int cmd_eval(int argc, char **argv) {
   GPFunctionExpr *fn = NULL;
   GPTensor **ins = NULL, **rnd = NULL, **outs = NULL;
   int32_t np = 0, nrnd = 0, nout = 0;
-  mod = load_module(input, &shapes);
+  mod = load_module_params(input, &shapes, params);
   if (!mod) goto fail;
   fn = gp_module_lookup(mod, "main");
   if (!fn) {

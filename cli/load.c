@@ -51,7 +51,13 @@ void shape_opts_free(ShapeOpts *s) {
   s->n = 0;
 }
 
-GPModule *load_module(const char *path, const ShapeOpts *shapes) {
+GPModule *load_module(const char *path, const ShapeOpts *shapes) { return load_module_params(path, shapes, NULL); }
+
+GPModule *load_module_params(const char *path, const ShapeOpts *shapes, const char *params) {
+  if (params && ends_with(path, ".onnx")) {
+    gp_error_set(GP_ERR_VALUE, "a parameter file (%s) goes with Relay text, not with an ONNX model (%s)", params, path);
+    return NULL;
+  }
   if (ends_with(path, ".onnx")) {
     GPOnnxOptions o = {.nshapes = shapes ? shapes->n : 0, .shapes = shapes ? shapes->shapes : NULL};
     return gp_onnx_import_file(path, &o);
@@ -63,7 +69,17 @@ GPModule *load_module(const char *path, const ShapeOpts *shapes) {
   size_t len;
   char *text = read_file(path, &len);
   if (!text) return NULL;
-  GPModule *m = gp_parse(text, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
+  GPParams pa = {0};
+  GPTensor **tab = NULL;
+  int64_t ntab = 0;
+  if (params && (gp_params_load(params, &pa) != 0 || !(tab = gp_params_meta_table(&pa, params, &ntab)))) {
+    gp_params_free(&pa);
+    gp_free(text);
+    return NULL;
+  }
+  GPModule *m = gp_parse_meta(text, len, strcmp(path, "-") == 0 ? "<stdin>" : path, tab, ntab);
+  gp_free(tab);
+  gp_params_free(&pa);
   gp_free(text);
   return m;
 }
@@ -71,4 +87,8 @@ GPModule *load_module(const char *path, const ShapeOpts *shapes) {
 GPTensor *load_tensor(const char *path) {
   if (ends_with(path, ".pb")) return gp_onnx_read_tensor_file(path, NULL);
   return gp_npy_read(path);
+}
+
+int write_module(const GPModule *m, const char *path, const char *params, bool types) {
+  return gp_save_text_params(m, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA, path, params);
 }

@@ -18,15 +18,21 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
 static const char usage_text[] =
     "usage: graphpass passes [--plugin FILE]... [--target T]\n"
     "       graphpass targets [--plugin FILE]... [--no-default-plugins]\n"
-    "       graphpass opt INPUT [-o OUTPUT] [--target T] [--opt-level N] [--pipeline P | --opt-set S]\n"
+    "       graphpass opt INPUT [-o OUTPUT [--params OUT.params]] [--input-params FILE]\n"
+    "                 [--target T] [--opt-level N] [--pipeline P | --opt-set S]\n"
     "                 [--disable A,B] [--require A,B] [--config key=value]... [--plugin FILE]...\n"
     "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
-    "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
+    "                 [--print-before A,B] [--print-after A,B] [--filter-print-funcs f,g]\n"
+    "                 [--print-changed] [--opt-bisect-limit N | --bisect-numerics] [--report FILE.html]\n"
+    "                 [--verify-each] [--explain]\n"
     "                 [--stats] [--no-types] [--no-default-plugins]\n"
     "                 [--verify-numerics [--rtol X] [--atol Y] [--seed N]]\n"
     "                 [--shape NAME=D,D,...]... [--target-ops NAME=op,op,...]...\n"
     "       graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
-    "                 [--plugin FILE]... [--threads N] [--no-default-plugins] [--shape NAME=D,...]...\n"
+    "                 [--params FILE] [--plugin FILE]... [--threads N] [--no-default-plugins]\n"
+    "                 [--shape NAME=D,...]...\n"
+    "       graphpass dot INPUT [--function F] [--pipeline P] [--target T] [--opt-level N] [-o FILE]\n"
+    "                 [--params FILE] [--plugin FILE]... [--no-default-plugins] [--shape NAME=D,...]...\n"
     "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
     "                 [--verify-numerics] [--plugin FILE]... [--no-default-plugins]\n"
     "       graphpass --version | --help\n"
@@ -323,6 +329,10 @@ static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
   const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL, *opt_set = NULL;
+  const char *params_out = NULL, *params_in = NULL, *bisect_limit = NULL, *report_path = NULL;
+  const char *filter_funcs[32];
+  int nfilter = 0;
+  bool print_changed = false, bisect_numerics = false;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
   const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32], *target_ops[32];
@@ -349,6 +359,13 @@ static int cmd_opt(int argc, char **argv) {
     arr[n++] = argv[++i];                              \
   } while (0)
     if (strcmp(a, "-o") == 0) TAKE(output);
+    else if (strcmp(a, "--params") == 0) TAKE(params_out);
+    else if (strcmp(a, "--input-params") == 0) TAKE(params_in);
+    else if (strcmp(a, "--opt-bisect-limit") == 0) TAKE(bisect_limit);
+    else if (strcmp(a, "--bisect-numerics") == 0) bisect_numerics = true;
+    else if (strcmp(a, "--print-changed") == 0) print_changed = true;
+    else if (strcmp(a, "--filter-print-funcs") == 0) TAKE_LIST(filter_funcs, nfilter);
+    else if (strcmp(a, "--report") == 0) TAKE(report_path);
     else if (strcmp(a, "--target") == 0) TAKE(po.target);
     else if (strcmp(a, "--opt-level") == 0) TAKE(opt_level);
     else if (strcmp(a, "--pipeline") == 0) TAKE(pipeline);
@@ -397,11 +414,33 @@ static int cmd_opt(int argc, char **argv) {
     die_usage("opt: %s", "missing INPUT");
     return EXIT_USAGE;
   }
+  if (params_out && (!output || strcmp(output, "-") == 0)) {
+    die_usage("opt: %s", "--params FILE writes the constants of the output: it needs -o OUT.relay (a file)");
+    return EXIT_USAGE;
+  }
   if (load_plugins(&po) != 0) return report(EXIT_INPUT);
 
   GPPassContext *ctx = gp_ctx_new();
   int code = EXIT_OK;
   GPModule *mod = NULL, *out = NULL;
+  ViewOpts vo = {.bisect_limit = -1, .print_changed = print_changed, .report = report_path, .types = types,
+                 .out = stderr, .filter_print = nfilter > 0, .pba = pba, .paa = paa};
+  Views *views = NULL;
+  for (int i = 0; i < nfilter; i++) view_opts_add(&vo.filter_funcs, filter_funcs[i]);
+  if (bisect_limit) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(bisect_limit, &end, 10);
+    if (*end || end == bisect_limit || errno || v < 0) {
+      gp_error_set(GP_ERR_VALUE, "--opt-bisect-limit '%s' is not a non-negative integer", bisect_limit);
+      goto usage_error;
+    }
+    vo.bisect_limit = v;
+  }
+  if (bisect_numerics && bisect_limit) {
+    gp_error_set(GP_ERR_VALUE, "--bisect-numerics chooses the limit itself: drop --opt-bisect-limit");
+    goto usage_error;
+  }
   if (po.target && gp_ctx_set_target(ctx, po.target) != 0) goto usage_error;
   if (opt_set && pipeline) {
     gp_error_set(GP_ERR_VALUE, "--opt-set %s and --pipeline both say what to run; give one", opt_set);
@@ -421,8 +460,22 @@ static int cmd_opt(int argc, char **argv) {
     if (each_name(ctx, disable[i], gp_ctx_disable) != 0) goto usage_error;
   for (int i = 0; i < nrequire; i++)
     if (each_name(ctx, require[i], gp_ctx_require) != 0) goto usage_error;
-  for (int i = 0; i < npbefore; i++) each_name(ctx, pbefore[i], add_print_before);
-  for (int i = 0; i < npafter; i++) each_name(ctx, pafter[i], add_print_after);
+  /* with --filter-print-funcs the views instrument prints (only those functions) */
+  for (int i = 0; i < npbefore; i++)
+    if (nfilter) view_opts_add(&vo.print_before, pbefore[i]);
+    else each_name(ctx, pbefore[i], add_print_before);
+  for (int i = 0; i < npafter; i++)
+    if (nfilter) view_opts_add(&vo.print_after, pafter[i]);
+    else each_name(ctx, pafter[i], add_print_after);
+  for (size_t i = 0; i < vo.print_before.len + vo.print_after.len; i++) {
+    const char *n = i < vo.print_before.len ? vo.print_before.items[i] : vo.print_after.items[i - vo.print_before.len];
+    GPPassEntry *e = gp_pass_acquire(n);
+    if (!e) {
+      gp_error_set(GP_ERR_NOT_FOUND, "--print-%s: no pass named '%s'", i < vo.print_before.len ? "before" : "after", n);
+      goto usage_error;
+    }
+    gp_pass_entry_release(e);
+  }
   for (int i = 0; i < nconfig; i++) {
     char *kv = gp_strdup(config[i]);
     char *eq = strchr(kv, '=');
@@ -449,13 +502,13 @@ static int cmd_opt(int argc, char **argv) {
       goto usage_error;
     }
   }
-  ctx->print_before_all = pba;
-  ctx->print_after_all = paa;
+  ctx->print_before_all = pba && !nfilter;
+  ctx->print_after_all = paa && !nfilter;
   ctx->verify_each = verify_each;
   ctx->print_types = types;
   ctx->verify_numerics = verify_numerics;
-  if ((rtol || atol || seed) && !verify_numerics) {
-    gp_error_set(GP_ERR_VALUE, "--rtol, --atol and --seed need --verify-numerics");
+  if ((rtol || atol || seed) && !verify_numerics && !bisect_numerics) {
+    gp_error_set(GP_ERR_VALUE, "--rtol, --atol and --seed need --verify-numerics or --bisect-numerics");
     goto usage_error;
   }
   if ((rtol && parse_tolerance("--rtol", rtol, &ctx->rtol) != 0) ||
@@ -473,31 +526,45 @@ static int cmd_opt(int argc, char **argv) {
   }
   ctx->out = stderr;
 
-  mod = load_module(input, &shapes);
+  mod = load_module_params(input, &shapes, params_in);
   if (!mod) {
     code = report(EXIT_INPUT);
     goto done;
   }
+  if (bisect_numerics) {
+    int bc = views_bisect_numerics(mod, pipeline, ctx, &vo, ctx->rtol, ctx->atol, ctx->seed);
+    if (bc != 0) {
+      code = report(bc);
+      goto done;
+    }
+  }
+  if (vo.bisect_limit >= 0 || vo.print_changed || vo.filter_print || vo.report) {
+    views = views_new(&vo);
+    if (views_register(ctx, views) != 0) goto usage_error;
+  }
   out = gp_run_pipeline(mod, pipeline, ctx);
+  if (views && vo.report) {
+    /* the run's error outlives writing the report */
+    char *msg = out ? NULL : gp_strdup(gp_error_message());
+    int32_t kind = out ? GP_OK : gp_error_kind();
+    bool reg = ctx->registry_error;
+    if (views_write_report(views, input) != 0) {
+      gp_free(msg);
+      code = report(EXIT_INPUT);
+      goto done;
+    }
+    if (msg) gp_error_set(kind, "%s", msg);
+    gp_free(msg);
+    ctx->registry_error = reg;
+  }
   if (!out) {
     code = report(gp_error_kind() == GP_ERR_PASS ? EXIT_PASS : ctx->registry_error ? EXIT_INPUT : EXIT_USAGE);
     goto done;
   }
-  char *printed = gp_print(out, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA);
-  if (output && strcmp(output, "-") != 0) {
-    FILE *f = fopen(output, "wb");
-    if (!f) {
-      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
-      gp_free(printed);
-      code = report(EXIT_INPUT);
-      goto done;
-    }
-    fputs(printed, f);
-    fclose(f);
-  } else {
-    fputs(printed, stdout);
+  if (write_module(out, output, params_out, types) != 0) {
+    code = report(EXIT_INPUT);
+    goto done;
   }
-  gp_free(printed);
   if (stats) print_stats(out);
   goto done;
 usage_error:
@@ -506,6 +573,8 @@ done:
   gp_release(out);
   gp_release(mod);
   gp_ctx_free(ctx);
+  views_free(views);
+  view_opts_free(&vo);
   shape_opts_free(&shapes);
   return code;
 }
@@ -520,6 +589,23 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   gp_ops_init();
+  /* --flag=value is --flag value (LLVM's spelling: --print-after=A,B, --opt-bisect-limit=5) */
+  char **args = gp_malloc(sizeof(char *) * (size_t)(2 * argc + 1));
+  char **owned = gp_malloc(sizeof(char *) * (size_t)(argc + 1));
+  int nargs = 0, nowned = 0;
+  for (int i = 0; i < argc; i++) {
+    char *eq = i >= 2 && strncmp(argv[i], "--", 2) == 0 ? strchr(argv[i], '=') : NULL;
+    if (eq && eq > argv[i] + 2) {
+      owned[nowned] = gp_strndup(argv[i], (size_t)(eq - argv[i]));
+      args[nargs++] = owned[nowned++];
+      args[nargs++] = eq + 1;
+    } else {
+      args[nargs++] = argv[i];
+    }
+  }
+  args[nargs] = NULL;
+  argc = nargs;
+  argv = args;
   int rc;
   if (strcmp(argv[1], "passes") == 0)
     rc = cmd_passes(argc - 2, argv + 2);
@@ -529,6 +615,8 @@ int main(int argc, char **argv) {
     rc = cmd_opt(argc - 2, argv + 2);
   else if (strcmp(argv[1], "eval") == 0)
     rc = cmd_eval(argc - 2, argv + 2);
+  else if (strcmp(argv[1], "dot") == 0)
+    rc = cmd_dot(argc - 2, argv + 2);
   else if (strcmp(argv[1], "onnx-test") == 0)
     rc = cmd_onnx_test(argc - 2, argv + 2);
   else {
@@ -537,5 +625,8 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   shutdown_all();
+  for (int i = 0; i < nowned; i++) gp_free(owned[i]);
+  gp_free(owned);
+  gp_free(args);
   return rc;
 }

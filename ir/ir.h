@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define GP_FMT(a, b) __attribute__((format(printf, a, b)))
 #define GP_UNUSED(x) ((void)(x))
@@ -366,6 +367,32 @@ GPModule *gp_module_copy(const GPModule *m); /* new; shares functions */
 void gp_module_set(GPModule *m, int32_t i, GPFunctionExpr *fn);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Parameter files in TVM's save_param_dict format (ir/params.c; layout in its header). */
+
+typedef struct GPParams {
+  int64_t n;
+  char **names;       /* owned */
+  GPTensor **tensors; /* owned references, compact, 64-byte aligned */
+} GPParams;
+/* Write n named tensors (with data, lanes 1) to f; `what` names the destination in errors.
+ * GP_ERR_VALUE for a tensor without data, GP_ERR_IO for a write error. */
+int gp_params_write(FILE *f, const char *what, int64_t n, const char *const *names, GPTensor *const *tensors);
+int gp_params_save(const char *path, int64_t n, const char *const *names, GPTensor *const *tensors);
+/* Read `size` bytes of f (the whole file); GP_ERR_PARSE "<what>: byte <offset>: <problem>"
+ * for a file that is not one, is truncated or has trailing bytes.  *out is empty on error. */
+int gp_params_read(FILE *f, uint64_t size, const char *what, GPParams *out);
+int gp_params_load(const char *path, GPParams *out);
+void gp_params_free(GPParams *p);
+/* Print m as Relay text (gp_print `flags`) to text_path (NULL or "-": stdout); with params_path,
+ * without the metadata section, and the constants with data go to params_path named
+ * relay.Constant[<i>] (their meta index; constants without data stay typed placeholders). */
+int gp_save_text_params(const GPModule *m, int32_t flags, const char *text_path, const char *params_path);
+/* The parameters as a metadata table for gp_parse_meta: names must be relay.Constant[<i>]
+ * (what `graphpass opt --params` writes); the table (gp_free it) borrows p's tensors; entry i
+ * is NULL where no parameter has index i.  NULL + GP_ERR_VALUE naming a parameter otherwise. */
+GPTensor **gp_params_meta_table(const GPParams *p, const char *what, int64_t *n_out);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Text format (ir/parse.c, ir/print.c)                                                         */
 
 /* Parse Relay text (TVM's print(mod) output, plus our #[metadata] section).  Errors:
@@ -375,6 +402,14 @@ GPModule *gp_parse(const char *text, size_t len, const char *source_name);
 /* Parse one expression (for tests): free variables must be declared in `vars` (may be 0). */
 GPExpr *gp_parse_expr(const char *text, size_t len, int32_t nvars, GPVar *const *vars);
 char *gp_print(const GPModule *m, int32_t flags); /* gp_malloc'd */
+/* gp_print that also lists the constants printed as meta[relay.Constant][i], in index order
+ * (borrowed from m; NULL-free; those without data included) into *meta (caller frees the vec). */
+char *gp_print_meta(const GPModule *m, int32_t flags, GPVec *meta);
+/* gp_parse with a metadata table given beside the text (a parameter file read back):
+ * meta[relay.Constant][i] resolves to meta[i] when i < nmeta and meta[i] != NULL (borrowed;
+ * the constant retains it); the text's own #[metadata] entry for such an index is an error. */
+GPModule *gp_parse_meta(const char *text, size_t len, const char *source_name, GPTensor *const *meta,
+                        int64_t nmeta);
 char *gp_print_expr(const GPExpr *e, int32_t flags);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -188,6 +188,7 @@ typedef struct Global {
 typedef struct MetaEnt {
   GPTensor *t;      /* owned; NULL in the cache table */
   GPConstant *c;    /* owned: the constant built for the first reference */
+  bool ext;         /* t came from gp_parse_meta's table (a parameter file) */
 } MetaEnt;
 
 typedef enum { TF_TUPLE, TF_FNPARAMS, TF_FNRET } TFKind;
@@ -1584,7 +1585,8 @@ static bool ensure_metadata(Parser *P) {
     if (de < P->lx.end && !(g_cls[(unsigned char)*de] & C_SPACE) && *de != '\n' && *de != '/')
       return fail(P, P->lx.line, lx_col(&P->lx, de), "invalid base64 character");
     if (meta_ent(P, idx, false) && meta_ent(P, idx, false)->t)
-      return fail(P, el, ec, "duplicate metadata entry relay.Constant[%lld]", (long long)idx);
+      return fail(P, el, ec, "duplicate metadata entry relay.Constant[%lld]%s", (long long)idx,
+                  meta_ent(P, idx, false)->ext ? " (the parameter file has it too)" : "");
     /* expected byte count, overflow-checked against the data we have */
     size_t dn = (size_t)(de - d);
     size_t have = dn / 4 * 3;
@@ -2414,12 +2416,23 @@ static bool parse_version(Parser *P) {
 }
 
 GPModule *gp_parse(const char *text, size_t len, const char *source_name) {
+  return gp_parse_meta(text, len, source_name, NULL, 0);
+}
+
+GPModule *gp_parse_meta(const char *text, size_t len, const char *source_name, GPTensor *const *meta,
+                        int64_t nmeta) {
   gp_ops_init();
   Parser P;
   parser_init(&P, text, len, source_name ? source_name : "<input>");
   if (!text && len) {
     gp_error_set(GP_ERR_VALUE, "parse: NULL text");
     return NULL;
+  }
+  for (int64_t i = 0; i < nmeta; i++) {
+    if (!meta[i]) continue;
+    MetaEnt *me = meta_ent(&P, i, true);
+    me->t = gp_retain(meta[i]);
+    me->ext = true;
   }
   P.mod = gp_module_new(source_name);
   bool ok = parse_version(&P);

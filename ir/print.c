@@ -961,7 +961,9 @@ static void put_metadata(Printer *p, GPBuf *out, bool leading_newline) {
 /* ------------------------------------------------------------------------------------------ */
 /* Entry points                                                                                */
 
-char *gp_print(const GPModule *m, int32_t flags) {
+char *gp_print(const GPModule *m, int32_t flags) { return gp_print_meta(m, flags, NULL); }
+
+char *gp_print_meta(const GPModule *m, int32_t flags, GPVec *meta) {
   Printer p;
   memset(&p, 0, sizeof p);
   p.flags = flags;
@@ -987,6 +989,8 @@ char *gp_print(const GPModule *m, int32_t flags) {
     reset_root(&p);
   }
   if (flags & GP_PRINT_METADATA) put_metadata(&p, &out, false);
+  if (meta)
+    for (size_t i = 0; i < p.meta.len; i++) gp_vec_push(meta, p.meta.items[i]);
   printer_free(&p);
   return gp_buf_take(&out);
 }

@@ -15,7 +15,7 @@ def g(*pats):
     return out
 
 CORE = g('ir/*.c', 'ir/ops/*.c', 'eval/*.c', 'registry/*.c', 'ffi/*.c', 'plugin/host_api.c', 'plugin/loader.c',
-         'frontend/onnx/*.c')
+         'frontend/onnx/*.c', 'views/*.c')
 # protoc-c output, generated once into build/gen and compiled into every variant.
 PROTO = 'frontend/onnx/onnx.proto'
 GEN_C = 'build/gen/frontend/onnx/onnx.pb-c.c'
