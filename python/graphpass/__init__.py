@@ -9,7 +9,7 @@ See python/README.md.  The library is found through $GRAPHPASS_LIBRARY, the sour
 package sits in (build/lib), pkg-config (graphpass) or the system's search path; plugins through
 $GRAPHPASS_PLUGIN_PATH or the plugin directory beside the library."""
 from ._runtime import init, load_plugin, unload_plugin, live_objects, register_func, unregister_func, \
-    get_func, PackedFunc, Object, OpaqueObject
+    get_func, PackedFunc, Object, OpaqueObject, Expr
 from .errors import (GraphpassError, GPValueError, GPTypeError, ParseError, NotFoundError, PassError,
                      VersionError, GPIOError, VerifyError, GPMemoryError, InternalError, UnsupportedError)
 from .tensor import Tensor, as_tensor

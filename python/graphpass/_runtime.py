@@ -187,8 +187,48 @@ class OpaqueObject(Object):
         return None
 
 
+_EXPR_KINDS = {_ffi.TI_VAR: "var", _ffi.TI_GLOBAL_VAR: "global_var", _ffi.TI_CONSTANT: "constant",
+               _ffi.TI_CALL: "call", _ffi.TI_TUPLE: "tuple", _ffi.TI_TUPLE_GET_ITEM: "tuple_get_item",
+               _ffi.TI_FUNCTION_EXPR: "function", _ffi.TI_LET: "let", _ffi.TI_IF: "if", _ffi.TI_OP: "op"}
+
+
+class _GPCallHead(ctypes.Structure):
+    _fields_ = [("base", _ffi.GPExpr), ("op", ctypes.c_void_p)]
+
+
+class Expr(OpaqueObject):
+    """An IR expression node (read-only view): .kind ("call", "var", ...), .name (vars, global
+    vars, ops), .op_name (calls of ops), .location ((line, col) or None)."""
+    __slots__ = ()
+
+    @property
+    def kind(self):
+        return _EXPR_KINDS[self.type_index]
+
+    @property
+    def op_name(self):
+        if self.type_index != _ffi.TI_CALL:
+            return None
+        op = ctypes.cast(self.handle, ctypes.POINTER(_GPCallHead)).contents.op
+        if not op or ctypes.cast(op, ctypes.POINTER(_ffi.GPObject)).contents.type_index != _ffi.TI_OP:
+            return None
+        n = ctypes.cast(op, ctypes.POINTER(_ffi.GPNamedExpr)).contents.name
+        return n.decode() if n else None
+
+    @property
+    def location(self):
+        e = ctypes.cast(self.handle, ctypes.POINTER(_ffi.GPExpr)).contents
+        return (e.line, e.col) if e.line else None
+
+    def __repr__(self):
+        if self._handle is None:
+            return "<graphpass.Expr closed>"
+        extra = self.op_name or self.name
+        return "<graphpass.Expr %s%s>" % (self.kind, " " + extra if extra else "")
+
+
 # type_index -> wrapper class (filled by the modules that define them)
-WRAPPERS = {}
+WRAPPERS = {ti: Expr for ti in _EXPR_KINDS}
 
 
 def wrap_owned(handle):

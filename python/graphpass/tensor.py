@@ -11,7 +11,16 @@ from . import errors
 from ._runtime import Object, WRAPPERS, api, check_ptr, raise_error
 
 kDLCPU, kDLCUDAHost = 1, 3
-_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
+_CODES = {"i": 0, "u": 1, "f": 2}  # kDLInt, kDLUInt, kDLFloat
+
+
+def _dl_dtype(np_dtype):
+    """The host's DLDataType of a NumPy dtype (bool is TVM's uint1, one byte per element)."""
+    if np_dtype.kind == "b":
+        return _ffi.DLDataType(1, 1, 1)
+    if np_dtype.kind not in _CODES or np_dtype.byteorder == ">":
+        raise errors.UnsupportedError("dtype %s has no DLPack code" % np_dtype, 11)
+    return _ffi.DLDataType(_CODES[np_dtype.kind], np_dtype.itemsize * 8, 1)
 _CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
 
 _py = ctypes.pythonapi
@@ -50,7 +59,7 @@ _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_capsule_destructo
 
 def dtype_str(dt):
     name = _CODE_NAMES.get(dt.code, "code%d" % dt.code)
-    if dt.code == 6:
+    if dt.code == 6 or (dt.code == 1 and dt.bits == 1):
         return "bool"
     s = "%s%d" % (name, dt.bits)
     return s if dt.lanes == 1 else "%sx%d" % (s, dt.lanes)
@@ -95,10 +104,7 @@ class Tensor(Object):
     def _copy_of(cls, arr):
         import numpy as np
         arr = np.ascontiguousarray(arr)
-        kind = arr.dtype.kind
-        if kind not in _CODES or arr.dtype.byteorder == ">":
-            raise errors.UnsupportedError("dtype %s has no DLPack code" % arr.dtype, 11)
-        dt = _ffi.DLDataType(_CODES[kind], arr.dtype.itemsize * 8, 1)
+        dt = _dl_dtype(arr.dtype)
         shape = (ctypes.c_int64 * max(1, arr.ndim))(*arr.shape)
         t = cls(check_ptr(api().tensor_alloc(dt, arr.ndim, shape, 1), "tensor_alloc"))
         if arr.nbytes:
@@ -109,8 +115,7 @@ class Tensor(Object):
     def empty(cls, shape, dtype="float32"):
         """A new zero-filled host tensor."""
         import numpy as np
-        d = np.dtype(dtype)
-        dt = _ffi.DLDataType(_CODES[d.kind], d.itemsize * 8, 1)
+        dt = _dl_dtype(np.dtype(dtype))
         sh = (ctypes.c_int64 * max(1, len(shape)))(*shape)
         return cls(check_ptr(api().tensor_alloc(dt, len(shape), sh, 1), "tensor_alloc"))
 
@@ -143,7 +148,10 @@ class Tensor(Object):
 
     def __dlpack__(self, stream=None, **_kw):
         """A "dltensor" capsule of a DLManagedTensor viewing this tensor (it holds a reference
-        to the tensor until its consumer runs the deleter; an unconsumed capsule runs it)."""
+        to the tensor until its consumer runs the deleter; an unconsumed capsule runs it).  Bool
+        tensors (uint1, TVM's bool) have no DLPack consumer in NumPy: use numpy()."""
+        if self.dtype == "bool":
+            raise BufferError("a bool (uint1) tensor cannot be exported through DLPack; use Tensor.numpy()")
         m = api().tensor_to_dlpack(self.handle)
         if not m:
             raise_error("tensor_to_dlpack")
@@ -153,10 +161,29 @@ class Tensor(Object):
         """A NumPy array viewing the tensor's memory (no copy).  Read-only unless writable: the
         host treats a shared tensor's data as immutable."""
         import numpy as np
-        a = np.from_dlpack(self)
+        if self.dtype == "bool":  # uint1 has no NumPy DLPack import: a view through the buffer
+            a = self._bool_view(np)
+        else:
+            a = np.from_dlpack(self)
         if not writable:
             a.flags.writeable = False
         return a
+
+    def _bool_view(self, np):
+        dl = self._st.dl
+        if not dl.data:
+            raise errors.GPValueError("tensor has no data (a constant of known type without values)", 1)
+        shape = self.shape
+        if dl.strides:
+            strides = tuple(dl.strides[i] for i in range(dl.ndim))  # in elements of one byte
+            span = 1 + sum((n - 1) * st for n, st in zip(shape, strides)) if all(shape) else 0
+        else:
+            strides = None
+            span = int(np.prod(shape)) if shape else 1
+        buf = (ctypes.c_uint8 * max(1, span)).from_address(self.data_ptr)
+        buf.owner = Tensor(api().object_retain(self.handle))  # keeps the host tensor alive
+        a = np.frombuffer(buf, dtype=np.bool_, count=span)
+        return np.lib.stride_tricks.as_strided(a, shape, strides) if strides else a.reshape(shape)
 
     def __array__(self, dtype=None):
         a = self.numpy()
