@@ -6,9 +6,11 @@
  * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
  * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
  * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload) and optimization sets
- * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended queries and ONNX import
- * for hosts without the command (GPHostAPI.pass_list, onnx_import, object_retain, object_release;
- * GPOnnxImportOptions).
+ * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended instruments
+ * (GPPassEvent, GPRunEvent, GPInstrument; GPHostAPI.ctx_instrument_register,
+ * ctx_instrument_unregister), plugins_load_default and pass_register_packed, and queries and
+ * ONNX import for hosts without the command (GPHostAPI.pass_list, onnx_import, object_retain,
+ * object_release; GPOnnxImportOptions).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -700,6 +702,116 @@ typedef struct GPPatternTable {
 typedef GPExpr *(*GPRewriteFn)(void *user, GPExpr *orig, GPExpr *rebuilt);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Instruments (since 1.3): callbacks around every pass of a run                              */
+
+/* What an instrument sees of one planned item of a run (GPInstrument.before_pass, note,
+ * after_pass).  Filled by the host; every pointer is borrowed for the callback's duration
+ * (retain a module to keep it; copy strings). */
+typedef struct GPPassEvent {
+  size_t struct_size;
+  uint32_t abi_version;
+  /* The item's position in the run's plan, 0-based: every planned item is counted, in the order
+   * they come -- the pipeline's items and the required passes added before them (InferType
+   * before Legalize), skipped ones too -- so the same pipeline, context and registry number
+   * their items alike from run to run (what opt-bisect counts).  GPRunEvent.num_items is one
+   * past the last. */
+  int32_t index;
+  int32_t kind;             /* GPPassKind of the pass */
+  int32_t opt_level;        /* the pass's */
+  const char *pass_name;
+  /* 1 when the item was added as a requirement of a later item ("required by X"), 0 when the
+   * pipeline lists it.  Vetoing a dependency leaves its dependent without it. */
+  int32_t dependency;
+  /* before_pass: 1 when the plan runs the pass (a veto can still skip it), 0 when it is skipped
+   * (target, disabled, opt-level; a veto is then ignored).  note, after_pass: 1 when the pass
+   * function was called (even if it failed), 0 when it was skipped. */
+  int32_t ran;
+  /* after_pass: 1 when the pass or a check after it (the command's --verify-each,
+   * --verify-numerics) failed; the error is in the thread's slot (error_kind, error_message)
+   * during the callback, and the run fails with it afterwards.  0 otherwise. */
+  int32_t failed;
+  /* after_pass: 1 when result is another module than `module`.  A pass returns its input when
+   * it changed nothing; a new module may still be structurally equal (structural_equal). */
+  int32_t changed;
+  /* Why the pass runs or is skipped, as --explain prints it in parentheses: "required by
+   * Legalize", "required", "disabled", "opt-level 3 > context opt-level 2", "target cuda not in
+   * [llvm]", "skipped by instrument 'NAME'" (after a veto); NULL when it runs because the
+   * context's opt-level enables it. */
+  const char *reason;
+  /* before_pass, note and after_pass: the module the pass is (or would have been) given. */
+  const GPModule *module;
+  /* after_pass: the module the pass returned (also when a check after it failed); NULL when
+   * the pass was skipped or failed. */
+  const GPModule *result;
+  uint64_t elapsed_ns;      /* after_pass: time spent in the pass function (monotonic clock) */
+  /* after_pass: the notes the pass left with ctx_note, in order (also given one by one to the
+   * note callbacks); collected while the context has an instrument. */
+  int32_t num_notes;
+  /* 0 for the items of the run the host started; 1 for those of a run that one of its passes
+   * started with the same context (FoldScaleAxis runs FoldConstant), and so on.  A nested run
+   * numbers its items from 0 and has its own run_begin / run_end. */
+  int32_t depth;
+  const char *const *notes;
+  /* after_pass: what the host's checks after the pass found, e.g. "numerics ok (max abs error
+   * 0)" under the command's --verify-numerics; NULL when none ran. */
+  const char *checks;
+} GPPassEvent;
+
+/* The start and the end of a run (GPInstrument.run_begin / run_end); borrowed like
+ * GPPassEvent. */
+typedef struct GPRunEvent {
+  size_t struct_size;
+  uint32_t abi_version;
+  const char *pipeline;     /* the pipeline string run (the chosen set's when none was given) */
+  const char *target;       /* the context's target */
+  int32_t opt_level;        /* the context's opt-level */
+  int32_t num_items;        /* planned items: GPPassEvent.index goes from 0 to num_items - 1 */
+  /* run_begin: the input.  run_end: the result, NULL when the run failed (the error is then in
+   * the thread's slot). */
+  const GPModule *module;
+  int32_t failed;           /* run_end: 1 when the run failed */
+  int32_t depth;            /* as GPPassEvent.depth */
+  uint64_t elapsed_ns;      /* run_end: the whole run, planning and instruments included */
+} GPRunEvent;
+
+/* An instrument (since 1.3; TVM's PassInstrument, LLVM's PassInstrumentation), registered on a
+ * context with GPHostAPI.ctx_instrument_register.  Every callback may be NULL.  For each
+ * run_pipeline with that context, in registration order for every callback:
+ *   run_begin                      after planning (a pipeline that does not parse or plan
+ *                                  fails before it, and no callback runs);
+ *   per planned item, in order:
+ *     before_pass                  for every item, skipped ones too (ev->ran says which);
+ *                                  returns 0 to go on, 1 to skip a pass that would run (a veto:
+ *                                  the later instruments still see the item, with ran = 0 and
+ *                                  the reason "skipped by instrument 'NAME'"; ignored for an
+ *                                  item already skipped), or -1 to stop the run with the
+ *                                  thread's error set;
+ *     note                         once per note the pass left, after the pass returns;
+ *     after_pass                   for every item; 0, or -1 to stop the run with the error set;
+ *   run_end                        once, when run_begin ran, whether the run succeeded or not.
+ * A run stopped by a callback fails with its error prefixed "instrument NAME: ".  Callbacks run
+ * on the thread that called run_pipeline; they may call the host table (print a module,
+ * structural_equal, ...) but not register or unregister instruments of the running context
+ * (GP_ERR_VALUE while it runs).  A pass that runs a pipeline with its context (FoldScaleAxis
+ * runs FoldConstant) runs it under the same instruments, one `depth` deeper; its notes are
+ * delivered with its own items. */
+typedef struct GPInstrument {
+  size_t struct_size;
+  uint32_t abi_version;
+  const char *name;  /* [A-Za-z0-9_.-]+, unique per context; copied */
+  /* Passed to every callback.  After a successful registration the context owns it when
+   * user_deleter is set: user_deleter(user) runs once, at ctx_instrument_unregister or
+   * ctx_free.  A failed registration leaves it with the caller. */
+  void *user;
+  void (*user_deleter)(void *user);
+  int (*run_begin)(void *user, const GPRunEvent *ev);
+  int (*before_pass)(void *user, const GPPassEvent *ev);
+  void (*note)(void *user, const GPPassEvent *ev, const char *text);
+  int (*after_pass)(void *user, const GPPassEvent *ev);
+  void (*run_end)(void *user, const GPRunEvent *ev);
+} GPInstrument;
+
+/* ------------------------------------------------------------------------------------------ */
 /* The host table                                                                              */
 
 /* Options and statistics of GPHostAPI.eval_function (since 1.1).  In: struct_size,
@@ -814,8 +926,10 @@ struct GPHostAPI {
   int (*opt_set_register)(const char *target, const char *set, const char *pipeline);
 
   /* Pass contexts (opaque; owned by whoever created them).  A fresh context has opt-level 2,
-   * target "llvm", nothing disabled or required, and runs the target's "default" set when no
-   * pipeline is given.  ctx_set_opt_level accepts 0 .. max(4, the highest opt_level of any
+   * target "llvm", no optimization set chosen (a run without a pipeline runs the target's
+   * default set, "default"), nothing disabled or required, no config values (every key reads
+   * its pass's default) and no instruments (1.3; so no notes are kept).  The host library
+   * loads no plugin by itself (see plugins_load_default).  ctx_set_opt_level accepts 0 .. max(4, the highest opt_level of any
    * registered pass) (GP_ERR_VALUE otherwise); ctx_disable / ctx_require need a registered pass
    * (GP_ERR_NOT_FOUND "no pass named X is registered; load its plugin first"). */
   GPPassContext *(*ctx_new)(void);
@@ -882,8 +996,10 @@ struct GPHostAPI {
   /* A DLManagedTensor viewing t's data (no copy) that holds a reference to t until its deleter
    * runs; the caller owns it and must call its deleter once.  NULL + error when t has no data. */
   DLManagedTensor *(*tensor_to_dlpack)(GPTensor *t);
-  /* A note from the running pass for --explain (printf-style), printed after the pass as
-   * "explain: <Pass>: note: <message>" when the context explains; otherwise dropped. */
+  /* A note from the running pass (printf-style), e.g. why a match was left alone.  Since 1.3 the
+   * notes go to the context's instruments after the pass returns (GPInstrument.note,
+   * GPPassEvent.notes); --explain prints them as "explain: <Pass>: note: <message>".  Dropped
+   * when the context has no instrument. */
   void (*ctx_note)(GPPassContext *ctx, const char *fmt, ...);
 
   /* Per-op attributes by key (TVM's Op::SetAttr), e.g. GP_OP_ATTR_LEGALIZE.  op_set_attr copies
@@ -977,6 +1093,45 @@ struct GPHostAPI {
    * (NULL: back to the target's default).  A set the target does not have is GP_ERR_NOT_FOUND
    * naming the target and its sets: now when the target has sets, else when the pipeline runs. */
   int (*ctx_set_opt_set)(GPPassContext *ctx, const char *set);
+
+  /* ---- since 1.3: instruments, default plugins, packed passes ---- */
+
+  /* Add an instrument to a context (see GPInstrument; the table is copied, the name too).
+   * GP_ERR_VALUE for a NULL argument, a bad or taken name, or while the context runs;
+   * GP_ERR_VERSION for a struct_size below 1.3's GPInstrument or another major.  Instruments
+   * apply to every later run with the context and go with ctx_free. */
+  int (*ctx_instrument_register)(GPPassContext *ctx, const GPInstrument *instrument);
+  /* Remove the instrument named `name` (its user_deleter runs).  GP_ERR_NOT_FOUND naming the
+   * context's instruments when there is none of that name; GP_ERR_VALUE while the context
+   * runs. */
+  int (*ctx_instrument_unregister)(GPPassContext *ctx, const char *name);
+
+  /* Load the default plugins: every `*.so` in each directory of $GRAPHPASS_PLUGIN_PATH
+   * (colon-separated; empty entries are skipped; each directory's files in strcmp order, the
+   * directories in the order given) when it is set and not empty, else in the installed plugin
+   * directory: <libdir>/graphpass/plugins beside the libgraphpass.so that is running (pkg-config
+   * --variable=plugindir graphpass), or <dir>/../plugins in a build tree (build/plugins beside
+   * build/lib).  The library loads nothing by itself: a host calls this once, after
+   * graphpass_host_api(), when it wants the plugins a user installed (the `graphpass` command
+   * does the same unless --no-default-plugins).  Plugins already loaded are skipped (as
+   * plugin_load).  *out_loaded (may be NULL) gets the number of plugins this call loaded.
+   * Errors: a directory named in $GRAPHPASS_PLUGIN_PATH that is missing (GP_ERR_IO naming it);
+   * the first plugin that fails to load (its error).  A missing default directory is not an
+   * error (0 plugins). */
+  int (*plugins_load_default)(int32_t *out_loaded);
+
+  /* Register a pass whose function is a packed function (a host written in Python, say).
+   * `info` is read as for pass_register, except info->func, self and self_deleter, which must
+   * be NULL/0 (GP_ERR_VALUE otherwise).  `f` is called like GPPassInfo.func: args [GPModule*
+   * (GP_TI_MODULE, borrowed), GPPassContext* (GP_TI_OPAQUE_PTR)], and must return a new module
+   * reference in *result (its input, retained, when nothing changed) or -1 with the thread's
+   * error set, which the run reports as GP_ERR_PASS "pass <Name>: <message>".  Lifetime: on
+   * success the registry holds its own reference to f (the caller keeps and releases its own)
+   * until the pass is unregistered (pass_unregister, or unloading the plugin that registered
+   * it) and no running pipeline still holds the pass; then f is released, so whatever f->self
+   * holds (an interpreter's callable) must stay usable until then.  On failure f is not
+   * retained. */
+  int (*pass_register_packed)(const GPPassInfo *info, GPPackedFunc *f, int allow_override);
 
   /* ---- ABI 1.3: queries and ONNX import (for hosts without the command: the Python package) */
 

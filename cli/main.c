@@ -56,16 +56,9 @@ int report(int code) {
 /* Read a whole file ('-' = stdin) into a NUL-terminated buffer. */
 char *read_file(const char *path, size_t *len) { return gp_read_file(path, len); }
 
+/* The default plugins as a host loads them (GPHostAPI.plugins_load_default), then --plugin. */
 int load_plugins(const PluginOpts *o) {
-  if (!o->no_default_plugins) {
-    char *dir = gp_plugin_default_dir();
-    if (!dir) return -1;
-    struct stat st;
-    /* no plugin directory beside the executable: only explicit plugins */
-    int rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? gp_plugin_load_dir(dir) : 0;
-    gp_free(dir);
-    if (rc != 0) return -1;
-  }
+  if (!o->no_default_plugins && gp_plugins_load_default(NULL) != 0) return -1;
   for (int i = 0; i < o->nplugins; i++)
     if (gp_plugin_load(o->plugins[i]) != 0) return -1;
   return 0;
@@ -431,11 +424,21 @@ static int cmd_opt(int argc, char **argv) {
     if (rc != 0) goto usage_error;
   }
   if (ntarget_ops && apply_target_ops(ctx, target_ops, ntarget_ops) != 0) goto usage_error;
-  ctx->time_passes = time_passes;
+  /* --explain and --time-passes are instruments, registered as a host registers its own. */
+  if (explain) {
+    GPInstrument ex = gp_instrument_explain(stderr);
+    if (gp_ctx_instrument_register(ctx, &ex) != 0) goto usage_error;
+  }
+  if (time_passes) {
+    GPInstrument tm = gp_instrument_timing(stderr, NULL);
+    if (gp_ctx_instrument_register(ctx, &tm) != 0) {
+      tm.user_deleter(tm.user);
+      goto usage_error;
+    }
+  }
   ctx->print_before_all = pba;
   ctx->print_after_all = paa;
   ctx->verify_each = verify_each;
-  ctx->explain = explain;
   ctx->print_types = types;
   ctx->verify_numerics = verify_numerics;
   if ((rtol || atol || seed) && !verify_numerics) {

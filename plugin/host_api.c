@@ -10,6 +10,8 @@
 #include "../registry/registry.h"
 #include "plugin.h"
 
+#include <string.h>
+
 /* ---- adapters: ABI int flags vs internal bool, argument order, ops init */
 
 static GPTensor *h_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape,
@@ -114,6 +116,43 @@ static int h_op_get_attr(const GPOp *op, const char *key, GPAny *out) {
 static GPPatternTable *h_pattern_table_read(const char *path) {
   gp_ops_init();
   return gp_pattern_table_read(path);
+}
+
+/* ---- 1.3: packed passes */
+
+static int packed_pass_call(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  GPPackedFunc *f = self;
+  return f->call(f->self, args, nargs, result);
+}
+
+static void packed_pass_release(void *self) { gp_release(self); }
+
+static int h_pass_register_packed(const GPPassInfo *info, GPPackedFunc *f, int allow_override) {
+  if (!info || !f) {
+    gp_error_set(GP_ERR_VALUE, "pass_register_packed: NULL %s", info ? "function" : "pass info");
+    return -1;
+  }
+  const char *name = info->struct_size >= GP_STRUCT_SIZE(GPPassInfo, name) && info->name ? info->name : "(null)";
+  if (f->obj.type_index != GP_TI_FUNCTION || !f->call) {
+    gp_error_set(GP_ERR_VALUE, "pass_register_packed: pass %s: the function is not a GPPackedFunc", name);
+    return -1;
+  }
+  GPPassInfo in = {0};
+  memcpy(&in, info, info->struct_size < sizeof in ? info->struct_size : sizeof in);
+  if (in.func || in.self || in.self_deleter) {
+    gp_error_set(GP_ERR_VALUE, "pass_register_packed: pass %s: func, self and self_deleter must be NULL (the packed "
+                 "function is the pass)", name);
+    return -1;
+  }
+  in.func = packed_pass_call;
+  in.self = gp_retain(f);
+  in.self_deleter = packed_pass_release;
+  const char *origin = gp_registry_origin();
+  if (gp_pass_register(&in, allow_override != 0, origin ? origin : "host") != 0) {
+    gp_release(f); /* the registry did not take it */
+    return -1;
+  }
+  return 0;
 }
 
 static GPModule *h_onnx_import(const void *data, size_t size, const char *path,
@@ -276,6 +315,10 @@ static const GPHostAPI k_host_api = {
     .opt_set_list = gp_opt_set_list,
     .ctx_set_opt_set = gp_ctx_set_opt_set,
 
+    .ctx_instrument_register = gp_ctx_instrument_register,
+    .ctx_instrument_unregister = gp_ctx_instrument_unregister,
+    .plugins_load_default = gp_plugins_load_default,
+    .pass_register_packed = h_pass_register_packed,
     .pass_list = gp_pass_list_text,
     .onnx_import = h_onnx_import,
     .object_retain = h_object_retain,

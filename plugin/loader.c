@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,36 +335,93 @@ void gp_plugins_unload_all(void) {
   unlock();
 }
 
+/* The real path of the object holding this code: libgraphpass.so, or the executable that links
+ * the host library statically (its link map entry has an empty name). */
+static char *host_object_path(void) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  const char *name = NULL;
+  if (dladdr1((void *)host_object_path, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm && lm->l_name && lm->l_name[0])
+    name = lm->l_name;
+  char *real = realpath(name ? name : "/proc/self/exe", NULL);
+  if (!real) return NULL;
+  char *r = gp_strdup(real);
+  free(real);
+  return r;
+}
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+char *gp_plugin_installed_dir(void) {
+  char *obj = host_object_path();
+  if (!obj) return NULL;
+  char *slash = strrchr(obj, '/');
+  if (slash) *slash = '\0';
+  const char *dir = slash ? (obj[0] ? obj : "/") : ".";
+  /* <libdir>/graphpass/plugins beside the library; <prefix>/lib/graphpass/plugins from the
+   * command in <prefix>/bin; build/plugins from build/lib or build/bin (the build tree). */
+  static const char *const rel[] = {"graphpass/plugins", "../lib/graphpass/plugins", "../plugins"};
+  char *found = NULL;
+  GPBuf b = {0};
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !found; i++) {
+    b.len = 0;
+    gp_buf_printf(&b, "%s/%s", dir, rel[i]);
+    if (!is_dir(b.data)) continue;
+    char *real = realpath(b.data, NULL);
+    found = gp_strdup(real ? real : b.data);
+    free(real);
+  }
+  gp_buf_free(&b);
+  gp_free(obj);
+  return found;
+}
+
+int gp_plugins_load_default(int32_t *out_loaded) {
+  if (out_loaded) *out_loaded = 0;
+  size_t before = 0;
+  lock();
+  before = g_n;
+  unlock();
+  const char *env = getenv("GRAPHPASS_PLUGIN_PATH");
+  int rc = 0;
+  if (env && env[0]) {
+    const char *p = env;
+    while (rc == 0) {
+      const char *colon = strchr(p, ':');
+      size_t len = colon ? (size_t)(colon - p) : strlen(p);
+      if (len) {
+        char *dir = gp_strndup(p, len);
+        if (!is_dir(dir)) {
+          gp_error_set(GP_ERR_IO, "GRAPHPASS_PLUGIN_PATH: %s is not a directory", dir);
+          rc = -1;
+        } else {
+          rc = gp_plugin_load_dir(dir);
+        }
+        gp_free(dir);
+      }
+      if (!colon) break;
+      p = colon + 1;
+    }
+  } else {
+    char *dir = gp_plugin_installed_dir();
+    if (dir) rc = gp_plugin_load_dir(dir);
+    gp_free(dir);
+  }
+  lock();
+  size_t after = g_n;
+  unlock();
+  if (out_loaded) *out_loaded = (int32_t)(after > before ? after - before : 0);
+  return rc;
+}
+
 char *gp_plugin_default_dir(void) {
   const char *env = getenv("GRAPHPASS_PLUGIN_PATH");
   if (env && env[0]) return gp_strdup(env);
-  size_t cap = 256;
-  char *buf = NULL;
-  for (;;) {
-    buf = gp_realloc(buf, cap);
-    ssize_t n = readlink("/proc/self/exe", buf, cap);
-    if (n < 0) {
-      gp_error_set(GP_ERR_IO, "plugin directory: cannot read /proc/self/exe: %s", strerror(errno));
-      gp_free(buf);
-      return NULL;
-    }
-    if ((size_t)n < cap) {
-      buf[n] = '\0';
-      break;
-    }
-    cap *= 2;
-  }
-  char *slash = strrchr(buf, '/');
-  if (slash) *slash = '\0';
-  GPBuf b = {0};
-  gp_buf_printf(&b, "%s/../plugins", slash && buf[0] ? buf : (slash ? "" : "."));
-  gp_free(buf);
-  char *path = gp_buf_take(&b);
-  char *real = realpath(path, NULL);
-  if (real) {
-    gp_free(path);
-    path = gp_strdup(real);
-    free(real);
-  }
-  return path;
+  char *dir = gp_plugin_installed_dir();
+  if (dir) return dir;
+  gp_error_set(GP_ERR_IO, "plugin directory: none beside %s", "the host library or the executable");
+  return NULL;
 }

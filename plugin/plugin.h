@@ -54,9 +54,22 @@ int gp_plugin_unload(const char *name);
  * pointers into it -- but is forgotten.)  Call at exit so leak checkers stay quiet. */
 void gp_plugins_unload_all(void);
 
-/* The default plugin directory: $GRAPHPASS_PLUGIN_PATH when set and non-empty (one directory),
- * else "<directory of the running executable>/../plugins" (canonicalized when it exists), via
- * /proc/self/exe.  gp_malloc'd; NULL + GP_ERR_IO when the executable's path is unknown. */
+/* The installed plugin directory, found from where the host code is (so a tree installed with
+ * any PREFIX or DESTDIR finds its own plugins): the first existing of
+ * <dir>/graphpass/plugins (<dir> holding libgraphpass.so: <libdir>/graphpass/plugins),
+ * <dir>/../lib/graphpass/plugins (the command in <prefix>/bin) and <dir>/../plugins (build/lib,
+ * build/bin, build/tests: build/plugins), canonicalized; gp_malloc'd, or NULL (no error) when
+ * none exists. */
+char *gp_plugin_installed_dir(void);
+
+/* GPHostAPI.plugins_load_default: every plugin of each directory of $GRAPHPASS_PLUGIN_PATH
+ * (colon-separated) when set and non-empty, else of gp_plugin_installed_dir() (none: 0
+ * loaded).  A missing directory in the variable is GP_ERR_IO naming it; the first plugin that
+ * fails stops it (its error).  *out_loaded (may be NULL): plugins newly loaded. */
+int gp_plugins_load_default(int32_t *out_loaded);
+
+/* $GRAPHPASS_PLUGIN_PATH as it is when set and non-empty, else gp_plugin_installed_dir();
+ * gp_malloc'd; NULL + GP_ERR_IO when there is none. */
 char *gp_plugin_default_dir(void);
 
 #endif /* GP_PLUGIN_H */

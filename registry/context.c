@@ -36,6 +36,7 @@ void gp_ctx_free(GPPassContext *c) {
     if (c->config.keys[i]) gp_free(c->config.vals[i]);
   gp_strmap_free(&c->config);
   gp_free(c->timing_report);
+  gp_ctx_instruments_clear(c);
   gp_ctx_notes_clear(c);
   gp_vec_free(&c->notes);
   gp_free(c);
@@ -44,7 +45,7 @@ void gp_ctx_free(GPPassContext *c) {
 /* ---- explain notes */
 
 void gp_ctx_note(GPPassContext *c, const char *fmt, ...) {
-  if (!c || !c->explain || !fmt) return;
+  if (!c || !(c->explain || c->collect_notes) || !fmt) return;
   va_list ap;
   va_start(ap, fmt);
   va_list ap2;

@@ -134,12 +134,12 @@ struct GPPassContext {
   GPVec disabled;         /* char* pass names */
   GPStrMap config;        /* full key -> GPAny* (typed; owned) */
   /* instruments */
-  bool time_passes;
+  bool time_passes;       /* the timing instrument on ctx->out, report kept in timing_report */
   bool print_before_all, print_after_all;
   GPVec print_before;     /* char* pass names */
   GPVec print_after;
   bool verify_each;
-  bool explain;
+  bool explain;           /* the explain instrument (gp_instrument_explain) on ctx->out, for one run */
   bool print_types;       /* IR dumps with ty= comments (default true) */
   FILE *out;              /* where instruments write (default stderr) */
   /* --verify-numerics: evaluate @main on deterministic inputs (from `seed`) before the first
@@ -149,6 +149,10 @@ struct GPPassContext {
   double rtol;            /* default 1e-4 */
   double atol;            /* default 1e-5 */
   uint64_t seed;          /* default 0 */
+  /* instruments (ABI 1.3): GPInstrumentEntry*, in registration order */
+  GPVec instruments;
+  int32_t run_depth;      /* runs under way (a pass may run a pipeline with its context) */
+  bool collect_notes;     /* set by a run while an instrument takes notes */
   /* filled by a run */
   bool registry_error;    /* the last run failed on a registry defect (a dependency cycle) */
   char *timing_report;    /* gp_malloc'd, when time_passes */
@@ -170,11 +174,36 @@ int gp_ctx_set_config(GPPassContext *ctx, const char *key, const char *value);
 int gp_ctx_get_config(const GPPassContext *ctx, const char *key, GPAny *out);
 int gp_ctx_disable(GPPassContext *ctx, const char *pass_name);
 int gp_ctx_require(GPPassContext *ctx, const char *pass_name);
-/* A note from the running pass (GPHostAPI.ctx_note): buffered when ctx->explain (else dropped)
- * and printed by gp_run_pipeline after the pass as "explain: <Pass>: note: <message>". */
+/* A note from the running pass (GPHostAPI.ctx_note): buffered when ctx->explain or while a run
+ * has instruments (else dropped), and given to the instruments after the pass (GPPassEvent). */
 void gp_ctx_note(GPPassContext *ctx, const char *fmt, ...) GP_FMT(2, 3);
 /* Drop the buffered notes. */
 void gp_ctx_notes_clear(GPPassContext *ctx);
+
+/* ---- instruments (registry/instruments.c; GPHostAPI.ctx_instrument_*, ABI 1.3) */
+
+typedef struct GPInstrumentEntry {
+  GPInstrument ins; /* the registrant's table, copied (fields it did not have are NULL) */
+  char *name;       /* owned copy; ins.name points to it */
+} GPInstrumentEntry;
+
+/* Register / unregister on a context (see GPInstrument in abi/graphpass.h). */
+int gp_ctx_instrument_register(GPPassContext *ctx, const GPInstrument *ins);
+int gp_ctx_instrument_unregister(GPPassContext *ctx, const char *name);
+/* Run every instrument's user_deleter and forget them (gp_ctx_free). */
+void gp_ctx_instruments_clear(GPPassContext *ctx);
+
+/* The command's --explain as an instrument: for every item, after it,
+ * "explain: <Name>: ran|skipped[ (<reason>)]", then "explain: <Name>: note: <note>" per note and
+ * "explain: <Name>: <checks>" when a check ran, on `out` (flushed).  `out` is borrowed and must
+ * outlive the registration.  Named "explain". */
+GPInstrument gp_instrument_explain(FILE *out);
+/* The command's --time-passes: after each run, the report "pipeline: <total>us [<self>us]
+ * (100.00%; 100.00%)" and one line "\t<Name>: <us>us [<us>us] (<pct>%; <pct>%)" per pass that
+ * ran, written to `out` (may be NULL) and, when report_slot is not NULL, kept in *report_slot
+ * (gp_malloc'd; replaced by each run).  Allocates its state (freed by its user_deleter: register
+ * it, or call .user_deleter(.user)).  Named "time-passes". */
+GPInstrument gp_instrument_timing(FILE *out, char **report_slot);
 
 /* TVM's enablement: disabled wins, then required, then ctx opt_level >= the pass's. */
 bool gp_pass_enabled(const GPPassContext *ctx, const GPPassEntry *e);

@@ -305,28 +305,6 @@ static int dump(GPPassContext *ctx, const GPModule *m, const char *when, const c
   return 0;
 }
 
-static void timing_report(GPPassContext *ctx, const Run *r, uint64_t total_ns) {
-  uint64_t sum = 0;
-  for (size_t i = 0; i < r->n; i++) sum += r->nodes[i].ns;
-  double tot = (double)total_ns / 1000.0;
-  double self = (double)(total_ns > sum ? total_ns - sum : 0) / 1000.0;
-  GPBuf b = {0};
-  gp_buf_printf(&b, "pipeline: %.0fus [%.0fus] (%.2f%%; %.2f%%)\n", tot, self, 100.0, 100.0);
-  for (size_t i = 0; i < r->n; i++) {
-    const Node *nd = &r->nodes[i];
-    if (!nd->run) continue;
-    double us = (double)nd->ns / 1000.0;
-    double pct = total_ns ? 100.0 * (double)nd->ns / (double)total_ns : 0.0;
-    gp_buf_printf(&b, "\t%s: %.0fus [%.0fus] (%.2f%%; %.2f%%)\n", nd->e->info.name, us, us, pct, pct);
-  }
-  gp_free(ctx->timing_report);
-  ctx->timing_report = gp_buf_take(&b);
-  if (ctx->out) {
-    fputs(ctx->timing_report, ctx->out);
-    fflush(ctx->out);
-  }
-}
-
 static int check_names(const GPVec *v, const char *what) {
   for (size_t i = 0; i < v->len; i++) {
     GPPassEntry *e = gp_pass_acquire(v->items[i]);
@@ -337,17 +315,6 @@ static int check_names(const GPVec *v, const char *what) {
     gp_pass_entry_release(e);
   }
   return 0;
-}
-
-/* ---- explain notes */
-
-static void flush_notes(GPPassContext *ctx, const char *name) {
-  if (ctx->explain && ctx->out) {
-    for (size_t i = 0; i < ctx->notes.len; i++)
-      fprintf(ctx->out, "explain: %s: note: %s\n", name, (const char *)ctx->notes.items[i]);
-    if (ctx->notes.len) fflush(ctx->out);
-  }
-  gp_ctx_notes_clear(ctx);
 }
 
 /* ---- --verify-numerics */
@@ -429,7 +396,7 @@ static int numerics_begin_typed(Numerics *nv, const GPModule *m, const GPFunctio
 
 /* Evaluate @main of `cur` (the result of pass `name`) and compare with the reference. */
 static int numerics_check(const Numerics *nv, const GPModule *cur, bool unchanged, const char *name,
-                          const GPPassContext *ctx) {
+                          const GPPassContext *ctx, char *checks, size_t checks_len) {
   double worst_abs = 0.0;
   if (!unchanged) {
     GPTensor **got = NULL;
@@ -466,11 +433,7 @@ static int numerics_check(const Numerics *nv, const GPModule *cur, bool unchange
     release_tensors(got, ngot);
     if (rc != 0) return -1;
   }
-  if (ctx->explain && ctx->out) {
-    fprintf(ctx->out, "explain: %s: numerics ok (max abs error %g%s)\n", name, worst_abs,
-            unchanged ? ", module unchanged" : "");
-    fflush(ctx->out);
-  }
+  snprintf(checks, checks_len, "numerics ok (max abs error %g%s)", worst_abs, unchanged ? ", module unchanged" : "");
   return 0;
 }
 
@@ -520,6 +483,165 @@ static GPModule *call_pass(GPPassContext *ctx, Node *nd, GPModule *cur) {
   return (GPModule *)(void *)res.v_obj;
 }
 
+/* ---- instruments (GPInstrument, ABI 1.3) */
+
+typedef struct Instr {
+  const GPInstrument **v; /* the context's, then the explain / timing of ctx->explain, time_passes */
+  size_t n;
+  GPInstrument explain, timing;
+  bool begun;             /* run_begin was called: run_end must be */
+} Instr;
+
+static void instr_init(Instr *in, GPPassContext *ctx) {
+  size_t cap = ctx->instruments.len + 2;
+  in->v = gp_malloc(cap * sizeof *in->v);
+  for (size_t i = 0; i < ctx->instruments.len; i++)
+    in->v[in->n++] = &((GPInstrumentEntry *)ctx->instruments.items[i])->ins;
+  if (ctx->explain) {
+    in->explain = gp_instrument_explain(ctx->out);
+    in->v[in->n++] = &in->explain;
+  }
+  if (ctx->time_passes) {
+    in->timing = gp_instrument_timing(ctx->out, &ctx->timing_report);
+    in->v[in->n++] = &in->timing;
+  }
+}
+
+static void instr_free(Instr *in) {
+  if (in->timing.user_deleter) in->timing.user_deleter(in->timing.user);
+  gp_free(in->v);
+}
+
+/* The thread's pending error, kept across callbacks that may use (and clear) the error slot. */
+typedef struct SavedError {
+  int32_t kind;
+  char *msg;
+} SavedError;
+
+static SavedError error_save(void) {
+  SavedError e = {gp_error_kind(), NULL};
+  if (e.kind) e.msg = gp_strdup(gp_error_message());
+  return e;
+}
+
+static void error_restore(SavedError *e) {
+  if (e->kind) gp_error_set(e->kind, "%s", e->msg);
+  gp_free(e->msg);
+  e->msg = NULL;
+}
+
+static void instr_failed(const GPInstrument *ins, const char *when) {
+  if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "%s failed without an error message", when);
+  gp_error_prefix("instrument %s", ins->name);
+}
+
+static GPPassEvent pass_event(const Node *nd, size_t i, const GPModule *cur, int32_t depth) {
+  const GPPassInfo *in = &nd->e->info;
+  return (GPPassEvent){
+      .struct_size = sizeof(GPPassEvent),
+      .abi_version = GP_ABI_VERSION,
+      .index = (int32_t)i,
+      .kind = in->kind,
+      .opt_level = in->opt_level,
+      .pass_name = in->name,
+      .dependency = !nd->user,
+      .ran = nd->run,
+      .reason = nd->why,
+      .module = cur,
+      .depth = depth,
+  };
+}
+
+/* before_pass of every instrument; a veto turns the node off.  0, or -1 + error. */
+static int instr_before(Instr *in, Node *nd, size_t i, const GPModule *cur, int32_t depth) {
+  GPPassEvent ev = pass_event(nd, i, cur, depth);
+  for (size_t k = 0; k < in->n; k++) {
+    const GPInstrument *ins = in->v[k];
+    if (!ins->before_pass) continue;
+    int rc = ins->before_pass(ins->user, &ev);
+    if (rc < 0) {
+      instr_failed(ins, "before_pass");
+      return -1;
+    }
+    if (rc > 0 && nd->run) {
+      nd->run = false;
+      gp_free(nd->why);
+      nd->why = fmt("skipped by instrument '%s'", ins->name);
+      ev.ran = 0;
+      ev.reason = nd->why;
+    }
+  }
+  return 0;
+}
+
+/* note and after_pass of every instrument.  0, or -1 + error (the run stops). */
+static int instr_after(Instr *in, GPPassEvent *ev, const GPVec *notes) {
+  ev->num_notes = (int32_t)notes->len;
+  ev->notes = (const char *const *)notes->items;
+  for (size_t k = 0; k < in->n; k++) {
+    const GPInstrument *ins = in->v[k];
+    if (ins->note)
+      for (size_t j = 0; j < notes->len; j++) ins->note(ins->user, ev, notes->items[j]);
+  }
+  for (size_t k = 0; k < in->n; k++) {
+    const GPInstrument *ins = in->v[k];
+    if (ins->after_pass && ins->after_pass(ins->user, ev) != 0) {
+      instr_failed(ins, "after_pass");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static GPRunEvent run_event(const char *pipeline, const GPPassContext *ctx, const Run *r, const GPModule *m) {
+  return (GPRunEvent){
+      .struct_size = sizeof(GPRunEvent),
+      .abi_version = GP_ABI_VERSION,
+      .pipeline = pipeline,
+      .target = ctx->target,
+      .opt_level = ctx->opt_level,
+      .num_items = (int32_t)r->n,
+      .module = m,
+      .depth = ctx->run_depth - 1,
+  };
+}
+
+static int instr_begin(Instr *in, GPRunEvent *ev) {
+  in->begun = true;
+  for (size_t k = 0; k < in->n; k++) {
+    const GPInstrument *ins = in->v[k];
+    if (ins->run_begin && ins->run_begin(ins->user, ev) != 0) {
+      instr_failed(ins, "run_begin");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void instr_end(Instr *in, GPRunEvent *ev) {
+  if (!in->begun) return;
+  in->begun = false;
+  SavedError se = error_save();
+  for (size_t k = 0; k < in->n; k++) {
+    const GPInstrument *ins = in->v[k];
+    if (ins->run_end) ins->run_end(ins->user, ev);
+  }
+  gp_error_clear();
+  error_restore(&se);
+}
+
+/* ---- the run */
+
+/* Undo what entering the run did (nothing when it did not get that far: depth < 0). */
+static void run_leave(GPPassContext *ctx, int32_t depth, GPVec *outer_notes) {
+  if (depth < 0) return;
+  gp_ctx_notes_clear(ctx);
+  gp_vec_free(&ctx->notes);
+  ctx->notes = *outer_notes;
+  ctx->run_depth = depth;
+  if (!depth) ctx->collect_notes = false;
+}
+
 GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext *ctx) {
   uint64_t t_start = now_ns();
   if (!m) {
@@ -541,7 +663,11 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
   GPPipeline p = {0};
   Run r = {0};
   Numerics nv = {0};
+  Instr ins = {0};
   GPModule *cur = NULL;
+  GPRunEvent rev = {0};
+  GPVec outer_notes = {0};
+  int32_t depth = -1; /* >= 0 once the run counts in ctx->run_depth */
   if (gp_pipeline_parse(pipeline, &p) != 0) goto fail;
   if (check_names(&ctx->disabled, "in the context's disabled passes") ||
       check_names(&ctx->required, "in the context's required passes") ||
@@ -559,35 +685,67 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
     if (any && numerics_begin(&nv, m, ctx) != 0) goto fail;
   }
 
+  /* A run that a pass starts with its context (depth > 0) keeps the outer pass's notes aside. */
+  outer_notes = ctx->notes;
+  ctx->notes = (GPVec){0};
+  depth = ctx->run_depth++;
+  instr_init(&ins, ctx);
+  if (!depth) ctx->collect_notes = ins.n > 0;
   cur = gp_retain((void *)m);
+  rev = run_event(pipeline, ctx, &r, m);
+  if (instr_begin(&ins, &rev) != 0) goto fail;
   for (size_t i = 0; i < r.n; i++) {
     Node *nd = &r.nodes[i];
     const char *name = nd->e->info.name;
-    if (ctx->explain && ctx->out) {
-      fprintf(ctx->out, "explain: %s: %s%s%s%s\n", name, nd->run ? "ran" : "skipped", nd->why ? " (" : "",
-              nd->why ? nd->why : "", nd->why ? ")" : "");
-      fflush(ctx->out);
+    if (instr_before(&ins, nd, i, cur, depth) != 0) goto fail;
+    if (!nd->run) {
+      GPPassEvent ev = pass_event(nd, i, cur, depth);
+      GPVec none = {0};
+      if (instr_after(&ins, &ev, &none) != 0) goto fail;
+      continue;
     }
-    if (!nd->run) continue;
     if ((ctx->print_before_all || has_name(&ctx->print_before, name)) && dump(ctx, cur, "before", name) != 0)
       goto fail;
     gp_ctx_notes_clear(ctx);
     GPModule *next = call_pass(ctx, nd, cur);
-    flush_notes(ctx, name);
-    if (!next) goto fail;
-    bool unchanged = next == cur;
-    gp_release(cur);
-    cur = next;
-    if (ctx->verify_numerics && numerics_check(&nv, cur, unchanged, name, ctx) != 0) goto fail;
-    if (ctx->verify_each && gp_verify(cur) != 0) {
+    GPPassEvent ev = pass_event(nd, i, cur, depth);
+    ev.elapsed_ns = nd->ns;
+    ev.result = next;
+    ev.changed = next && next != cur;
+    char checks[192];
+    bool ok = next != NULL;
+    if (ok && ctx->verify_numerics) {
+      ok = numerics_check(&nv, next, next == cur, name, ctx, checks, sizeof checks) == 0;
+      if (ok) ev.checks = checks;
+    }
+    if (ok && ctx->verify_each && gp_verify(next) != 0) {
       gp_error_prefix("pass %s produced an ill-formed module", name);
       gp_error_set_kind(GP_ERR_PASS);
-      goto fail;
+      ok = false;
     }
+    ev.failed = !ok;
+    if (!ok) {
+      SavedError se = error_save();
+      instr_after(&ins, &ev, &ctx->notes); /* an instrument's own error yields to the pass's */
+      gp_error_clear();
+      error_restore(&se);
+    } else if (instr_after(&ins, &ev, &ctx->notes) != 0) {
+      ok = false;
+    }
+    gp_ctx_notes_clear(ctx);
+    if (next) {
+      gp_release(cur);
+      cur = next;
+    }
+    if (!ok) goto fail;
     if ((ctx->print_after_all || has_name(&ctx->print_after, name)) && dump(ctx, cur, "after", name) != 0)
       goto fail;
   }
-  if (ctx->time_passes) timing_report(ctx, &r, now_ns() - t_start);
+  rev.module = cur;
+  rev.elapsed_ns = now_ns() - t_start;
+  instr_end(&ins, &rev);
+  instr_free(&ins);
+  run_leave(ctx, depth, &outer_notes);
   numerics_free(&nv);
   run_free(&r);
   gp_pipeline_free(&p);
@@ -596,7 +754,12 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
   return cur;
 
 fail:
-  if (ctx->time_passes && r.n) timing_report(ctx, &r, now_ns() - t_start);
+  rev.module = NULL;
+  rev.failed = 1;
+  rev.elapsed_ns = now_ns() - t_start;
+  instr_end(&ins, &rev);
+  instr_free(&ins);
+  run_leave(ctx, depth, &outer_notes);
   gp_release(cur);
   numerics_free(&nv);
   run_free(&r);
