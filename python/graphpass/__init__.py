@@ -14,6 +14,7 @@ from .errors import (GraphpassError, GPValueError, GPTypeError, ParseError, NotF
                      VersionError, GPIOError, VerifyError, GPMemoryError, InternalError, UnsupportedError)
 from .tensor import Tensor, as_tensor
 from .module import Module, PassContext, parse, load, from_onnx, optimize, evaluate
+from .instruments import Instrument, Recorder, PassRecord, RunRecord, PassEvent
 from .passes import PassInfo, list_passes, list_targets, opt_sets, opt_set, register_opt_set, has_kernel, \
     register_pass, unregister_pass
 

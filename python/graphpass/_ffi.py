@@ -154,6 +154,32 @@ class GPOnnxImportOptions(ctypes.Structure):
                 ("shape_dims", ctypes.POINTER(ctypes.POINTER(c_int64)))]
 
 
+class GPPassEvent(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("abi_version", c_uint32), ("index", c_int32), ("kind", c_int32),
+                ("opt_level", c_int32), ("pass_name", c_char_p), ("dependency", c_int32), ("ran", c_int32),
+                ("failed", c_int32), ("changed", c_int32), ("reason", c_char_p), ("module", c_void_p),
+                ("result", c_void_p), ("elapsed_ns", c_uint64), ("num_notes", c_int32), ("depth", c_int32),
+                ("notes", ctypes.POINTER(c_char_p)), ("checks", c_char_p)]
+
+
+class GPRunEvent(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("abi_version", c_uint32), ("pipeline", c_char_p),
+                ("target", c_char_p), ("opt_level", c_int32), ("num_items", c_int32), ("module", c_void_p),
+                ("failed", c_int32), ("depth", c_int32), ("elapsed_ns", c_uint64)]
+
+
+RunCallback = CFUNC(c_int, c_void_p, ctypes.POINTER(GPRunEvent))
+RunEndCallback = CFUNC(None, c_void_p, ctypes.POINTER(GPRunEvent))
+PassCallback = CFUNC(c_int, c_void_p, ctypes.POINTER(GPPassEvent))
+NoteCallback = CFUNC(None, c_void_p, ctypes.POINTER(GPPassEvent), c_char_p)
+
+
+class GPInstrument(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("abi_version", c_uint32), ("name", c_char_p), ("user", c_void_p),
+                ("user_deleter", SelfDeleter), ("run_begin", RunCallback), ("before_pass", PassCallback),
+                ("note", NoteCallback), ("after_pass", PassCallback), ("run_end", RunEndCallback)]
+
+
 P = c_void_p
 _ANYP = ctypes.POINTER(GPAny)
 
@@ -227,7 +253,12 @@ _HOST_FIELDS = [
     ("opt_set_get", CFUNC(P, c_char_p, c_char_p)),
     ("opt_set_list", CFUNC(P)),
     ("ctx_set_opt_set", CFUNC(c_int, P, c_char_p)),
-    # 1.3
+    # 1.3: instruments, default plugins, packed passes
+    ("ctx_instrument_register", CFUNC(c_int, P, ctypes.POINTER(GPInstrument))),
+    ("ctx_instrument_unregister", CFUNC(c_int, P, c_char_p)),
+    ("plugins_load_default", CFUNC(c_int, ctypes.POINTER(c_int32))),
+    ("pass_register_packed", CFUNC(c_int, ctypes.POINTER(GPPassInfo), P, c_int)),
+    # 1.3: queries, ONNX import, retain / release
     ("pass_list", CFUNC(P, c_char_p)),
     ("onnx_import", CFUNC(P, c_char_p, c_size_t, c_char_p, ctypes.POINTER(GPOnnxImportOptions))),
     ("object_retain", CFUNC(P, P)),

@@ -28,7 +28,11 @@ def init(library=None, plugins=None, default_plugins=True):
         _state["host"] = h
         todo = []
         if first and default_plugins and os.environ.get("GRAPHPASS_NO_DEFAULT_PLUGINS", "") in ("", "0"):
-            todo += _ffi.plugin_files(_ffi.plugin_dirs(h.path))
+            if h.has("plugins_load_default"):  # ABI 1.3: the library's own search
+                if h.api.plugins_load_default(None) != 0:
+                    raise_error("plugins_load_default")
+            else:
+                todo += _ffi.plugin_files(_ffi.plugin_dirs(h.path))
         todo += list(plugins or [])
         for p in todo:
             load_plugin(p)
@@ -71,6 +75,7 @@ def check(rc, what=None):
     if rc != 0:
         raise_error(what)
     return rc
+
 
 
 def check_ptr(p, what=None):

@@ -219,11 +219,15 @@ class PassContext:
     """A pass context (TVM's PassContext): opt level, target, config values, disabled and
     required passes, the chosen optimization set.  Owns the host context (close() or the
     context manager frees it; so does garbage collection)."""
-    __slots__ = ("_ctx", "_owned", "__weakref__")
+    __slots__ = ("_ctx", "_owned", "_recorder", "__weakref__")
 
-    def __init__(self, opt_level=None, target=None, config=None, disabled=(), required=(), opt_set=None):
+    def __init__(self, opt_level=None, target=None, config=None, disabled=(), required=(), opt_set=None,
+                 explain=False, instruments=()):
+        """explain: True (or a list to fill) records every planned item of every run as a
+        PassRecord (ctx.trace, ctx.explain_text()); instruments: Instrument objects to add."""
         a = api()
         self._owned = True
+        self._recorder = None
         self._ctx = check_ptr(a.ctx_new(), "ctx_new")
         with _live_lock:
             _live["count"] += 1
@@ -240,6 +244,11 @@ class PassContext:
                 check(a.ctx_require(self._ctx, cstr(p)), "ctx_require")
             if opt_set is not None:
                 check(a.ctx_set_opt_set(self._ctx, cstr(opt_set)), "ctx_set_opt_set")
+            if explain is not False and explain is not None:
+                from .instruments import Recorder
+                self._recorder = self.add_instrument(Recorder(into=explain if isinstance(explain, list) else None))
+            for inst in instruments:
+                self.add_instrument(inst)
         except BaseException:
             self.close()
             raise
@@ -248,7 +257,7 @@ class PassContext:
     def _borrow(cls, ptr):
         """A view of a context the host owns (a pass's argument), valid during the call."""
         c = cls.__new__(cls)
-        c._ctx, c._owned = ptr, False
+        c._ctx, c._owned, c._recorder = ptr, False, None
         return c
 
     def _invalidate(self):
@@ -319,6 +328,25 @@ class PassContext:
     def set_opt_set(self, name):
         check(api().ctx_set_opt_set(self.handle, cstr(name)), "ctx_set_opt_set")
 
+    def add_instrument(self, inst):
+        """Add an Instrument (graphpass.Instrument subclass) to every later run of this context;
+        the context keeps it until remove_instrument(name) or its end."""
+        from . import instruments
+        return instruments.register(self.handle, inst)
+
+    def remove_instrument(self, name):
+        from . import instruments
+        instruments.unregister(self.handle, name)
+
+    @property
+    def trace(self):
+        """The PassRecords of the runs so far (with explain=...); [] without."""
+        return self._recorder.records if self._recorder else []
+
+    def explain_text(self):
+        """The trace as `graphpass opt --explain` prints it."""
+        return self._recorder.text() if self._recorder else ""
+
     def note(self, text):
         """Leave an explain note from the running pass (printed/recorded when the context
         explains)."""
@@ -332,11 +360,13 @@ class PassContext:
 
 
 def optimize(mod, pipeline=None, target=None, opt_level=None, config=None, disabled=(), required=(),
-             opt_set=None):
+             opt_set=None, explain=None, instruments=()):
     """Run `pipeline` (None: the target's optimization set, `opt_set` or its default) on mod in a
-    fresh PassContext with these settings; a new Module."""
+    fresh PassContext with these settings; a new Module.  explain: a list that receives one
+    PassRecord per planned item (the --explain notes as data)."""
     with PassContext(opt_level=opt_level, target=target, config=config, disabled=disabled, required=required,
-                     opt_set=opt_set) as ctx:
+                     opt_set=opt_set, explain=explain if explain is not None else False,
+                     instruments=instruments) as ctx:
         return ctx.run(mod, pipeline)
 
 

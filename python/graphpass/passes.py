@@ -8,7 +8,7 @@ import traceback
 from . import _ffi
 from . import errors
 from ._runtime import api, check, cstr, host, require, set_error, retain, keep_callable, _callables, \
-    _callables_lock
+    _callables_lock, PackedFunc
 from .module import Module, PassContext
 
 PassInfo = collections.namedtuple(
@@ -119,6 +119,29 @@ def _pass_call(self_id, args, nargs, result):
             ctx._invalidate()
 
 
+class _PythonPass:
+    """The packed function of a Python pass: [module (borrowed), context (opaque pointer)] ->
+    a module.  Exceptions propagate to the packed-function trampoline, which makes them the
+    pass's error (with the traceback)."""
+    __slots__ = ("fn", "__qualname__")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__qualname__ = "Python pass " + getattr(fn, "__qualname__", repr(fn))
+
+    def __call__(self, mod, ctx_ptr):
+        if not isinstance(mod, Module) or not isinstance(ctx_ptr, int):
+            raise errors.InternalError("a pass is called with [module, context]", 10)
+        ctx = PassContext._borrow(ctx_ptr)
+        try:
+            out = self.fn(mod, ctx)
+        finally:
+            ctx._invalidate()
+        if not isinstance(out, Module):
+            raise TypeError("a pass returns a graphpass.Module, not %s" % type(out).__name__)
+        return out
+
+
 def _pass_deleter(self_id):
     try:
         with _callables_lock:
@@ -171,18 +194,25 @@ def register_pass(name, fn=None, opt_level=0, kind="transform", required=(), tar
         else:
             d.v_int64 = int(default)
         keys[i] = _ffi.GPConfigKey(cstr(k), ti, d, cstr(khelp))
-    sid = keep_callable(fn)
     info = _ffi.GPPassInfo(
         struct_size=ctypes.sizeof(_ffi.GPPassInfo), abi_version=_ffi.ABI_VERSION, name=cstr(name),
         opt_level=int(opt_level), kind=_KINDS[kind], required=req, num_required=nreq, targets=tg,
         num_targets=ntg, excluded_targets=ex, num_excluded_targets=nex, config_keys=keys,
-        num_config_keys=len(config or {}), func=_PASS_TRAMPOLINE, self=sid, self_deleter=_PASS_DELETER,
+        num_config_keys=len(config or {}),
         help=cstr(help if help is not None else (fn.__doc__ or "").strip().split("\n")[0]),
         kernels=kn, num_kernels=nkn)
-    if api().pass_register(ctypes.byref(info), 1 if override else 0) != 0:
-        _pass_deleter(sid)  # the registry owns self only after success
-        from ._runtime import raise_error
-        raise_error("pass_register")
+    from ._runtime import raise_error
+    if host().has("pass_register_packed"):
+        # The pass is a packed function (ABI 1.3): the registry holds its own reference.
+        with PackedFunc.from_callable(_PythonPass(fn)) as f:
+            if api().pass_register_packed(ctypes.byref(info), f.handle, 1 if override else 0) != 0:
+                raise_error("pass_register_packed")
+    else:
+        sid = keep_callable(fn)
+        info.func, info.self, info.self_deleter = _PASS_TRAMPOLINE, sid, _PASS_DELETER
+        if api().pass_register(ctypes.byref(info), 1 if override else 0) != 0:
+            _pass_deleter(sid)  # the registry owns self only after success
+            raise_error("pass_register")
     with _py_lock:
         _python_passes.add(name)
     return fn

@@ -8,6 +8,7 @@ import pytest
 
 import graphpass as gp
 from conftest import onnx_relu_add
+from graphpass._runtime import _callables
 
 TEXT = "def @main(%x: Tensor[(64), float32], %w: Tensor[(64), float32]) { nn.relu(add(%x, %w)) }"
 ONNX = onnx_relu_add()
@@ -23,8 +24,10 @@ def _rss_kb():
 
 def _round(x, w):
     m = gp.parse(TEXT)
-    with gp.PassContext(opt_level=3, config={"FoldConstant.max_bytes": 1 << 20}) as ctx:
+    with gp.PassContext(opt_level=3, config={"FoldConstant.max_bytes": 1 << 20}, explain=True,
+                        instruments=[gp.Instrument("py.leak")]) as ctx:
         o = ctx.run(m, "PyLeakPass,FoldConstant")
+        assert [r.name for r in ctx.trace] == ["PyLeakPass", "FoldConstant"]
     (y,) = gp.evaluate(o, x, w)
     b = m.bind_params({"w": w})
     (y2,) = gp.evaluate(b, x)
@@ -58,10 +61,12 @@ def test_repeated_use_is_leak_free():
             _round(x, w)
         gc.collect()
         live, rx, rw, rss = gp.live_objects(), sys.getrefcount(x), sys.getrefcount(w), _rss_kb()
+        callables = len(_callables)
         for _ in range(300):
             _round(x, w)
         gc.collect()
         assert gp.live_objects() == live
+        assert len(_callables) == callables  # every packed function and instrument was deleted once
         assert sys.getrefcount(x) == rx and sys.getrefcount(w) == rw
         grown = _rss_kb() - rss
         assert grown < 4096, "resident memory grew by %d KiB over 300 rounds" % grown
