@@ -4,7 +4,6 @@ Only what the package uses is declared in full; every GPHostAPI field is listed 
 table's layout matches the header.  Nothing here owns host objects: see _objects.py."""
 import ctypes
 import ctypes.util
-import glob
 import os
 import shutil
 import subprocess
@@ -353,28 +352,6 @@ def candidate_libraries():
     if found:
         out.append(found)
     return out
-
-
-def plugin_dirs(lib_path):
-    """Default plugin directories: $GRAPHPASS_PLUGIN_PATH (':'-separated), else beside the
-    library: <libdir>/../plugins (the build tree) and <libdir>/graphpass/plugins (an install),
-    else pkg-config's plugindir."""
-    env = os.environ.get("GRAPHPASS_PLUGIN_PATH")
-    if env:
-        return [d for d in env.split(os.pathsep) if d]
-    libdir = os.path.dirname(os.path.realpath(lib_path))
-    dirs = [os.path.join(os.path.dirname(libdir), "plugins"), os.path.join(libdir, "graphpass", "plugins")]
-    pc = _pkg_config_var("plugindir")
-    if pc:
-        dirs.append(pc)
-    return [d for d in dirs if os.path.isdir(d)][:1]
-
-
-def plugin_files(dirs):
-    files = []
-    for d in dirs:
-        files += sorted(glob.glob(os.path.join(d, "*.so")))
-    return files
 
 
 _lock = threading.Lock()

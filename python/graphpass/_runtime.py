@@ -5,7 +5,6 @@ Ownership: an Object wrapper owns exactly one reference to its host object and r
 pointers (packed-function arguments, a pass's input) are retained before they are wrapped."""
 import ctypes
 import os
-import sys
 import threading
 import traceback
 
@@ -28,11 +27,9 @@ def init(library=None, plugins=None, default_plugins=True):
         _state["host"] = h
         todo = []
         if first and default_plugins and os.environ.get("GRAPHPASS_NO_DEFAULT_PLUGINS", "") in ("", "0"):
-            if h.has("plugins_load_default"):  # ABI 1.3: the library's own search
-                if h.api.plugins_load_default(None) != 0:
-                    raise_error("plugins_load_default")
-            else:
-                todo += _ffi.plugin_files(_ffi.plugin_dirs(h.path))
+            # the library's own search: $GRAPHPASS_PLUGIN_PATH, else the plugin directory beside it
+            if h.api.plugins_load_default(None) != 0:
+                raise_error("plugins_load_default")
         todo += list(plugins or [])
         for p in todo:
             load_plugin(p)

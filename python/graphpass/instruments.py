@@ -15,12 +15,10 @@ after_pass stops the run (PassError-like GraphpassError "instrument NAME: ..." w
 traceback); one in note or run_end cannot stop anything and is kept in instrument.errors."""
 import collections
 import ctypes
-import threading
 import traceback
 
 from . import _ffi
-from . import errors
-from ._runtime import api, cstr, check, keep_callable, _callables, _callables_lock, set_error, retain
+from ._runtime import cstr, check, keep_callable, _callables, _callables_lock, set_error, retain
 
 _KIND_NAMES = {0: "transform", 1: "analysis", 2: "debug"}
 

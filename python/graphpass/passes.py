@@ -3,12 +3,10 @@ import atexit
 import collections
 import ctypes
 import threading
-import traceback
 
 from . import _ffi
 from . import errors
-from ._runtime import api, check, cstr, host, require, set_error, retain, keep_callable, _callables, \
-    _callables_lock, PackedFunc
+from ._runtime import api, check, cstr, host, require, PackedFunc
 from .module import Module, PassContext
 
 PassInfo = collections.namedtuple(
@@ -89,36 +87,6 @@ _python_passes = set()
 _py_lock = threading.Lock()
 
 
-def _pass_call(self_id, args, nargs, result):
-    """The GPPackedCFunc of every Python pass: args [GPModule* (borrowed), GPPassContext* (opaque)].
-    Never unwinds into C: an exception becomes the pass's error with the traceback text."""
-    ctx = None
-    try:
-        fn = _callables.get(self_id)
-        if fn is None or nargs < 2 or args[0].type_index != _ffi.TI_MODULE:
-            set_error(10, "Python pass called with unexpected arguments")
-            return -1
-        mod = Module(retain(args[0].v_ptr))
-        ctx = PassContext._borrow(args[1].v_ptr)
-        out = fn(mod, ctx)
-        if not isinstance(out, Module):
-            raise TypeError("a pass returns a graphpass.Module, not %s" % type(out).__name__)
-        r = _ffi.GPAny(type_index=_ffi.TI_MODULE)
-        r.v_ptr = retain(out.handle)
-        ctypes.memmove(result, ctypes.byref(r), ctypes.sizeof(r))
-        return 0
-    except BaseException as e:  # noqa -- nothing may unwind into C
-        try:
-            kind = e.kind if isinstance(e, errors.GraphpassError) else 5
-            set_error(kind, "Python pass raised %s:\n%s" % (type(e).__name__, traceback.format_exc().rstrip()))
-        except BaseException:
-            pass
-        return -1
-    finally:
-        if ctx is not None:
-            ctx._invalidate()
-
-
 class _PythonPass:
     """The packed function of a Python pass: [module (borrowed), context (opaque pointer)] ->
     a module.  Exceptions propagate to the packed-function trampoline, which makes them the
@@ -140,18 +108,6 @@ class _PythonPass:
         if not isinstance(out, Module):
             raise TypeError("a pass returns a graphpass.Module, not %s" % type(out).__name__)
         return out
-
-
-def _pass_deleter(self_id):
-    try:
-        with _callables_lock:
-            _callables.pop(self_id, None)
-    except BaseException:
-        pass
-
-
-_PASS_TRAMPOLINE = _ffi.GPPackedCFunc(_pass_call)
-_PASS_DELETER = _ffi.SelfDeleter(_pass_deleter)
 
 
 def _names(seq):
@@ -202,17 +158,11 @@ def register_pass(name, fn=None, opt_level=0, kind="transform", required=(), tar
         help=cstr(help if help is not None else (fn.__doc__ or "").strip().split("\n")[0]),
         kernels=kn, num_kernels=nkn)
     from ._runtime import raise_error
-    if host().has("pass_register_packed"):
-        # The pass is a packed function (ABI 1.3): the registry holds its own reference.
-        with PackedFunc.from_callable(_PythonPass(fn)) as f:
-            if api().pass_register_packed(ctypes.byref(info), f.handle, 1 if override else 0) != 0:
-                raise_error("pass_register_packed")
-    else:
-        sid = keep_callable(fn)
-        info.func, info.self, info.self_deleter = _PASS_TRAMPOLINE, sid, _PASS_DELETER
-        if api().pass_register(ctypes.byref(info), 1 if override else 0) != 0:
-            _pass_deleter(sid)  # the registry owns self only after success
-            raise_error("pass_register")
+    # The pass is a packed function (pass_register_packed): the registry holds its own reference
+    # until the pass is unregistered and no run holds it.
+    with PackedFunc.from_callable(_PythonPass(fn)) as f:
+        if api().pass_register_packed(ctypes.byref(info), f.handle, 1 if override else 0) != 0:
+            raise_error("pass_register_packed")
     with _py_lock:
         _python_passes.add(name)
     return fn
