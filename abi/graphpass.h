@@ -8,7 +8,9 @@
  * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload) and optimization sets
  * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended instruments
  * (GPPassEvent, GPRunEvent, GPInstrument; GPHostAPI.ctx_instrument_register,
- * ctx_instrument_unregister), plugins_load_default and pass_register_packed.
+ * ctx_instrument_unregister), plugins_load_default and pass_register_packed, and queries and
+ * ONNX import for hosts without the command (GPHostAPI.pass_list, onnx_import, object_retain,
+ * object_release; GPOnnxImportOptions).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -824,6 +826,19 @@ typedef struct GPEvalOptions {
   int64_t ops_run;     /* out: op calls evaluated */
 } GPEvalOptions;
 
+/* Options of GPHostAPI.onnx_import (since 1.3; caller-owned, read during the call only).
+ * Shapes that replace the declared ones of named graph inputs (a dynamic batch, `--shape
+ * NAME=1,3,224,224`): shape_names[i] is an ONNX graph input name, shape_ndims[i] its rank and
+ * shape_dims[i] its shape_ndims[i] dims (each >= 0). */
+typedef struct GPOnnxImportOptions {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t num_shapes;
+  const char *const *shape_names;
+  const int32_t *shape_ndims;
+  const int64_t *const *shape_dims;
+} GPOnnxImportOptions;
+
 typedef struct GPHostAPI GPHostAPI;
 struct GPHostAPI {
   size_t struct_size;
@@ -1119,6 +1134,34 @@ struct GPHostAPI {
    * holds (an interpreter's callable) must stay usable until then.  On failure f is not
    * retained. */
   int (*pass_register_packed)(const GPPassInfo *info, GPPackedFunc *f, int allow_override);
+
+  /* ---- ABI 1.3: queries and ONNX import (for hosts without the command: the Python package) */
+
+  /* The registered passes (NULL target), or only those that run for `target` (bound to it, not
+   * excluding it, and the target has every kernel they bind to: `graphpass passes --target T`),
+   * sorted by name, one line each, host-allocated (free with `free`; "" when none).  A line is
+   * ten fields separated by tabs, lists comma-separated and empty when there is nothing:
+   *   name, opt_level, kind (transform|analysis|debug), required, targets, excluded_targets,
+   *   kernels, origin (the plugin's name or "host"), config keys (each "<full key>:<type>",
+   *   type int|bool|float|string), help (tabs and newlines as spaces)
+   * followed by '\n'.  Never fails for a non-NULL target (an unregistered one gets the passes
+   * that bind no target and no kernel). */
+  char *(*pass_list)(const char *target);
+  /* Import an ONNX model (opsets 7 to 27; the command's importer: @main's parameters are the
+   * graph inputs that are not initializers, named after them with characters outside
+   * [A-Za-z0-9_/] as '_'; initializers become constants).  data/size: the serialized
+   * ModelProto (borrowed for the call); data NULL reads the file `path`.  `path` names the
+   * model in messages and is the base directory of external data files (may be NULL with
+   * data).  opts may be NULL.  A new module, or NULL + error naming the file and the node:
+   * GP_ERR_IO (unreadable), GP_ERR_PARSE (not a ModelProto), GP_ERR_VALUE (an invalid model or
+   * option), GP_ERR_UNSUPPORTED (an op, opset or dtype), GP_ERR_TYPE, GP_ERR_VERSION (opts from
+   * another major or smaller than 1.3's). */
+  GPModule *(*onnx_import)(const void *data, size_t size, const char *path,
+                           const GPOnnxImportOptions *opts);
+  /* gp_retain / gp_release as functions, for hosts that cannot use the inline ones (ctypes,
+   * cffi's ABI mode): atomic; NULL and immortal objects are no-ops; object_retain returns obj. */
+  void *(*object_retain)(void *obj);
+  void (*object_release)(void *obj);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -82,14 +82,9 @@ static void shutdown_all(void) {
 
 static bool pass_runs_on(const GPPassEntry *e, const char *target) {
   if (!target) return true;
-  for (int32_t i = 0; i < e->info.num_excluded_targets; i++)
-    if (strcmp(e->info.excluded_targets[i], target) == 0) return false;
-  bool bound = !e->info.num_targets;
-  for (int32_t i = 0; i < e->info.num_targets && !bound; i++) bound = strcmp(e->info.targets[i], target) == 0;
-  if (!bound) return false;
-  char *missing = gp_target_missing_kernels(target, e->info.kernels, e->info.num_kernels);
-  gp_free(missing);
-  return missing == NULL;
+  char *refused = gp_pass_target_refusal(&e->info, target);
+  gp_free(refused);
+  return refused == NULL;
 }
 
 static void join(FILE *f, const char *const *items, int32_t n, const char *none) {

@@ -4,6 +4,7 @@
  */
 #include "../ffi/bridge.h"
 #include "../eval/eval.h"
+#include "../frontend/onnx/onnx.h"
 #include "../ir/ir.h"
 #include "../ir/pattern.h"
 #include "../registry/registry.h"
@@ -154,6 +155,59 @@ static int h_pass_register_packed(const GPPassInfo *info, GPPackedFunc *f, int a
   return 0;
 }
 
+static GPModule *h_onnx_import(const void *data, size_t size, const char *path,
+                               const GPOnnxImportOptions *opts) {
+  gp_ops_init();
+  if (!data && !path) {
+    gp_error_set(GP_ERR_VALUE, "onnx_import: neither data nor a path");
+    return NULL;
+  }
+  GPOnnxOptions o = {0};
+  GPOnnxShape *shapes = NULL;
+  if (opts) {
+    if (GP_ABI_MAJOR_OF(opts->abi_version) != GP_ABI_VERSION_MAJOR ||
+        opts->struct_size < GP_STRUCT_SIZE(GPOnnxImportOptions, shape_dims)) {
+      gp_error_set(GP_ERR_VERSION, "onnx_import: GPOnnxImportOptions of ABI %u.%u with struct_size %zu "
+                   "(smaller than the ABI 1.3 size %zu, or another major)",
+                   GP_ABI_MAJOR_OF(opts->abi_version), GP_ABI_MINOR_OF(opts->abi_version), opts->struct_size,
+                   GP_STRUCT_SIZE(GPOnnxImportOptions, shape_dims));
+      return NULL;
+    }
+    if (opts->num_shapes < 0 ||
+        (opts->num_shapes > 0 && (!opts->shape_names || !opts->shape_ndims || !opts->shape_dims))) {
+      gp_error_set(GP_ERR_VALUE, "onnx_import: num_shapes %d without its names, ranks and dims",
+                   (int)opts->num_shapes);
+      return NULL;
+    }
+    if (opts->num_shapes > 0) {
+      shapes = gp_malloc((size_t)opts->num_shapes * sizeof *shapes);
+      for (int32_t i = 0; i < opts->num_shapes; i++) {
+        const char *bad = !opts->shape_names[i] ? "no name"
+                          : opts->shape_ndims[i] < 0 ? "a negative rank"
+                          : opts->shape_ndims[i] > 0 && !opts->shape_dims[i] ? "no dims" : NULL;
+        for (int32_t d = 0; !bad && d < opts->shape_ndims[i]; d++)
+          if (opts->shape_dims[i][d] < 0) bad = "a negative dim";
+        if (bad) {
+          gp_error_set(GP_ERR_VALUE, "onnx_import: shape %d (%s) has %s", (int)i,
+                       opts->shape_names[i] ? opts->shape_names[i] : "?", bad);
+          gp_free(shapes);
+          return NULL;
+        }
+        shapes[i] = (GPOnnxShape){opts->shape_names[i], opts->shape_ndims[i], opts->shape_dims[i]};
+      }
+      o.nshapes = opts->num_shapes;
+      o.shapes = shapes;
+    }
+  }
+  GPModule *m = data ? gp_onnx_import(data, size, path, &o) : gp_onnx_import_file(path, &o);
+  gp_free(shapes);
+  return m;
+}
+
+static void *h_object_retain(void *obj) { return gp_retain(obj); }
+
+static void h_object_release(void *obj) { gp_release(obj); }
+
 static const GPHostAPI k_host_api = {
     .struct_size = sizeof(GPHostAPI),
     .abi_version = GP_ABI_VERSION,
@@ -265,6 +319,10 @@ static const GPHostAPI k_host_api = {
     .ctx_instrument_unregister = gp_ctx_instrument_unregister,
     .plugins_load_default = gp_plugins_load_default,
     .pass_register_packed = h_pass_register_packed,
+    .pass_list = gp_pass_list_text,
+    .onnx_import = h_onnx_import,
+    .object_retain = h_object_retain,
+    .object_release = h_object_release,
 };
 
 const GPHostAPI *gp_host_api(void) {

@@ -197,6 +197,72 @@ size_t gp_pass_list(GPPassEntry ***out) {
   return n;
 }
 
+static bool str_in(const char *const *a, int32_t n, const char *s) {
+  for (int32_t i = 0; i < n; i++)
+    if (strcmp(a[i], s) == 0) return true;
+  return false;
+}
+
+char *gp_pass_target_refusal(const GPPassInfo *in, const char *target) {
+  GPBuf b = {0};
+  if (in->num_targets && !str_in(in->targets, in->num_targets, target)) {
+    gp_buf_printf(&b, "target %s not in [", target);
+    for (int32_t k = 0; k < in->num_targets; k++) gp_buf_printf(&b, "%s%s", k ? ", " : "", in->targets[k]);
+    gp_buf_puts(&b, "]");
+    return gp_buf_take(&b);
+  }
+  if (str_in(in->excluded_targets, in->num_excluded_targets, target)) {
+    gp_buf_printf(&b, "target %s excluded", target);
+    return gp_buf_take(&b);
+  }
+  /* Paddle Lite's BindKernel: the target must have every kernel the pass binds to. */
+  return gp_target_missing_kernels(target, in->kernels, in->num_kernels);
+}
+
+/* A list field of a pass_list line: comma-separated, empty when n == 0. */
+static void put_list(GPBuf *b, const char *const *a, int32_t n) {
+  for (int32_t i = 0; i < n; i++) gp_buf_printf(b, "%s%s", i ? "," : "", a[i]);
+  gp_buf_putc(b, '\t');
+}
+
+static const char *kind_name(int32_t kind) {
+  switch (kind) {
+  case GP_PASS_ANALYSIS: return "analysis";
+  case GP_PASS_DEBUG: return "debug";
+  default: return "transform";
+  }
+}
+
+char *gp_pass_list_text(const char *target) {
+  GPPassEntry **list;
+  size_t n = gp_pass_list(&list);
+  GPBuf b = {0};
+  for (size_t i = 0; i < n; i++) {
+    const GPPassInfo *in = &list[i]->info;
+    char *refused = target ? gp_pass_target_refusal(in, target) : NULL;
+    if (!refused) {
+      gp_buf_printf(&b, "%s\t%d\t%s\t", in->name, (int)in->opt_level, kind_name(in->kind));
+      put_list(&b, in->required, in->num_required);
+      put_list(&b, in->targets, in->num_targets);
+      put_list(&b, in->excluded_targets, in->num_excluded_targets);
+      put_list(&b, in->kernels, in->num_kernels);
+      gp_buf_printf(&b, "%s\t", list[i]->origin);
+      for (int32_t k = 0; k < in->num_config_keys; k++) {
+        char *key = gp_config_full_key(in->name, &in->config_keys[k]);
+        gp_buf_printf(&b, "%s%s:%s", k ? "," : "", key, gp_config_type_name(in->config_keys[k].type_index));
+        gp_free(key);
+      }
+      gp_buf_putc(&b, '\t');
+      for (const char *h = in->help ? in->help : ""; *h; h++) gp_buf_putc(&b, *h == '\t' || *h == '\n' || *h == '\r' ? ' ' : *h);
+      gp_buf_putc(&b, '\n');
+    }
+    gp_free(refused);
+    gp_pass_entry_release(list[i]);
+  }
+  gp_free(list);
+  return gp_buf_take(&b);
+}
+
 char *gp_config_full_key(const char *pass, const GPConfigKey *k) {
   if (strchr(k->name, '.')) return gp_strdup(k->name);
   GPBuf b = {0};

@@ -25,6 +25,12 @@ GPPassEntry *gp_pass_acquire(const char *name); /* new reference or NULL (no err
 void gp_pass_entry_release(GPPassEntry *e);
 /* Snapshot of every registered pass sorted by name; release each entry, gp_free the array. */
 size_t gp_pass_list(GPPassEntry ***out);
+/* Why a pass does not run for `target` (bound to others, excluding it, or a kernel the target
+ * lacks), gp_malloc'd; NULL when it runs (no error either way). */
+char *gp_pass_target_refusal(const GPPassInfo *info, const char *target);
+/* GPHostAPI.pass_list (ABI 1.3): one tab-separated line per pass (see abi/graphpass.h), only
+ * those that run for `target` when it is not NULL; gp_malloc'd, never NULL. */
+char *gp_pass_list_text(const char *target);
 /* The origin used for registrations made while a plugin initializes (set by the loader). */
 void gp_registry_set_origin(const char *origin);
 const char *gp_registry_origin(void);

@@ -67,12 +67,6 @@ static bool has_name(const GPVec *v, const char *name) {
   return false;
 }
 
-static bool str_in(const char *const *a, int32_t n, const char *s) {
-  for (int32_t i = 0; i < n; i++)
-    if (strcmp(a[i], s) == 0) return true;
-  return false;
-}
-
 static char *fmt(const char *f, ...) GP_FMT(1, 2);
 static char *fmt(const char *f, ...) {
   va_list ap;
@@ -163,20 +157,6 @@ static void plan_ran(Plan *pl, const GPPassEntry *e) {
   }
 }
 
-/* Why a pass cannot run for this context's target, or NULL. */
-static char *target_refusal(const GPPassInfo *in, const GPPassContext *ctx) {
-  if (in->num_targets && !str_in(in->targets, in->num_targets, ctx->target)) {
-    GPBuf b = {0};
-    for (int32_t k = 0; k < in->num_targets; k++) gp_buf_printf(&b, "%s%s", k ? ", " : "", in->targets[k]);
-    char *w = fmt("target %s not in [%s]", ctx->target, b.data);
-    gp_buf_free(&b);
-    return w;
-  }
-  if (str_in(in->excluded_targets, in->num_excluded_targets, ctx->target)) return fmt("target %s excluded", ctx->target);
-  /* Paddle Lite's BindKernel: the target must have every kernel the pass binds to. */
-  return gp_target_missing_kernels(ctx->target, in->kernels, in->num_kernels);
-}
-
 typedef struct Frame {
   GPPassEntry *e; /* owned until appended as a node */
   int32_t next;   /* next index into e->info.required */
@@ -234,7 +214,7 @@ static int add_requirements(Run *r, Plan *pl, GPPassEntry *item, const GPPassCon
       rc = -1;
       break;
     }
-    char *refused = target_refusal(&d->info, ctx);
+    char *refused = gp_pass_target_refusal(&d->info, ctx->target);
     if (refused) { /* listed as skipped; the dependent still runs */
       size_t idx = add_node(r, d);
       r->nodes[idx].why = fmt("%s; required by %s", refused, top->e->info.name);
@@ -266,7 +246,7 @@ static int plan(Run *r, const GPPipeline *p, const GPPassContext *ctx) {
     }
     const GPPassInfo *in = &e->info;
     bool run = false;
-    char *why = target_refusal(in, ctx);
+    char *why = gp_pass_target_refusal(in, ctx->target);
     if (why) {
     } else if (has_name(&ctx->disabled, in->name)) {
       why = fmt("disabled");

@@ -28,6 +28,12 @@ if [ "$variant" = plain ]; then
   sh tests/install_check.sh "$dir" || exit 1
 fi
 
+# The Python package's suite (python/tests; plain build only: the sanitizer runtimes would have to
+# be preloaded into the interpreter).
+if [ "$variant" = plain ]; then
+  sh tests/run_python.sh || { echo "tests/run.sh: the Python suite failed" >&2; exit 1; }
+fi
+
 # ONNX conformance over ../shared/onnx (node, simple, light) when it is present: any FAIL fails
 # the run (SKIP is allowed: what we do not claim to support).  The light models also run with
 # --verify-numerics.

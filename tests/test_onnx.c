@@ -1019,3 +1019,58 @@ Test(onnx_light, call_counts_match_tvm) {
   }
   gp_buf_free(&dir);
 }
+
+/* GPHostAPI.onnx_import (ABI 1.3): bytes or a file, shape options checked, errors as the
+ * importer's. */
+Test(onnx, host_api_onnx_import) {
+  const GPHostAPI *h = graphpass_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, onnx_import));
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 2, (int64_t[]){-1, 3}, "N");
+  md.nodes[md.nn++] = node("Relu", "x", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, (int64_t[]){-1, 3}, "N");
+  size_t len;
+  uint8_t *buf = pack(&md, &len);
+  const char *names[] = {"x"};
+  const int32_t ndims[] = {2};
+  const int64_t dims0[] = {8, 3}, *dims[] = {dims0};
+  GPOnnxImportOptions o = {sizeof o, GP_ABI_VERSION, 1, names, ndims, dims};
+  GPModule *m = h->onnx_import(buf, len, NULL, &o);
+  cr_assert(m, "%s", gp_error_message());
+  const char *want = "def @main(%x: Tensor[(8, 3), float32]) { nn.relu(%x) }";
+  GPModule *w = gp_parse(want, strlen(want), "want"), *wt = gp_infer_types(w);
+  th_assert_module_eq(m, wt);
+  gp_release(m);
+  /* from a file, no options: the dynamic dim stays */
+  char path[] = "/tmp/gp_onnx_import_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+  close(fd);
+  m = h->onnx_import(NULL, 0, path, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  cr_assert_str_eq(m->source_name, path);
+  gp_release(m);
+  unlink(path);
+  cr_assert_null(h->onnx_import(NULL, 0, path, NULL));
+  cr_assert_eq(h->error_kind(), GP_ERR_IO);
+  cr_assert(strstr(h->error_message(), path), "%s", h->error_message());
+  /* bad options */
+  const int64_t neg0[] = {-2, 3}, *neg[] = {neg0};
+  GPOnnxImportOptions bad = {sizeof bad, GP_ABI_VERSION, 1, names, ndims, neg};
+  cr_assert_null(h->onnx_import(buf, len, NULL, &bad));
+  cr_assert_eq(h->error_kind(), GP_ERR_VALUE);
+  cr_assert_str_eq(h->error_message(), "onnx_import: shape 0 (x) has a negative dim");
+  GPOnnxImportOptions old = {8, GP_ABI_VERSION, 1, names, ndims, dims};
+  cr_assert_null(h->onnx_import(buf, len, NULL, &old));
+  cr_assert_eq(h->error_kind(), GP_ERR_VERSION);
+  cr_assert_null(h->onnx_import(NULL, 0, NULL, NULL));
+  cr_assert_eq(h->error_kind(), GP_ERR_VALUE);
+  cr_assert_null(h->onnx_import("\xff\xff", 2, "junk.onnx", NULL));
+  cr_assert_eq(h->error_kind(), GP_ERR_PARSE);
+  cr_assert(strstr(h->error_message(), "junk.onnx"), "%s", h->error_message());
+  h->error_clear();
+  gp_release(w);
+  gp_release(wt);
+  gp_free(buf);
+}

@@ -858,3 +858,66 @@ Test(plugin, plugin_unload_removes_everything) {
   cr_assert_eq(gp_func_register("ext_plugin.test.finalized", NULL, 0), 0);
   gp_free(p);
 }
+
+/* ---- ABI 1.3: pass_list, object_retain / object_release */
+
+static int ql_identity(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  GP_UNUSED(self);
+  GP_UNUSED(nargs);
+  result->type_index = GP_TI_MODULE;
+  result->v_obj = gp_retain(args[0].v_obj);
+  return 0;
+}
+
+Test(plugin, host_api_pass_list) {
+  const GPHostAPI *h = gp_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, pass_list));
+  const char *req[] = {"QlBase"}, *tg[] = {"npu", "llvm"}, *ex[] = {"xpu"}, *kn[] = {"fc"};
+  GPConfigKey keys[] = {{"width", GP_TI_INT, {.type_index = GP_TI_INT, .v_int64 = 4}, "w"},
+                        {"Other.flag", GP_TI_BOOL, {.type_index = GP_TI_BOOL}, NULL}};
+  GPPassInfo base = {.struct_size = sizeof base, .abi_version = GP_ABI_VERSION, .name = "QlBase",
+                     .kind = GP_PASS_ANALYSIS, .func = ql_identity, .help = "base\tpass\nline two"};
+  GPPassInfo in = {.struct_size = sizeof in, .abi_version = GP_ABI_VERSION, .name = "QlPass", .opt_level = 3,
+                   .required = req, .num_required = 1, .targets = tg, .num_targets = 2, .excluded_targets = ex,
+                   .num_excluded_targets = 1, .config_keys = keys, .num_config_keys = 2, .func = ql_identity,
+                   .help = "a pass", .kernels = kn, .num_kernels = 1};
+  cr_assert_eq(h->pass_register(&base, 0), 0, "%s", gp_error_message());
+  cr_assert_eq(h->pass_register(&in, 0), 0, "%s", gp_error_message());
+  char *all = h->pass_list(NULL);
+  cr_assert(strstr(all, "QlBase\t0\tanalysis\t\t\t\t\thost\t\tbase pass line two\n"), "%s", all);
+  cr_assert(strstr(all, "QlPass\t3\ttransform\tQlBase\tnpu,llvm\txpu\tfc\thost\tQlPass.width:int,Other.flag:bool\ta pass\n"),
+            "%s", all);
+  cr_assert(strstr(all, "QlBase") < strstr(all, "QlPass")); /* sorted by name */
+  free(all);
+  /* by target: llvm has the fc kernel when the std plugin is loaded; npu is not registered (no
+   * kernels); xpu is excluded */
+  char *npu = h->pass_list("npu"), *xpu = h->pass_list("xpu"), *cuda = h->pass_list("cuda");
+  cr_assert(strstr(npu, "QlBase\t") && !strstr(npu, "QlPass\t"), "%s", npu);
+  cr_assert(strstr(xpu, "QlBase\t") && !strstr(xpu, "QlPass\t"), "%s", xpu);
+  cr_assert(strstr(cuda, "QlBase\t") && !strstr(cuda, "QlPass\t"), "%s", cuda);
+  free(npu);
+  free(xpu);
+  free(cuda);
+  cr_assert_eq(h->pass_unregister("QlPass"), 0);
+  cr_assert_eq(h->pass_unregister("QlBase"), 0);
+  all = h->pass_list(NULL);
+  cr_assert_null(strstr(all, "QlPass"));
+  free(all);
+}
+
+Test(plugin, host_api_object_retain_release) {
+  const GPHostAPI *h = gp_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, object_release));
+  GPString *s = h->string_new("abc", 3);
+  cr_assert_eq(h->object_retain(s), s);
+  cr_assert_eq(s->obj.ref_count, 2u);
+  h->object_release(s);
+  cr_assert_eq(s->obj.ref_count, 1u);
+  h->object_retain(NULL);
+  h->object_release(NULL);
+  const GPOp *op = h->op_get("add"); /* immortal: no-ops */
+  h->object_retain((void *)op);
+  h->object_release((void *)op);
+  cr_assert_eq(op->base.obj.ref_count, GP_REF_IMMORTAL);
+  h->object_release(s);
+}
