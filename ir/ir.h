@@ -184,6 +184,11 @@ const GPType *gp_type_func(int32_t nparams, const GPType *const *params, const G
 /* TVM spelling: Tensor[(1, 3), float32], float32 (rank 0), (T1, T2), fn (T1) -> T2, ? dims. */
 void gp_type_print(GPBuf *b, const GPType *t);
 int64_t gp_type_numel(const GPType *t); /* -1 if any dim unknown or not a tensor */
+/* "(1, 3, ?, 224)" for error messages (long shapes end in "..."). */
+typedef struct GPDimsStr {
+  char s[160];
+} GPDimsStr;
+GPDimsStr gp_dims_str(int32_t n, const int64_t *dims);
 void gp_types_shutdown(void);            /* frees the intern table (process exit only) */
 
 /* ------------------------------------------------------------------------------------------ */
