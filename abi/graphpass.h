@@ -44,7 +44,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 2
+#define GP_ABI_VERSION_MINOR 3
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -962,6 +962,18 @@ struct GPHostAPI {
    * (NULL: back to the target's default).  A set the target does not have is GP_ERR_NOT_FOUND
    * naming the target and its sets: now when the target has sets, else when the pipeline runs. */
   int (*ctx_set_opt_set)(GPPassContext *ctx, const char *set);
+
+  /* ---- ABI 1.3: pass output checks ---- */
+
+  /* TVM's immutable-module check (its "testing.immutable_module" option): when on, run_pipeline
+   * takes a structural hash of each pass's input module before the pass and again after it,
+   * and fails naming the pass (GP_ERR_PASS "pass <Name> changed its input module ...") when
+   * they differ.  Off by default (it costs two hashes of the module per pass); on for the
+   * command's --verify-each.  Whatever the flag, every module a pass returns is checked (no
+   * NULL function or global var, the verifier's well-formedness; GP_ERR_PASS "pass <Name>
+   * returned an ill-formed module: ...") and the input's function table must be the same
+   * afterwards.  on != 0 turns the check on.  0, or -1 + GP_ERR_VALUE when ctx is NULL. */
+  int (*ctx_set_check_immutable)(GPPassContext *ctx, int on);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

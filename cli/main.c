@@ -439,7 +439,7 @@ static int cmd_opt(int argc, char **argv) {
   ctx->time_passes = time_passes;
   ctx->print_before_all = pba;
   ctx->print_after_all = paa;
-  ctx->verify_each = verify_each;
+  ctx->verify_each = verify_each; /* which also turns on the immutable-module check */
   ctx->explain = explain;
   ctx->print_types = types;
   ctx->verify_numerics = verify_numerics;

@@ -402,8 +402,13 @@ char *gp_module_diff(const GPModule *a, const GPModule *b);
 GPModule *gp_infer_types(const GPModule *m);
 /* Type of an expression whose children are typed (used by passes that build new nodes). */
 GPExpr *gp_infer_expr(GPExpr *e);
-/* 0 when well formed; else -1 with GP_ERR_VERIFY naming the function and node. */
+/* 0 when well formed; else -1 with GP_ERR_VERIFY naming the function and node.  Starts with
+ * gp_module_check_shape. */
 int gp_verify(const GPModule *m);
+/* The module's own fields, in O(number of functions): a count within its capacity, every
+ * global var and function present (non-NULL), a function expression, named uniquely.  0, or -1
+ * with GP_ERR_VERIFY "verify: module: <what>". */
+int gp_module_check_shape(const GPModule *m);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The host table (plugin/host_api.c)                                                          */
