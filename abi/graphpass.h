@@ -1162,6 +1162,17 @@ struct GPHostAPI {
    * cffi's ABI mode): atomic; NULL and immortal objects are no-ops; object_retain returns obj. */
   void *(*object_retain)(void *obj);
   void (*object_release)(void *obj);
+  /* ---- ABI 1.3: pass output checks ---- */
+
+  /* TVM's immutable-module check (its "testing.immutable_module" option): when on, run_pipeline
+   * takes a structural hash of each pass's input module before the pass and again after it,
+   * and fails naming the pass (GP_ERR_PASS "pass <Name> changed its input module ...") when
+   * they differ.  Off by default (it costs two hashes of the module per pass); on for the
+   * command's --verify-each.  Whatever the flag, every module a pass returns is checked (no
+   * NULL function or global var, the verifier's well-formedness; GP_ERR_PASS "pass <Name>
+   * returned an ill-formed module: ...") and the input's function table must be the same
+   * afterwards.  on != 0 turns the check on.  0, or -1 + GP_ERR_VALUE when ctx is NULL. */
+  int (*ctx_set_check_immutable)(GPPassContext *ctx, int on);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

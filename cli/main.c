@@ -78,6 +78,21 @@ static void shutdown_all(void) {
   gp_types_shutdown();
 }
 
+/* A run failed in a pass: when the user's module itself does not type-check, that is bad
+ * input (exit 1) as a parse error is, reported with InferType's file:line:col message instead
+ * of the pass's.  The error slot then holds that message; else it is left as it was. */
+static bool input_type_error(const GPModule *mod) {
+  char *pass_msg = gp_strdup(gp_error_message());
+  int kind = gp_error_kind();
+  gp_error_clear();
+  GPModule *typed = gp_infer_types(mod);
+  bool bad = !typed && gp_error_kind() == GP_ERR_TYPE;
+  gp_release(typed);
+  if (!bad) gp_error_set(kind, "%s", pass_msg);
+  gp_free(pass_msg);
+  return bad;
+}
+
 /* ---- graphpass passes */
 
 static bool pass_runs_on(const GPPassEntry *e, const char *target) {
@@ -499,7 +514,7 @@ static int cmd_opt(int argc, char **argv) {
   }
   ctx->print_before_all = pba && !nfilter;
   ctx->print_after_all = paa && !nfilter;
-  ctx->verify_each = verify_each;
+  ctx->verify_each = verify_each; /* which also turns on the immutable-module check */
   ctx->print_types = types;
   ctx->verify_numerics = verify_numerics;
   if ((rtol || atol || seed) && !verify_numerics && !bisect_numerics) {
@@ -553,6 +568,10 @@ static int cmd_opt(int argc, char **argv) {
     ctx->registry_error = reg;
   }
   if (!out) {
+    if (gp_error_kind() == GP_ERR_PASS && input_type_error(mod)) {
+      code = report(EXIT_INPUT);
+      goto done;
+    }
     code = report(gp_error_kind() == GP_ERR_PASS ? EXIT_PASS : ctx->registry_error ? EXIT_INPUT : EXIT_USAGE);
     goto done;
   }

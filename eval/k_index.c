@@ -7,6 +7,7 @@
  * instead; one_hot leaves a row all off_value, as ONNX says).  Negative indices count from the
  * end.  Data elements move as bytes (any dtype of 1, 2, 4 or 8 bytes, bool included); the
  * scatter reductions compute per dtype (float16 in float32; integers wrap). */
+#include "common/checked.h"
 #include "eval/kernel.h"
 
 #include <math.h>
@@ -62,13 +63,12 @@ static int64_t *load_indices(const DLTensor *t, const char *what) {
 
 /* Normalize index v against extent n ([-n, n) allowed); -1 + GP_ERR_VALUE otherwise. */
 static int norm_index(int64_t v, int64_t n, int64_t pos, const char *what, int32_t axis, int64_t *out) {
-  if (v < -n || v >= n) {
+  if (!gp_index_norm(v, n, out)) {
     gp_error_set(GP_ERR_VALUE,
                  "%s: index %lld (element %lld) is out of range [%lld, %lld) for axis %d of extent %lld",
                  what, (long long)v, (long long)pos, (long long)-n, (long long)n, (int)axis, (long long)n);
     return -1;
   }
-  *out = v < 0 ? v + n : v;
   return 0;
 }
 

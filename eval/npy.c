@@ -5,6 +5,7 @@
  * dtypes: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 |b1 ('=' and '|' accepted where numpy may write them;
  * '<' for one-byte types too).  Big-endian and other dtypes: GP_ERR_UNSUPPORTED.  A malformed
  * or truncated file: GP_ERR_PARSE "<path>: <what>". */
+#include "common/checked.h"
 #include "eval/eval.h"
 
 #include <errno.h>
@@ -219,17 +220,18 @@ GPTensor *gp_npy_parse(const void *data, size_t len, const char *path) {
   if (parse_header((const char *)p + pre, hlen, path, &h) != 0) return NULL;
   const NpyType *t = parse_descr(path, h.descr);
   if (!t) return NULL;
-  GPTensor *x = gp_tensor_alloc(t->dt, h.ndim, h.shape, true);
-  if (!x) {
-    gp_error_set_kind(GP_ERR_PARSE);
-    gp_error_prefix("%s", path);
+  /* The data's length is checked against the header's shape before anything is allocated. */
+  int64_t count;
+  size_t numel, nbytes, avail = len - pre - hlen;
+  if (!gp_dims_count(h.ndim, h.shape, GP_MAX_TENSOR_ELEMS, &count) || !gp_count_bytes(count, t->size, &nbytes)) {
+    GPBuf b = {0};
+    gp_buf_printf(&b, "bad .npy header: shape %s has too many elements (more than 2^48)", gp_dims_str(h.ndim, h.shape).s);
+    perr(path, b.data);
+    gp_buf_free(&b);
     return NULL;
   }
-  size_t numel = 1;
-  for (int32_t i = 0; i < h.ndim; i++) numel *= (size_t)h.shape[i];
-  size_t nbytes = numel * t->size, avail = len - pre - hlen;
+  numel = (size_t)count;
   if (avail < nbytes) {
-    gp_release(x);
     GPBuf b = {0};
     gp_buf_printf(&b, "truncated .npy data: %zu bytes, expected %zu", avail, nbytes);
     perr(path, b.data);
@@ -237,11 +239,16 @@ GPTensor *gp_npy_parse(const void *data, size_t len, const char *path) {
     return NULL;
   }
   if (avail > nbytes) {
-    gp_release(x);
     GPBuf b = {0};
     gp_buf_printf(&b, "%zu bytes after the .npy data (expected %zu)", avail - nbytes, nbytes);
     perr(path, b.data);
     gp_buf_free(&b);
+    return NULL;
+  }
+  GPTensor *x = gp_tensor_alloc(t->dt, h.ndim, h.shape, true);
+  if (!x) {
+    gp_error_set_kind(GP_ERR_PARSE);
+    gp_error_prefix("%s", path);
     return NULL;
   }
   const unsigned char *src = p + pre + hlen;

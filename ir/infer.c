@@ -1173,6 +1173,7 @@ GPModule *gp_infer_types(const GPModule *m) {
     gp_error_set(GP_ERR_VALUE, "infer_types: NULL module");
     return NULL;
   }
+  if (gp_module_check_shape(m) != 0) return NULL;
   gp_ops_init();
   Infer I;
   memset(&I, 0, sizeof I);

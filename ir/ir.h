@@ -185,6 +185,11 @@ const GPType *gp_type_func(int32_t nparams, const GPType *const *params, const G
 /* TVM spelling: Tensor[(1, 3), float32], float32 (rank 0), (T1, T2), fn (T1) -> T2, ? dims. */
 void gp_type_print(GPBuf *b, const GPType *t);
 int64_t gp_type_numel(const GPType *t); /* -1 if any dim unknown or not a tensor */
+/* "(1, 3, ?, 224)" for error messages (long shapes end in "..."). */
+typedef struct GPDimsStr {
+  char s[160];
+} GPDimsStr;
+GPDimsStr gp_dims_str(int32_t n, const int64_t *dims);
 void gp_types_shutdown(void);            /* frees the intern table (process exit only) */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -432,8 +437,13 @@ char *gp_module_diff(const GPModule *a, const GPModule *b);
 GPModule *gp_infer_types(const GPModule *m);
 /* Type of an expression whose children are typed (used by passes that build new nodes). */
 GPExpr *gp_infer_expr(GPExpr *e);
-/* 0 when well formed; else -1 with GP_ERR_VERIFY naming the function and node. */
+/* 0 when well formed; else -1 with GP_ERR_VERIFY naming the function and node.  Starts with
+ * gp_module_check_shape. */
 int gp_verify(const GPModule *m);
+/* The module's own fields, in O(number of functions): a count within its capacity, every
+ * global var and function present (non-NULL), a function expression, named uniquely.  0, or -1
+ * with GP_ERR_VERIFY "verify: module: <what>". */
+int gp_module_check_shape(const GPModule *m);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The host table (plugin/host_api.c)                                                          */

@@ -846,7 +846,7 @@ static bool m_node(GPMatcher *m, int32_t pi, GPExpr *e);
 
 static bool m_struct(GPMatcher *m, const GPPatNode *pn, GPExpr *e) {
   const GPPatternImpl *p = m->p;
-  const int32_t *kids = p->kids + pn->kid0;
+  const int32_t *kids = p->kids ? p->kids + pn->kid0 : NULL; /* a pattern of one leaf has none */
   switch (pn->kind) {
   case PK_ANY:
     push_input(m, e);

@@ -21,6 +21,13 @@
  * Text is built in relative-indentation pieces: a scope's lines are indented when the scope is
  * placed inside its `{ }` (every '\n' of the placed text gains two spaces).  Nothing recurses:
  * the printer is a machine over an explicit frame stack.
+ *
+ * Printing is linear in the size of its output: a piece is never copied into the piece that
+ * contains it when it is large, and indentation is not materialized until the end.  A piece is
+ * a GPBuf whose bytes are text except for three escapes: TX_REF and a 4-byte chunk index (the
+ * chunk, a piece moved out whole, goes here; each chunk is placed once), TX_IN and TX_OUT
+ * (every newline between them gains two spaces).  emit() expands a def's text into the output
+ * with an explicit stack.  Names and attribute keys never put these bytes (put_name).
  */
 #include "ir/ir.h"
 
@@ -34,7 +41,8 @@
 /* State                                                                                       */
 
 typedef struct NodeSt {
-  char *raw;       /* memo text: visit result before binding, or the inlined text */
+  char *raw;       /* memo text (a piece): the visit result until the node is bound or inlined */
+  size_t raw_len;
   int64_t bound;   /* temporary number, -1 when not bound */
   int32_t nparents;
   int32_t home;    /* block (scope) the node belongs to, -1 for always-inline nodes */
@@ -91,7 +99,14 @@ typedef struct Printer {
   size_t nframes, cap_frames;
   ExpandEnt *est;
   size_t nest, cap_est;
+  /* pieces moved out whole (see the file comment), freed when the def is emitted */
+  char **chunk;
+  size_t *chunk_len;
+  size_t nchunks, cap_chunks;
 } Printer;
+
+enum { TX_REF = 1, TX_IN = 2, TX_OUT = 3 };
+#define TX_INLINE_MAX 64 /* smaller pieces are copied */
 
 static GPBuf *buf_new(void) { return gp_calloc(1, sizeof(GPBuf)); }
 static void buf_del(GPBuf *b) {
@@ -103,18 +118,98 @@ static void buf_del(GPBuf *b) {
 #define NODES(p) ((p)->ni.nodes)
 #define KID(p, i, j) gp_ni_kid(&(p)->ni, (i), (j))
 
-/* Append s[0..n) to dst, adding `ind` spaces after every newline. */
-static void put_shifted(GPBuf *dst, const char *s, size_t n, int ind) {
-  static const char sp[] = "                ";
-  size_t start = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == '\n') {
-      gp_buf_put(dst, s + start, i + 1 - start);
-      gp_buf_put(dst, sp, (size_t)ind);
-      start = i + 1;
+/* Append the piece data[0..len) (taken: the caller drops it) to dst: copied when small, else
+ * kept as a chunk and referenced. */
+static void put_move(Printer *p, GPBuf *dst, char *data, size_t len) {
+  if (len < TX_INLINE_MAX) {
+    if (len) gp_buf_put(dst, data, len);
+    gp_free(data);
+    return;
+  }
+  if (p->nchunks == p->cap_chunks) {
+    p->cap_chunks = p->cap_chunks ? p->cap_chunks * 2 : 64;
+    p->chunk = gp_realloc(p->chunk, p->cap_chunks * sizeof *p->chunk);
+    p->chunk_len = gp_realloc(p->chunk_len, p->cap_chunks * sizeof *p->chunk_len);
+  }
+  uint32_t idx = (uint32_t)p->nchunks++;
+  p->chunk[idx] = data;
+  p->chunk_len[idx] = len;
+  char esc[5] = {TX_REF};
+  memcpy(esc + 1, &idx, 4);
+  gp_buf_put(dst, esc, 5);
+}
+
+/* Move the contents of buffer b (left empty) to dst. */
+static void put_buf(Printer *p, GPBuf *dst, GPBuf *b) {
+  size_t n = b->len;
+  put_move(p, dst, gp_buf_take(b), n);
+}
+
+/* A piece placed one indentation step deeper. */
+static void put_indented(Printer *p, GPBuf *dst, GPBuf *b) {
+  gp_buf_putc(dst, TX_IN);
+  put_buf(p, dst, b);
+  gp_buf_putc(dst, TX_OUT);
+}
+
+/* A name or key from the module: bytes that are escapes here print as '?'. */
+static void put_name(GPBuf *b, const char *s) {
+  size_t st = 0, i = 0;
+  for (; s[i]; i++)
+    if ((unsigned char)s[i] <= TX_OUT) {
+      gp_buf_put(b, s + st, i - st);
+      gp_buf_putc(b, '?');
+      st = i + 1;
+    }
+  gp_buf_put(b, s + st, i - st);
+}
+
+/* Expand piece s[0..n) into out: chunks in place, indentation applied.  Frees the chunks. */
+static void emit(Printer *p, GPBuf *out, const char *s, size_t n) {
+  static const char sp[] = "                                ";
+  typedef struct {
+    const char *s;
+    size_t n, i;
+  } Ent;
+  size_t cap = 16, sp_n = 0;
+  Ent *st = gp_malloc(cap * sizeof *st);
+  st[sp_n++] = (Ent){s, n, 0};
+  size_t ind = 0;
+  while (sp_n) {
+    Ent *e = &st[sp_n - 1];
+    size_t j = e->i;
+    while (j < e->n && e->s[j] != '\n' && (unsigned char)e->s[j] > TX_OUT) j++;
+    gp_buf_put(out, e->s + e->i, j - e->i);
+    if (j == e->n) {
+      sp_n--;
+      continue;
+    }
+    char c = e->s[j];
+    e->i = j + 1;
+    if (c == '\n') {
+      gp_buf_putc(out, '\n');
+      for (size_t k = ind; k; k -= k < sizeof sp - 1 ? k : sizeof sp - 1)
+        gp_buf_put(out, sp, k < sizeof sp - 1 ? k : sizeof sp - 1);
+    } else if (c == TX_IN) {
+      ind += 2;
+    } else if (c == TX_OUT) {
+      ind -= 2;
+    } else if (c == TX_REF && j + 5 <= e->n) {
+      uint32_t idx;
+      memcpy(&idx, e->s + j + 1, 4);
+      e->i = j + 5;
+      if (sp_n == cap) {
+        cap *= 2;
+        st = gp_realloc(st, cap * sizeof *st);
+      }
+      st[sp_n++] = (Ent){p->chunk[idx], p->chunk_len[idx], 0};
+    } else {
+      gp_buf_putc(out, c);
     }
   }
-  gp_buf_put(dst, s + start, n - start);
+  gp_free(st);
+  for (size_t i = 0; i < p->nchunks; i++) gp_free(p->chunk[i]);
+  p->nchunks = 0;
 }
 
 static GPBuf *top_doc(Printer *p) { return p->docs.items[p->docs.len - 1]; }
@@ -194,7 +289,7 @@ static char *unique_name(Printer *p, const char *hint) {
   GPBuf nb = {0};
   gp_buf_putc(&nb, '%');
   if (!hint || !isalpha((unsigned char)hint[0])) gp_buf_putc(&nb, 'v');
-  if (hint) gp_buf_puts(&nb, hint);
+  if (hint) put_name(&nb, hint);
   char *prefix = gp_buf_take(&nb);
   if (!gp_strmap_has(&p->names, prefix)) {
     gp_strmap_put(&p->names, prefix, (void *)(intptr_t)0);
@@ -272,6 +367,7 @@ static void pop_frame(Printer *p) {
 static void set_raw(Printer *p, int32_t id, GPBuf *b) {
   NodeSt *s = &p->st[id];
   gp_free(s->raw);
+  s->raw_len = b->len;
   s->raw = gp_buf_take(b);
   s->visited = 1;
 }
@@ -302,12 +398,12 @@ static void print_finish(Printer *p, int32_t id, bool try_inline, GPBuf *dst) {
     return;
   }
   case GP_TI_OP:
-    if (dst) gp_buf_puts(dst, ((GPOp *)e)->name);
+    if (dst) put_name(dst, ((GPOp *)e)->name);
     return;
   case GP_TI_GLOBAL_VAR:
     if (dst) {
       gp_buf_putc(dst, '@');
-      gp_buf_puts(dst, ((GPGlobalVar *)e)->name);
+      put_name(dst, ((GPGlobalVar *)e)->name);
     }
     return;
   case GP_TI_CONSTANT:
@@ -320,35 +416,38 @@ static void print_finish(Printer *p, int32_t id, bool try_inline, GPBuf *dst) {
     if (dst) gp_buf_printf(dst, "%%%lld", (long long)s->bound);
     return;
   }
+  /* A node is inlined (used once: its one use) or bound, so its text moves out here. */
   bool inl = try_inline && s->nparents <= 1;
-  GPBuf text = {0};
-  const char *raw = s->raw ? s->raw : "";
+  GPBuf text = {0}, raw = {0};
+  raw.data = s->raw;
+  raw.len = s->raw_len;
+  raw.cap = s->raw_len;
+  s->raw = NULL;
+  s->raw_len = 0;
   if (!inl && gp_kind(e) == GP_TI_LET) {
     gp_buf_puts(&text, "(\n  ");
-    put_shifted(&text, raw, strlen(raw), 2);
+    put_indented(p, &text, &raw);
     gp_buf_puts(&text, "\n)");
   } else {
-    gp_buf_puts(&text, raw);
+    put_buf(p, &text, &raw);
   }
+  gp_buf_free(&raw);
   if (!s->opt_done) {
     s->opt_done = 1;
     int32_t k = gp_kind(e);
     if (k != GP_TI_IF && k != GP_TI_LET) put_opt(p, &text, e);
   }
   if (inl) {
-    if (dst) gp_buf_put(dst, text.data ? text.data : "", text.len);
-    gp_free(s->raw);
-    s->raw = gp_buf_take(&text);
+    if (dst) put_buf(p, dst, &text);
+    gp_buf_free(&text);
     return;
   }
   int64_t n = p->temp_counter++;
   GPBuf *doc = top_doc(p);
   gp_buf_printf(doc, "%%%lld = ", (long long)n);
-  gp_buf_put(doc, text.data ? text.data : "", text.len);
+  put_buf(p, doc, &text);
   gp_buf_puts(doc, ";\n");
   gp_buf_free(&text);
-  gp_free(s->raw);
-  s->raw = NULL;
   s->bound = n;
   if (dst) gp_buf_printf(dst, "%%%lld", (long long)n);
 }
@@ -368,7 +467,7 @@ static void put_attrs_list(GPBuf *b, const GPAttrs *a, bool *first) {
   for (int32_t i = 0; a && i < a->n; i++) {
     if (!*first) gp_buf_puts(b, ", ");
     *first = false;
-    gp_buf_puts(b, a->keys[i]);
+    put_name(b, a->keys[i]);
     gp_buf_putc(b, '=');
     gp_attr_value_print(b, &a->values[i]);
   }
@@ -390,7 +489,7 @@ static void put_call_attrs(GPBuf *b, const GPCall *c, bool first) {
     if (!fld->required && gp_attr_value_eq(v, &fld->default_value)) continue;
     if (!first) gp_buf_puts(b, ", ");
     first = false;
-    gp_buf_puts(b, fld->name);
+    put_name(b, fld->name);
     gp_buf_putc(b, '=');
     gp_attr_value_print(b, v);
   }
@@ -401,7 +500,7 @@ static void put_call_attrs(GPBuf *b, const GPCall *c, bool first) {
     if (known) continue;
     if (!first) gp_buf_puts(b, ", ");
     first = false;
-    gp_buf_puts(b, a->keys[i]);
+    put_name(b, a->keys[i]);
     gp_buf_putc(b, '=');
     gp_attr_value_print(b, &a->values[i]);
   }
@@ -519,9 +618,9 @@ static void step_leaf(Printer *p, size_t fi) {
       /* fallthrough */
     case 2: {
       GPBuf t = {0};
-      gp_buf_put(&t, f->buf2->data ? f->buf2->data : "", f->buf2->len);
+      put_buf(p, &t, f->buf2);
       gp_buf_putc(&t, '(');
-      gp_buf_put(&t, f->buf->data ? f->buf->data : "", f->buf->len);
+      put_buf(p, &t, f->buf);
       gp_buf_putc(&t, ')');
       set_raw(p, f->id, &t);
       pop_frame(p);
@@ -596,7 +695,7 @@ static void step_leaf(Printer *p, size_t fi) {
     }
     case 2:
       if (f->top) {
-        gp_buf_put(f->dst, f->buf->data, f->buf->len);
+        put_buf(p, f->dst, f->buf);
         p->st[f->id].visited = 1;
       } else {
         set_raw(p, f->id, f->buf);
@@ -672,7 +771,7 @@ static void step_leaf(Printer *p, size_t fi) {
         break;
       case 2:
         gp_buf_puts(f->buf2, ";\n");
-        gp_buf_put(f->buf, f->buf2->data, f->buf2->len);
+        put_buf(p, f->buf, f->buf2);
         if (!f->pushed_doc) {
           gp_vec_push(&p->docs, f->buf);
           f->pushed_doc = 1;
@@ -682,7 +781,7 @@ static void step_leaf(Printer *p, size_t fi) {
         f->pc = 1;
         break;
       case 3:
-        gp_buf_put(f->buf, f->buf2->data ? f->buf2->data : "", f->buf2->len);
+        put_buf(p, f->buf, f->buf2);
         gp_vec_pop(&p->docs);
         set_raw(p, f->id, f->buf);
         pop_frame(p);
@@ -706,8 +805,10 @@ static void step_body(Printer *p, size_t fi) {
   }
   gp_vec_pop(&p->docs);
   gp_buf_puts(f->dst, "{\n  ");
-  put_shifted(f->dst, f->buf->data ? f->buf->data : "", f->buf->len, 2);
-  put_shifted(f->dst, f->buf2->data ? f->buf2->data : "", f->buf2->len, 2);
+  gp_buf_putc(f->dst, TX_IN);
+  put_buf(p, f->dst, f->buf);
+  put_buf(p, f->dst, f->buf2);
+  gp_buf_putc(f->dst, TX_OUT);
   gp_buf_puts(f->dst, "\n}");
   pop_frame(p);
 }
@@ -854,6 +955,8 @@ static int analyze(Printer *p, GPExpr *root, bool is_def) {
 
 static void reset_root(Printer *p) {
   for (size_t i = 0; p->st && i < p->ni.n; i++) gp_free(p->st[i].raw);
+  for (size_t i = 0; i < p->nchunks; i++) gp_free(p->chunk[i]);
+  p->nchunks = 0;
   gp_free(p->st);
   p->st = NULL;
   gp_ni_free(&p->ni);
@@ -867,6 +970,8 @@ static void printer_free(Printer *p) {
   gp_free(p->blocks);
   gp_free(p->frames);
   gp_free(p->est);
+  gp_free(p->chunk);
+  gp_free(p->chunk_len);
   gp_vec_free(&p->docs);
   gp_vec_free(&p->meta);
   gp_map_free(&p->consts);
@@ -978,12 +1083,15 @@ char *gp_print_meta(const GPModule *m, int32_t flags, GPVec *meta) {
       return NULL;
     }
     if (i) gp_buf_putc(&out, '\n');
-    GPBuf prefix = {0};
-    gp_buf_printf(&prefix, "def @%s", m->gvars[i]->name);
-    Frame *f = push_frame(&p, FR_LEAF, (int32_t)p.ni.n - 1, &out);
+    GPBuf prefix = {0}, def = {0};
+    gp_buf_puts(&prefix, "def @");
+    put_name(&prefix, m->gvars[i]->name);
+    Frame *f = push_frame(&p, FR_LEAF, (int32_t)p.ni.n - 1, &def);
     f->top = 1;
     f->prefix = prefix.data;
     run(&p);
+    emit(&p, &out, def.data ? def.data : "", def.len);
+    gp_buf_free(&def);
     gp_buf_free(&prefix);
     gp_buf_putc(&out, '\n');
     reset_root(&p);
@@ -1013,8 +1121,11 @@ char *gp_print_expr(const GPExpr *e, int32_t flags) {
   gp_vec_push(&p.docs, doc);
   if (print_begin(&p, (int32_t)p.ni.n - 1, true, text)) run(&p);
   gp_vec_pop(&p.docs);
-  gp_buf_put(&out, doc->data ? doc->data : "", doc->len);
-  gp_buf_put(&out, text->data ? text->data : "", text->len);
+  GPBuf all = {0};
+  put_buf(&p, &all, doc);
+  put_buf(&p, &all, text);
+  emit(&p, &out, all.data ? all.data : "", all.len);
+  gp_buf_free(&all);
   buf_del(doc);
   buf_del(text);
   reset_root(&p);

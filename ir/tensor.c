@@ -3,6 +3,7 @@
  * is freed) or owns a 64-byte aligned buffer of its own, or has no data at all (a constant of
  * known type whose values are unknown). */
 #include "ir.h"
+#include "../common/checked.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -61,17 +62,15 @@ static int check_shape(int32_t ndim, const int64_t *shape, const char *what) {
     gp_error_set(GP_ERR_VALUE, "%s: rank %d but no shape array", what, (int)ndim);
     return -1;
   }
-  __int128 n = 1;
-  for (int32_t i = 0; i < ndim; i++) {
+  for (int32_t i = 0; i < ndim; i++)
     if (shape[i] < 0) {
       gp_error_set(GP_ERR_VALUE, "%s: dimension %d is negative (%lld)", what, (int)i, (long long)shape[i]);
       return -1;
     }
-    n *= shape[i];
-    if (n > ((__int128)1 << 48)) {
-      gp_error_set(GP_ERR_VALUE, "%s: %lld elements is too many", what, (long long)(n > INT64_MAX ? INT64_MAX : n));
-      return -1;
-    }
+  int64_t n;
+  if (!gp_dims_count(ndim, shape, GP_MAX_TENSOR_ELEMS, &n)) {
+    gp_error_set(GP_ERR_VALUE, "%s: shape %s has more than 2^48 elements", what, gp_dims_str(ndim, shape).s);
+    return -1;
   }
   return 0;
 }
@@ -107,7 +106,23 @@ GPTensor *gp_tensor_from_dlpack(DLManagedTensor *managed) {
         return NULL;
       }
   int64_t numel = 1;
-  for (int32_t i = 0; i < d->ndim; i++) numel *= d->shape[i];
+  for (int32_t i = 0; i < d->ndim; i++) numel *= d->shape[i]; /* bounded by check_shape */
+  if (d->strides && numel > 0) {
+    /* the farthest element, in bytes from data + byte_offset, must be addressable */
+    int64_t last = 0, step;
+    bool ok = true;
+    for (int32_t i = 0; i < d->ndim && ok; i++)
+      ok = gp_mul_i64(d->strides[i], d->shape[i] - 1, &step) && gp_add_i64(last, step, &last);
+    ok = ok && gp_mul_i64(last + 1, (int64_t)gp_dtype_bytes(d->dtype), &last) &&
+         d->byte_offset <= (uint64_t)INT64_MAX && gp_add_i64(last, (int64_t)d->byte_offset, &last) &&
+         (uint64_t)last <= UINTPTR_MAX - (uintptr_t)d->data;
+    if (!ok) {
+      gp_error_set(GP_ERR_VALUE, "DLPack tensor: strides %s over shape %s overflow the address space",
+                   gp_dims_str(d->ndim, d->strides).s, gp_dims_str(d->ndim, d->shape).s);
+      if (managed->deleter) managed->deleter(managed);
+      return NULL;
+    }
+  }
   if (!d->data && numel > 0) {
     gp_error_set(GP_ERR_VALUE, "DLPack tensor: data is NULL for %lld elements", (long long)numel);
     if (managed->deleter) managed->deleter(managed);

@@ -2,6 +2,7 @@
  * Equal types are one object: compare with ==.  Types are immortal; the intern table is
  * guarded by a mutex so any thread may build types. */
 #include "ir.h"
+#include "../common/checked.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -160,10 +161,18 @@ const GPType *gp_type_tensor(DLDataType dtype, int32_t ndim, const int64_t *shap
     gp_error_set(GP_ERR_VALUE, "tensor rank %d is out of range (0 to 64)", (int)ndim);
     return NULL;
   }
+  int64_t known = 1;
   for (int32_t i = 0; i < ndim; i++) {
     if (shape[i] < 0 && shape[i] != GP_DIM_ANY) {
       gp_error_set(GP_ERR_VALUE, "dimension %d of a tensor type is negative (%lld)", (int)i,
                    (long long)shape[i]);
+      return NULL;
+    }
+    /* the product of the known non-zero dims is bounded, so element and byte counts computed
+     * from any type's dims never overflow (common/checked.h) */
+    if (shape[i] > 0 && (!gp_mul_i64(known, shape[i], &known) || known > GP_MAX_TYPE_ELEMS)) {
+      gp_error_set(GP_ERR_VALUE, "tensor type of shape %s has more than 2^56 elements",
+                   gp_dims_str(ndim, shape).s);
       return NULL;
     }
   }
@@ -270,6 +279,24 @@ void gp_type_print(GPBuf *b, const GPType *root) {
     st[sp++] = (Frame){next, 0};
   }
   if (st != small) gp_free(st);
+}
+
+GPDimsStr gp_dims_str(int32_t n, const int64_t *dims) {
+  GPDimsStr r;
+  size_t k = 0, cap = sizeof r.s;
+  r.s[k++] = '(';
+  for (int32_t i = 0; i < n; i++) {
+    if (k + 28 >= cap) {
+      k += (size_t)snprintf(r.s + k, cap - k, "...");
+      break;
+    }
+    if (dims[i] == GP_DIM_ANY)
+      k += (size_t)snprintf(r.s + k, cap - k, "%s?", i ? ", " : "");
+    else
+      k += (size_t)snprintf(r.s + k, cap - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+  }
+  snprintf(r.s + k, cap - k, ")");
+  return r;
 }
 
 int64_t gp_type_numel(const GPType *t) {

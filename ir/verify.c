@@ -522,11 +522,51 @@ static int step(Verify *V, size_t at) {
   return 0;
 }
 
+int gp_module_check_shape(const GPModule *m) {
+  if (!m) {
+    gp_error_set(GP_ERR_VERIFY, "verify: module: NULL module");
+    return -1;
+  }
+  if (m->obj.type_index != GP_TI_MODULE) {
+    gp_error_set(GP_ERR_VERIFY, "verify: module: object of type index %d is not a module", (int)m->obj.type_index);
+    return -1;
+  }
+  if (m->num_functions < 0 || m->num_functions > m->capacity || (m->num_functions && (!m->gvars || !m->funcs))) {
+    gp_error_set(GP_ERR_VERIFY, "verify: module: %d functions with capacity %d", (int)m->num_functions,
+                 (int)m->capacity);
+    return -1;
+  }
+  GPStrMap names = {0};
+  int rc = 0;
+  for (int32_t i = 0; i < m->num_functions && rc == 0; i++) {
+    const GPGlobalVar *g = m->gvars[i];
+    const GPFunctionExpr *f = m->funcs[i];
+    if (!g || !g->name) {
+      gp_error_set(GP_ERR_VERIFY, "verify: module: function %d has no global var", (int)i);
+      rc = -1;
+    } else if (!f) {
+      gp_error_set(GP_ERR_VERIFY, "verify: module: @%s is NULL", g->name);
+      rc = -1;
+    } else if (gp_kind(&f->base) != GP_TI_FUNCTION_EXPR) {
+      gp_error_set(GP_ERR_VERIFY, "verify: module: @%s is not a function", g->name);
+      rc = -1;
+    } else if (gp_strmap_has(&names, g->name)) {
+      gp_error_set(GP_ERR_VERIFY, "verify: module: @%s is defined twice", g->name);
+      rc = -1;
+    } else {
+      gp_strmap_put(&names, g->name, NULL);
+    }
+  }
+  gp_strmap_free(&names);
+  return rc;
+}
+
 int gp_verify(const GPModule *m) {
   if (!m) {
     gp_error_set(GP_ERR_VALUE, "verify: NULL module");
     return -1;
   }
+  if (gp_module_check_shape(m) != 0) return -1;
   gp_ops_init();
   Verify V;
   memset(&V, 0, sizeof V);

@@ -323,6 +323,7 @@ static const GPHostAPI k_host_api = {
     .onnx_import = h_onnx_import,
     .object_retain = h_object_retain,
     .object_release = h_object_release,
+    .ctx_set_check_immutable = gp_ctx_set_check_immutable,
 };
 
 const GPHostAPI *gp_host_api(void) {

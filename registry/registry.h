@@ -138,7 +138,8 @@ struct GPPassContext {
   bool print_before_all, print_after_all;
   GPVec print_before;     /* char* pass names */
   GPVec print_after;
-  bool verify_each;
+  bool verify_each;       /* gp_verify after every pass; implies check_immutable */
+  bool check_immutable;   /* hash each pass's input before and after it (registry/pass_check.c) */
   bool explain;           /* the explain instrument (gp_instrument_explain) on ctx->out, for one run */
   bool print_types;       /* IR dumps with ty= comments (default true) */
   FILE *out;              /* where instruments write (default stderr) */
@@ -174,6 +175,7 @@ int gp_ctx_set_config(GPPassContext *ctx, const char *key, const char *value);
 int gp_ctx_get_config(const GPPassContext *ctx, const char *key, GPAny *out);
 int gp_ctx_disable(GPPassContext *ctx, const char *pass_name);
 int gp_ctx_require(GPPassContext *ctx, const char *pass_name);
+int gp_ctx_set_check_immutable(GPPassContext *ctx, int on); /* GPHostAPI.ctx_set_check_immutable */
 /* A note from the running pass (GPHostAPI.ctx_note): buffered when ctx->explain or while a run
  * has instruments (else dropped), and given to the instruments after the pass (GPPassEvent). */
 void gp_ctx_note(GPPassContext *ctx, const char *fmt, ...) GP_FMT(2, 3);
@@ -221,5 +223,21 @@ bool gp_pass_enabled(const GPPassContext *ctx, const GPPassEntry *e);
  * GP_ERR_PASS "pass <Name> changed the numbers of @main output <i>: ..." for the first pass
  * whose outputs differ beyond tolerance. */
 GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext *ctx);
+
+/* Checks around one pass (registry/pass_check.c).  Before the pass, gp_pass_snap_take records
+ * the input's function table (and, with ctx->check_immutable or verify_each, its structural
+ * hash); after it, gp_pass_snap_check fails (GP_ERR_PASS naming the pass) when the input
+ * changed or the returned module is ill-formed (gp_verify, unless it is the input itself).
+ * gp_pass_snap_free releases the snapshot either way. */
+typedef struct GPPassSnap {
+  const GPModule *in;
+  int32_t n;
+  void **table; /* gvars then funcs, as they were */
+  bool hashed;
+  uint64_t hash;
+} GPPassSnap;
+void gp_pass_snap_take(GPPassSnap *s, const GPModule *in, const GPPassContext *ctx);
+int gp_pass_snap_check(GPPassSnap *s, const char *pass, const GPModule *out);
+void gp_pass_snap_free(GPPassSnap *s);
 
 #endif /* GP_REGISTRY_H */

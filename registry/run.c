@@ -642,10 +642,27 @@ static void run_leave(GPPassContext *ctx, int32_t depth, GPVec *outer_notes) {
   if (!depth) ctx->collect_notes = false;
 }
 
+/* call_pass with the checks of registry/pass_check.c around it. */
+static GPModule *call_pass_checked(GPPassContext *ctx, Node *nd, GPModule *cur) {
+  GPPassSnap snap;
+  gp_pass_snap_take(&snap, cur, ctx);
+  GPModule *next = call_pass(ctx, nd, cur);
+  if (next && gp_pass_snap_check(&snap, nd->e->info.name, next) != 0) {
+    gp_release(next);
+    next = NULL;
+  }
+  gp_pass_snap_free(&snap);
+  return next;
+}
+
 GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext *ctx) {
   uint64_t t_start = now_ns();
   if (!m) {
     gp_error_set(GP_ERR_VALUE, "run pipeline: module is NULL");
+    return NULL;
+  }
+  if (gp_module_check_shape(m) != 0) {
+    gp_error_prefix("run pipeline: the input module");
     return NULL;
   }
   GPPassContext *own_ctx = NULL;
@@ -707,7 +724,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
     if ((ctx->print_before_all || has_name(&ctx->print_before, name)) && dump(ctx, cur, "before", name) != 0)
       goto fail;
     gp_ctx_notes_clear(ctx);
-    GPModule *next = call_pass(ctx, nd, cur);
+    GPModule *next = call_pass_checked(ctx, nd, cur);
     GPPassEvent ev = pass_event(nd, i, cur, depth);
     ev.elapsed_ns = nd->ns;
     ev.result = next;

@@ -88,6 +88,29 @@ Test(cli, pass_failure_exit_3_names_the_pass) {
   gp_free(out);
 }
 
+/* Bad input is exit 1 with its location whichever stage finds it: the parser, InferType (the
+ * user's module does not type-check: reported with InferType's file:line:col, not as the pass
+ * that met it), or the ONNX importer (its per-node inference). */
+Test(cli, type_errors_in_the_input_are_bad_input_exit_1) {
+  static const char *const cases[][2] = {
+      {"opt tests/data/cli/type_error.relay", "tests/data/cli/type_error.relay:3:3: error: in @main: add: shapes (2) of lhs"},
+      {"opt tests/data/cli/type_error.relay --pipeline FuseOps,InferType", "type_error.relay:3:3: error: in @main: add:"},
+      {"opt tests/data/cli/type_error.relay --opt-level 3 --verify-each", "type_error.relay:3:3: error: in @main: add:"},
+      {"eval tests/data/cli/type_error.relay --random-inputs 1", "type_error.relay:3:3: error: in @main: add:"},
+      {"opt tests/data/repro/relay/manual_reshape_dim_mul_overflow.relay",
+       "manual_reshape_dim_mul_overflow.relay:3:3: error: in @main: reshape:"},
+      {"opt tests/data/repro/onnx/attention_past_key_oob.min.onnx", "node 'Y' (Attention, opset 24): past_key"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out;
+    int rc = run("%s", cases[i][0], &out);
+    cr_assert_eq(rc, 1, "%s: exit %d: %s", cases[i][0], rc, out);
+    cr_assert(strstr(out, cases[i][1]), "%s: %s", cases[i][0], out);
+    cr_assert_null(strstr(out, "pass InferType"), "%s: reported as a pass failure: %s", cases[i][0], out);
+    gp_free(out);
+  }
+}
+
 Test(cli, explain_and_time_passes) {
   char *out;
   int rc = run("opt examples/resnet_block.relay --explain --time-passes -o /dev/null", NULL, &out);

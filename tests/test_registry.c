@@ -1248,10 +1248,12 @@ Test(registry, verify_each) {
   TP *bad = reg("Bad", 0, NULL);
   bad->ret = RET_ILL_FORMED;
   GPPassContext *ctx = gp_ctx_new();
-  run_ok("A,Bad", ctx); /* not verified */
+  /* every module a pass returns is verified (registry/pass_check.c), with or without verify_each */
+  run_err("A,Bad", ctx, GP_ERR_PASS, "pass Bad returned an ill-formed module: verify: ");
+  cr_assert_str_eq(t_order, "A,Bad,");
   ctx->verify_each = true;
   run_ok("A", ctx);
-  run_err("A,Bad,A", ctx, GP_ERR_PASS, "pass Bad produced an ill-formed module: verify: ");
+  run_err("A,Bad,A", ctx, GP_ERR_PASS, "pass Bad returned an ill-formed module: verify: ");
   cr_assert_str_eq(t_order, "A,Bad,");
   gp_ctx_free(ctx);
 }

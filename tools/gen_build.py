@@ -38,6 +38,9 @@ ABI_MINOR = re.search(r'#define GP_ABI_VERSION_MINOR (\d+)', _hdr).group(1)
 SONAME = 'libgraphpass.so.%s' % ABI_MAJOR
 SOFILE = 'libgraphpass.so.%s.%s' % (ABI_MAJOR, ABI_MINOR)
 EXAMPLES = g('examples/*.c')
+FUZZ = g('tests/fuzz/fuzz_*.c')
+FUZZ_CFLAGS = '-O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all'
+FUZZ_LDFLAGS = '-fsanitize=fuzzer,address,undefined'
 
 VARIANTS = [
     # name, dir, cc, extra cflags, extra ldflags
@@ -83,6 +86,9 @@ w('  command = sh tests/run.sh $variant')
 w('  pool = console')
 w('rule tsan')
 w('  command = sh tests/tsan/run_tsan.sh')
+w('  pool = console')
+w('rule fuzzrun')
+w('  command = sh tests/fuzz/run.sh')
 w('  pool = console')
 w('rule install')
 w('  command = sh scripts/install.sh')
@@ -200,6 +206,37 @@ for name, d, cc, vflags, vld in VARIANTS:
     if name != 'clang':
         w('build %s: runtests | %s' % (tname, 'all' if name == 'plain' else name))
         w('  variant = %s' % name)
+    w('')
+
+# ---- fuzz: libFuzzer harnesses (clang; `ninja fuzz` builds them and runs each for a bounded
+# number of executions over its corpus, tests/fuzz/run.sh).  Not part of the default build.
+if FUZZ:
+    d = 'build/fuzz'
+    def fc(src):
+        o = obj(d, src)
+        w('build %s: cc %s || %s' % (o, src, GEN_H))
+        w('  cc = clang')
+        w('  vflags = %s' % FUZZ_CFLAGS)
+        return o
+    common_objs = [fc(s_) for s_ in COMMON]
+    core_objs = [fc(s_) for s_ in CORE + [GEN_C]] + common_objs
+    w('build %s/lib/libgraphpass_core.a: ar %s' % (d, ' '.join(core_objs)))
+    std_objs = [fc(s_) for s_ in STD_PLUGIN] + common_objs
+    w('build %s/plugins/libgp_std.so: so %s' % (d, ' '.join(std_objs)))
+    w('  cc = clang')
+    w('  vldflags = -fsanitize=address,undefined')
+    w('  solibs = -lm')
+    fouts = ['%s/plugins/libgp_std.so' % d]
+    for s_ in FUZZ:
+        base = os.path.basename(s_)[:-2]
+        o = fc(s_)
+        w('build %s/bin/%s: link %s %s/lib/libgraphpass_core.a' % (d, base, o, d))
+        w('  cc = clang')
+        w('  vldflags = %s' % FUZZ_LDFLAGS)
+        w('  linklibs = $libs')
+        fouts.append('%s/bin/%s' % (d, base))
+    w('build fuzz-build: phony %s' % ' '.join(fouts))
+    w('build fuzz: fuzzrun | fuzz-build')
     w('')
 
 w('build test-tsan: tsan')

@@ -2,6 +2,7 @@
  * Softmax, Dropout, Relu, Sum, Concat, Reshape, Flatten, ConstantOfShape, Constant, Identity),
  * mapped as TVM's from_onnx maps them. */
 #include "frontend/onnx/onnx_impl.h"
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -238,7 +239,8 @@ static int reshape_common(OxImporter *im, GPExpr *x, int32_t ns, const int64_t *
     }
     if (allowzero && d == 0 && infer >= 0) return ox_invalid("shape has both 0 and -1 with allowzero=1");
     shape[i] = d;
-    if (d != -1) prod = d == GP_DIM_ANY ? GP_DIM_ANY : (prod == GP_DIM_ANY ? prod : prod * d);
+    if (d != -1) prod = gp_ops_dim_mul(prod, d);
+    if (prod == GP_DIM_OVERFLOW) return ox_invalid("the element count of shape %s overflows", gp_ops_dims(ns, s).s);
   }
   if (!known) {
     /* Relay's codes: 0 copies a dim, -1 infers (allowzero false). */
@@ -248,8 +250,8 @@ static int reshape_common(OxImporter *im, GPExpr *x, int32_t ns, const int64_t *
     out[0] = reshape_to(im, x, ns, codes);
     return out[0] ? 0 : -1;
   }
-  int64_t total = 1;
-  for (int32_t i = 0; i < r; i++) total *= in[i];
+  int64_t total = 1; /* bounded: x has a valid tensor type */
+  for (int32_t i = 0; i < r; i++) total = gp_ops_dim_mul(total, in[i]);
   if (infer >= 0) {
     if (prod == 0 || total % prod != 0)
       return ox_invalid("cannot reshape %lld elements into a shape with -1 and known product %lld", (long long)total,

@@ -862,6 +862,9 @@ static int cv_attention(OxImporter *im, const OxNode *n, GPExpr **out) {
   if ((r != 3 && r != 4) || ox_rank(k) != r || ox_rank(v) != r)
     return ox_invalid("Q, K and V must all have rank 3 or all rank 4");
   if ((pk != NULL) != (pv != NULL)) return ox_invalid("past_key and past_value go together");
+  if (pk && (ox_rank(pk) != 4 || ox_rank(pv) != 4))
+    return ox_invalid("past_key and past_value must have rank 4 (batch, heads, past, head size), have ranks %d and %d",
+                      (int)ox_rank(pk), (int)ox_rank(pv));
   DLDataType qdt = ox_dtype(q);
   if (r == 3) {
     int64_t hq = ox_attr_int(n, "q_num_heads", 0), hkv = ox_attr_int(n, "kv_num_heads", 0);

@@ -1,6 +1,7 @@
 /* tensor.c -- ONNX TensorProto -> GPTensor: dtypes, the typed data fields, raw_data (taken over
  * without a copy), external data files (mapped; shared without a copy when aligned). */
 #include "frontend/onnx/onnx_impl.h"
+#include "common/checked.h"
 
 #include <stdio.h>
 
@@ -210,19 +211,18 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   }
   int32_t ndim = (int32_t)tp->n_dims;
   const int64_t *dims = tp->dims;
-  uint64_t numel = 1;
-  for (int32_t i = 0; i < ndim; i++) {
+  for (int32_t i = 0; i < ndim; i++)
     if (dims[i] < 0) {
       gp_error_set(GP_ERR_VALUE, "tensor '%s': dimension %d is negative (%lld)", tname, (int)i,
                    (long long)dims[i]);
       return NULL;
     }
-    if (dims[i] && numel > (UINT64_C(1) << 48) / (uint64_t)dims[i]) {
-      gp_error_set(GP_ERR_VALUE, "tensor '%s': %d dims of which the product is too large", tname, (int)ndim);
-      return NULL;
-    }
-    numel *= (uint64_t)dims[i];
+  int64_t count;
+  if (!gp_dims_count(ndim, dims, GP_MAX_TENSOR_ELEMS, &count)) {
+    gp_error_set(GP_ERR_VALUE, "tensor '%s': %d dims of which the product is too large", tname, (int)ndim);
+    return NULL;
   }
+  uint64_t numel = (uint64_t)count;
   size_t elem = gp_dtype_bytes(dt), nbytes = (size_t)numel * elem;
   if (tp->has_data_location && tp->data_location == GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
     return external_tensor(tp, tname, dt, ndim, dims, nbytes, base_dir);

@@ -10,6 +10,7 @@
 #ifndef GP_OPS_H
 #define GP_OPS_H
 
+#include "common/checked.h"
 #include "ir/ir.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -96,9 +97,15 @@ int gp_ops_broadcast(const GPType *a, const char *an, const GPType *b, const cha
 /* Interned tensor type; -1 when the host refuses it. */
 int gp_ops_ret(DLDataType dt, int32_t ndim, const int64_t *shape, const GPType **out);
 
-/* Arithmetic on possibly unknown dims. */
+/* Arithmetic on possibly unknown dims: GP_DIM_ANY stays unknown; a product that overflows is
+ * GP_DIM_OVERFLOW, which stays so and which no tensor type accepts (common/checked.h). */
+#define GP_DIM_OVERFLOW INT64_MAX
 static inline int64_t gp_ops_dim_mul(int64_t a, int64_t b) {
-  return (a == GP_DIM_ANY || b == GP_DIM_ANY) ? GP_DIM_ANY : a * b;
+  if (a == GP_DIM_ANY || b == GP_DIM_ANY) return GP_DIM_ANY;
+  int64_t r;
+  if (a == GP_DIM_OVERFLOW || b == GP_DIM_OVERFLOW || !gp_mul_i64(a, b, &r) || r > GP_MAX_TYPE_ELEMS)
+    return (a == 0 || b == 0) ? 0 : GP_DIM_OVERFLOW;
+  return r;
 }
 
 /* Normalize a 2-d padding of 1, 2 or 4 values to (top, left, bottom, right); error naming the

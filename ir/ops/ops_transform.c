@@ -169,7 +169,8 @@ static int reshape_rel_impl(const GPOp *op, const GPAttrs *attrs, const GPType *
       if ((d1 == -1 && d2 == -1) || d1 < -1 || d2 < -1 || d1 == 0 || d2 == 0)
         NS_ERR("-4 split values %lld, %lld must be positive (at most one -1)", (long long)d1,
                (long long)d2);
-      int64_t k = d1 == -1 ? d2 : d2 == -1 ? d1 : d1 * d2; /* known factor or product */
+      int64_t k = d1 == -1 ? d2 : d2 == -1 ? d1 : gp_ops_dim_mul(d1, d2); /* known factor or product */
+      if (k == GP_DIM_OVERFLOW) NS_ERR("-4 split values %lld * %lld overflow", (long long)d1, (long long)d2);
       if (d0 != GP_DIM_ANY && ((d1 == -1 || d2 == -1) ? d0 % k != 0 : k != d0))
         NS_ERR("-4 cannot split dimension %lld into %lld * %lld", (long long)d0,
                (long long)ns[i - 1], (long long)ns[i]);
@@ -188,6 +189,8 @@ static int reshape_rel_impl(const GPOp *op, const GPAttrs *attrs, const GPType *
     if (infer < 0 || !used_in[i]) in_rest = gp_ops_dim_mul(in_rest, in[i]);
   for (int32_t i = 0; i < no; i++)
     if (i != infer && (infer < 0 || !used_out[i])) out_rest = gp_ops_dim_mul(out_rest, o[i]);
+  if (out_rest == GP_DIM_OVERFLOW || in_rest == GP_DIM_OVERFLOW)
+    NS_ERR("the element count of %s overflows", gp_ops_dims(no, o).s);
   if (infer >= 0) {
     if (in_rest == GP_DIM_ANY || out_rest == GP_DIM_ANY)
       o[infer] = GP_DIM_ANY;
@@ -810,6 +813,10 @@ static int reshape_like_rel(const GPOp *op, const GPAttrs *attrs, const GPType *
   int64_t nd = 1, nr = 1;
   for (int32_t i = 0; i < d->n; i++) nd = gp_ops_dim_mul(nd, d->tensor.shape[i]);
   for (int32_t i = 0; i < no; i++) nr = gp_ops_dim_mul(nr, o[i]);
+  if (nr == GP_DIM_OVERFLOW) {
+    gp_error_set(GP_ERR_TYPE, "the element count of the shape %s overflows", gp_ops_dims(no, o).s);
+    return -1;
+  }
   if (nd != GP_DIM_ANY && nr != GP_DIM_ANY && nd != nr) {
     gp_error_set(GP_ERR_TYPE, "data %s (%lld elements) cannot take the shape %s (%lld elements)",
                  gp_ops_shape(d).s, (long long)nd, gp_ops_dims(no, o).s, (long long)nr);

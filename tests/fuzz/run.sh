@@ -1,0 +1,43 @@
+#!/bin/sh
+# `ninja fuzz`: runs every libFuzzer harness (build/fuzz/bin/fuzz_*) for a bounded number of
+# executions, starting from its checked-in seed corpus (tests/fuzz/corpus/<name>/), the
+# reproducers of past findings (tests/data/repro/<kind>/, tests/fuzz/regress/<name>/: each is
+# run first, so a regression fails at once) and the inputs this run finds (a scratch directory
+# under build/fuzz/work/, discarded).  Any crash, sanitizer report, leak or timeout fails.
+#   GP_FUZZ_RUNS   executions per harness (default: relay and pipeline 60000, the others 200000:
+#                  about 3 minutes in all on the CI machine)
+#   GP_FUZZ_ONLY   run just this harness (e.g. relay)
+# A longer run of one harness by hand (what the README's numbers come from):
+#   build/fuzz/bin/fuzz_relay -jobs=1 -max_total_time=600 -max_len=4096 build/fuzz/work/relay \
+#       tests/fuzz/corpus/relay tests/data/repro/relay tests/fuzz/regress/relay
+set -e
+cd "$(dirname "$0")/../.."
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+for h in relay onnx pipeline pattern npy; do
+  [ -n "$GP_FUZZ_ONLY" ] && [ "$GP_FUZZ_ONLY" != "$h" ] && continue
+  bin=build/fuzz/bin/fuzz_$h
+  work=build/fuzz/work/$h
+  rm -rf "$work" && mkdir -p "$work" tests/fuzz/regress/$h
+  dirs="tests/fuzz/corpus/$h tests/fuzz/regress/$h"
+  case $h in
+    relay) dirs="$dirs tests/data/repro/relay"; maxlen=4096 ;;
+    onnx) dirs="$dirs tests/data/repro/onnx"; maxlen=8192 ;;
+    npy) dirs="$dirs tests/data/repro/npy"; maxlen=512 ;;
+    *) maxlen=512 ;;
+  esac
+  case $h in relay|pipeline) runs=${GP_FUZZ_RUNS:-60000} ;; *) runs=${GP_FUZZ_RUNS:-200000} ;; esac
+  log=build/fuzz/work/$h.log
+  start=$(date +%s)
+  if "$bin" -runs="$runs" -max_len=$maxlen -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+       -artifact_prefix=build/fuzz/work/$h- -print_final_stats=1 "$work" $dirs > "$log" 2>&1; then
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    echo "fuzz $h: ok, $execs executions in $(($(date +%s) - start)) s"
+  else
+    tail -n 40 "$log"
+    echo "fuzz $h: FAILED (log $log; the input is build/fuzz/work/$h-*)" >&2
+    status=1
+  fi
+done
+exit $status
