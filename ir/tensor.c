@@ -33,9 +33,11 @@ static bool dtype_supported(DLDataType dt) {
   switch (dt.code) {
   case kDLFloat: return dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
   case kDLBfloat: return dt.bits == 16;
-  case kDLInt: return dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
-  case kDLUInt: return dt.bits == 1 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
-  default: return false;
+  case kDLInt: return dt.bits == 2 || dt.bits == 4 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
+  case kDLUInt:
+    return dt.bits == 1 || dt.bits == 2 || dt.bits == 4 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 ||
+           dt.bits == 64;
+  default: return gp_dtype_is_storage(dt, NULL); /* the float8 / float4 types */
   }
 }
 
@@ -247,6 +249,8 @@ GPTensor *gp_tensor_scalar_f64(DLDataType dtype, double v) {
     memcpy(&x, &f, 4);
     uint16_t h = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
     memcpy(p, &h, 2);
+  } else if (dtype.code != kDLInt && dtype.code != kDLUInt) { /* float8 / float4: not saturated */
+    *(uint8_t *)p = (uint8_t)gp_f32_to_narrow_float(dtype, (float)v, false, 1);
   } else {
     gp_release(t);
     return gp_tensor_scalar_i64(dtype, (int64_t)v);
@@ -255,7 +259,7 @@ GPTensor *gp_tensor_scalar_f64(DLDataType dtype, double v) {
 }
 
 GPTensor *gp_tensor_scalar_i64(DLDataType dtype, int64_t v) {
-  if (dtype.code == kDLFloat || dtype.code == kDLBfloat) return gp_tensor_scalar_f64(dtype, (double)v);
+  if (dtype.code != kDLInt && dtype.code != kDLUInt) return gp_tensor_scalar_f64(dtype, (double)v);
   GPTensor *t = gp_tensor_alloc(dtype, 0, NULL, true);
   if (!t) return NULL;
   size_t nb = gp_dtype_bytes(dtype);
@@ -331,6 +335,7 @@ double gp_tensor_get_f64(const GPTensor *t, int64_t i) {
     memcpy(&f, &x, 4);
     return f;
   }
+  if (dt.code != kDLInt && dt.code != kDLUInt) return gp_narrow_float_to_f32(dt, *p); /* float8 / float4 */
   if (dt.code == kDLUInt) {
     uint64_t u = 0;
     for (size_t k = 0; k < gp_dtype_bytes(dt); k++) u |= (uint64_t)p[k] << (8 * k);
@@ -341,7 +346,7 @@ double gp_tensor_get_f64(const GPTensor *t, int64_t i) {
 
 int64_t gp_tensor_get_i64(const GPTensor *t, int64_t i) {
   DLDataType dt = t->dl.dtype;
-  if (dt.code == kDLFloat || dt.code == kDLBfloat) {
+  if (dt.code != kDLInt && dt.code != kDLUInt) {
     double d = gp_tensor_get_f64(t, i);
     if (isnan(d)) return 0;
     if (d >= 9.2e18) return INT64_MAX;

@@ -235,20 +235,54 @@ static int cv_Where(OxImporter *im, const OxNode *n, GPExpr **out) {
 /* ------------------------------------------------------------------------------------------ */
 /* Cast                                                                                        */
 
+/* Cast to dt.  Relay's cast to a float8 type saturates (ONNX's default, saturate=1); with
+ * saturate=0 (opset 19) a value that rounds beyond the largest finite one, or an infinity,
+ * becomes infinity (float8_e5m2, with its sign) or NaN: where(|x| beyond the rounding
+ * boundary, that value, cast(x)).  The boundary is halfway to the next binade's first value:
+ * beyond it for e4m3fn (448's mantissa is even, so the tie rounds down to it), from it on for
+ * the others (their largest mantissa is odd). */
+static GPExpr *cast_to(OxImporter *im, const OxNode *n, GPExpr *x, DLDataType dt) {
+  const char *rm = ox_attr_str(im, n, "round_mode", "up");
+  if (dt.code == GP_DL_FLOAT8_E8M0FNU && rm && strcmp(rm, "up") != 0) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "Cast to FLOAT8E8M0 with round_mode '%s' (only 'up', the default, is "
+                 "supported)", rm);
+    return NULL;
+  }
+  GPExpr *y = ox_cast(im, x, dt);
+  bool f8 = dt.code == GP_DL_FLOAT8_E4M3FN || dt.code == GP_DL_FLOAT8_E4M3FNUZ || dt.code == GP_DL_FLOAT8_E5M2 ||
+            dt.code == GP_DL_FLOAT8_E5M2FNUZ;
+  DLDataType xt = ox_dtype(x);
+  if (!y || !f8 || ox_attr_int(n, "saturate", 1) != 0 || !ox_is_float(xt) || gp_dtype_eq(xt, dt)) return y;
+  double bound = dt.code == GP_DL_FLOAT8_E4M3FN ? 464.0 : dt.code == GP_DL_FLOAT8_E4M3FNUZ ? 248.0 : 61440.0;
+  GPExpr *ax = ox_op1(im, "abs", x);
+  GPExpr *far = ax ? ox_op2(im, dt.code == GP_DL_FLOAT8_E4M3FN ? "greater" : "greater_equal", ax,
+                            ox_scalar(im, xt, bound)) : NULL;
+  GPExpr *ov;
+  if (dt.code == GP_DL_FLOAT8_E5M2) {
+    GPExpr *neg = ox_op2(im, "less", x, ox_scalar(im, xt, 0.0));
+    ov = neg ? ox_call(im, "where", 3, (GPExpr *[]){neg, ox_scalar(im, dt, -INFINITY), ox_scalar(im, dt, INFINITY)},
+                       0, NULL, NULL)
+             : NULL;
+  } else {
+    ov = ox_scalar(im, dt, NAN);
+  }
+  return far && ov ? ox_call(im, "where", 3, (GPExpr *[]){far, ov, y}, 0, NULL, NULL) : NULL;
+}
+
 static int cv_Cast(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
   if (!x) return -1;
   if (!ox_has_attr(n, "to")) return ox_invalid("attribute to is required");
   DLDataType dt;
   if (ox_dtype_from_onnx((int32_t)ox_attr_int(n, "to", 0), &dt) != 0) return -1;
-  out[0] = ox_cast(im, x, dt);
+  out[0] = cast_to(im, n, x, dt);
   return out[0] ? 0 : -1;
 }
 
 static int cv_CastLike(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *like = x ? ox_req(n, 1) : NULL;
   if (!like) return -1;
-  out[0] = ox_cast(im, x, ox_dtype(like));
+  out[0] = cast_to(im, n, x, ox_dtype(like));
   return out[0] ? 0 : -1;
 }
 

@@ -40,6 +40,20 @@ int ox_dtype_from_onnx(int32_t t, DLDataType *out) {
   case 9: *out = GP_DT_BOOL; return 0;
   case 10: *out = GP_DT_F16; return 0;
   case 11: *out = GP_DT_F64; return 0;
+  case 4: *out = GP_DT_U16; return 0;
+  case 12: *out = GP_DT_U32; return 0;
+  case 13: *out = GP_DT_U64; return 0;
+  case 16: *out = GP_DT_BF16; return 0;
+  case 17: *out = GP_DT(GP_DL_FLOAT8_E4M3FN, 8); return 0;
+  case 18: *out = GP_DT(GP_DL_FLOAT8_E4M3FNUZ, 8); return 0;
+  case 19: *out = GP_DT(GP_DL_FLOAT8_E5M2, 8); return 0;
+  case 20: *out = GP_DT(GP_DL_FLOAT8_E5M2FNUZ, 8); return 0;
+  case 21: *out = GP_DT(kDLUInt, 4); return 0;
+  case 22: *out = GP_DT(kDLInt, 4); return 0;
+  case 23: *out = GP_DT(GP_DL_FLOAT4_E2M1FN, 4); return 0;
+  case 24: *out = GP_DT(GP_DL_FLOAT8_E8M0FNU, 8); return 0;
+  case 25: *out = GP_DT(kDLUInt, 2); return 0;
+  case 26: *out = GP_DT(kDLInt, 2); return 0;
   default:
     gp_error_set(GP_ERR_UNSUPPORTED, "dtype %s is not supported", ox_onnx_type_name(t));
     return -1;
@@ -193,6 +207,50 @@ static void store_i64(void *dst, DLDataType dt, size_t i, int64_t v) {
   }
 }
 
+/* A 2- or 4-bit tensor: the packed bytes (raw_data, external data or int32_data, one byte per
+ * value) unpacked to one sign-extended (int) or zero-extended (uint, float4) byte per element. */
+static GPTensor *packed_tensor(const Gponnx__TensorProto *tp, const char *tname, DLDataType dt, int32_t ndim,
+                               const int64_t *dims, uint64_t numel, unsigned per_byte, const char *base_dir) {
+  size_t nb = (size_t)((numel + per_byte - 1) / per_byte);
+  GPTensor *src = NULL;
+  const uint8_t *bytes = NULL;
+  uint8_t *owned = NULL;
+  if (tp->has_data_location && tp->data_location == GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    int64_t n = (int64_t)nb;
+    if (!(src = external_tensor(tp, tname, GP_DT_U8, 1, &n, nb, base_dir))) return NULL;
+    bytes = src->dl.data;
+  } else if (tp->has_raw_data) {
+    if (tp->raw_data.len != nb) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': raw_data has %zu bytes, dims and dtype need %zu", tname,
+                   tp->raw_data.len, nb);
+      return NULL;
+    }
+    bytes = tp->raw_data.data;
+  } else {
+    if (tp->n_int32_data != nb) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': int32_data has %zu values, dims need %zu (packed)", tname,
+                   tp->n_int32_data, nb);
+      return NULL;
+    }
+    owned = gp_malloc(nb ? nb : 1);
+    for (size_t i = 0; i < nb; i++) owned[i] = (uint8_t)tp->int32_data[i];
+    bytes = owned;
+  }
+  GPTensor *t = gp_tensor_alloc(dt, ndim, dims, true);
+  if (t) {
+    unsigned bits = dt.bits, mask = (1u << bits) - 1;
+    uint8_t *o = t->dl.data;
+    for (uint64_t i = 0; i < numel; i++) {
+      unsigned v = (bytes[i / per_byte] >> (bits * (i % per_byte))) & mask;
+      if (dt.code == kDLInt && (v >> (bits - 1))) v |= ~mask; /* sign-extend */
+      o[i] = (uint8_t)v;
+    }
+  }
+  gp_free(owned);
+  gp_release(src);
+  return t;
+}
+
 GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   const char *tname = tp->name && *tp->name ? tp->name : "<unnamed>";
   DLDataType dt;
@@ -224,6 +282,10 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
     numel *= (uint64_t)dims[i];
   }
   size_t elem = gp_dtype_bytes(dt), nbytes = (size_t)numel * elem;
+  /* 2- and 4-bit types are packed in the file (first element in the low bits) and unpacked into
+   * one byte per element here. */
+  unsigned per_byte = dt.bits == 4 ? 2 : dt.bits == 2 ? 4 : 1;
+  if (per_byte > 1) return packed_tensor(tp, tname, dt, ndim, dims, numel, per_byte, base_dir);
   if (tp->has_data_location && tp->data_location == GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
     return external_tensor(tp, tname, dt, ndim, dims, nbytes, base_dir);
 
@@ -251,6 +313,8 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   case 1: field = "float_data", have = tp->n_float_data; break;
   case 11: field = "double_data", have = tp->n_double_data; break;
   case 7: field = "int64_data", have = tp->n_int64_data; break;
+  case 12:
+  case 13: field = "uint64_data", have = tp->n_uint64_data; break;
   default: field = "int32_data", have = tp->n_int32_data; break;
   }
   if (have != numel) { /* checked before allocating: the counts are bounded by the file */
@@ -265,6 +329,10 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   case 1: if (numel) memcpy(dst, tp->float_data, nbytes); break;
   case 11: if (numel) memcpy(dst, tp->double_data, nbytes); break;
   case 7: if (numel) memcpy(dst, tp->int64_data, nbytes); break;
+  case 12:
+  case 13:
+    for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, (int64_t)tp->uint64_data[i]);
+    break;
   default:
     for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, tp->int32_data[i]);
     break;
