@@ -316,7 +316,10 @@ static GPExpr *elu(OxImporter *im, GPExpr *x, double alpha) {
 static int cv_Elu(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = fin(n);
   if (!x) return -1;
-  DONE(elu(im, x, ox_attr_float(n, "alpha", 1.0)));
+  DLDataType xt = ox_dtype(x); /* bfloat16: in float32, rounded once (as Celu) */
+  if (xt.code == kDLBfloat) x = ox_cast(im, x, GP_DT_F32);
+  GPExpr *y = x ? elu(im, x, ox_attr_float(n, "alpha", 1.0)) : NULL;
+  DONE(y ? ox_cast(im, y, xt) : NULL);
 }
 
 static int cv_Selu(OxImporter *im, const OxNode *n, GPExpr **out) {
@@ -332,8 +335,13 @@ static int cv_Celu(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = fin(n);
   if (!x) return -1;
   double alpha = ox_attr_float(n, "alpha", 1.0);
+  /* bfloat16 computes in float32 and rounds once, as ONNX's reference (rounding every step to
+   * bfloat16's 8 bits would be off by more than its rtol) */
+  DLDataType xt = ox_dtype(x);
+  if (xt.code == kDLBfloat) x = ox_cast(im, x, GP_DT_F32);
   GPExpr *e = mulc(im, addc(im, op1(im, "exp", op2(im, "divide", x, sc(im, x, alpha))), -1), alpha);
-  DONE(op2(im, "add", relu(im, x), op2(im, "minimum", e, sc(im, x, 0))));
+  GPExpr *y = op2(im, "add", relu(im, x), op2(im, "minimum", e, sc(im, x, 0)));
+  DONE(y ? ox_cast(im, y, xt) : NULL);
 }
 
 static int cv_ThresholdedRelu(OxImporter *im, const OxNode *n, GPExpr **out) {

@@ -135,7 +135,7 @@ GPTensor *ox_attr_tensor(OxImporter *im, const OxNode *n, const char *name);
 /* ONNX TensorProto.DataType -> DLDataType; GP_ERR_UNSUPPORTED naming the type otherwise. */
 int ox_dtype_from_onnx(int32_t onnx_type, DLDataType *out);
 const char *ox_onnx_type_name(int32_t onnx_type); /* "FLOAT", "BFLOAT16", "type 99" (static) */
-static inline bool ox_is_float(DLDataType t) { return t.code == kDLFloat; }
+static inline bool ox_is_float(DLDataType t) { return t.code == kDLFloat || (t.code == kDLBfloat && t.bits == 16); }
 static inline bool ox_is_int(DLDataType t) { return t.code == kDLInt || (t.code == kDLUInt && t.bits > 1); }
 static inline bool ox_is_bool(DLDataType t) { return t.code == kDLUInt && t.bits == 1; }
 
