@@ -158,7 +158,10 @@ static int cv_dropout(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (n->opset >= 12 && ox_in(n, 2)) {
     double training;
     if (ox_const_scalar(im, ox_in(n, 2), "training_mode", &training) != 0) return -1;
-    if (training != 0) return ox_unsupported("training_mode=True (random dropout)");
+    /* training with a ratio known to be 0 drops nothing: y = x / (1 - 0), the mask all true */
+    double ratio = 0.5;
+    if (training != 0 && ox_in(n, 1) && ox_const_scalar(im, ox_in(n, 1), "ratio", &ratio) != 0) return -1;
+    if (training != 0 && ratio != 0) return ox_unsupported("training_mode=True (random dropout)");
   }
   if (n->opset < 7 && ox_attr_int(n, "is_test", 0) == 0) return ox_unsupported("is_test=0 (random dropout)");
   out[0] = x;
