@@ -72,6 +72,7 @@ static int cv_gemm(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (alpha != 1.0) a = ox_op2(im, "multiply", a, ox_scalar(im, dt, alpha));
   GPExpr *y = ox_op2(im, "nn.dense", a, b);
   if (y && c) {
+    if (!(c = ox_legacy_bcast(im, n, y, c))) return -1; /* opsets < 7: C by `broadcast` */
     if (beta != 1.0) c = ox_op2(im, "multiply", c, ox_scalar(im, ox_dtype(c), beta));
     y = ox_op2(im, "add", y, c);
   }
@@ -197,9 +198,10 @@ static int cv_relu(OxImporter *im, const OxNode *n, GPExpr **out) {
 
 static int cv_sum(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (n->nin < 1) return ox_invalid("Sum needs at least one input");
-  GPExpr *acc = ox_req(n, 0);
+  GPExpr *acc = ox_req(n, 0), *first = acc;
   for (int32_t i = 1; acc && i < n->nin; i++) {
     GPExpr *b = ox_req(n, i);
+    if (b && ox_legacy_same_shapes(n, (GPExpr *[]){first, b}, 2) != 0) return -1;
     acc = b ? ox_op2(im, "add", acc, b) : NULL;
   }
   out[0] = acc;

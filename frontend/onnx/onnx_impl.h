@@ -156,6 +156,11 @@ GPExpr *ox_scalar(OxImporter *im, DLDataType dt, double v);
 GPExpr *ox_ints_const(OxImporter *im, int32_t n, const int64_t *v);
 GPExpr *ox_tuple(OxImporter *im, int32_t n, GPExpr *const *fields);
 GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index);
+/* Opsets before 7 (cv_math.c): the B operand of a binary op broadcast by the `broadcast` /
+ * `axis` attributes (b itself from opset 7 on; NULL + error when the shapes do not fit), and
+ * the one-shape rule of Sum/Max/Min/Mean before opset 8 (-1 + error). */
+GPExpr *ox_legacy_bcast(OxImporter *im, const OxNode *n, GPExpr *a, GPExpr *b);
+int ox_legacy_same_shapes(const OxNode *n, GPExpr *const *in, int32_t count);
 /* cast(e, dtype) unless e already has dtype dt (then e itself). */
 GPExpr *ox_cast(OxImporter *im, GPExpr *e, DLDataType dt);
 /* A pool-owned scratch allocation (freed when the import ends). */
