@@ -1,12 +1,13 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.2.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.3.
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
  * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
  * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
  * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload) and optimization sets
- * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set).
+ * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended
+ * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -44,7 +45,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 2
+#define GP_ABI_VERSION_MINOR 3
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -962,6 +963,16 @@ struct GPHostAPI {
    * (NULL: back to the target's default).  A set the target does not have is GP_ERR_NOT_FOUND
    * naming the target and its sets: now when the target has sets, else when the pipeline runs. */
   int (*ctx_set_opt_set)(GPPassContext *ctx, const char *set);
+
+  /* ABI 1.3: memory of file-backed constants (read only when GP_HAS_FIELD(H, GPHostAPI,
+   * tensor_drop_pages)) */
+
+  /* A hint that t's values will not be read again soon (a pass that has just made a new tensor
+   * from them).  When t views a read-only file mapping (an ONNX model's weights are imported in
+   * place), the resident pages that lie wholly inside t's bytes are handed back to the OS; a
+   * later read faults them back in from the file, so t's values never change and t stays
+   * valid.  For any other tensor, or NULL, nothing happens.  Borrowed; thread-safe. */
+  void (*tensor_drop_pages)(const GPTensor *t);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -104,8 +104,31 @@ static void from_compute(GPTensor *dst, const GPTensor *src, bool saturate) {
   }
 }
 
-/* Run the kernel with the storage-dtype inputs and outputs in their compute dtypes.  A cast to
- * a storage dtype converts directly (the cast kernel knows only the compute dtypes). */
+/* t's first element is not aligned to its element size (a view into a mapped file: DLPack
+ * allows any alignment, the kernels read typed pointers). */
+static bool misaligned(const GPTensor *t) {
+  size_t e = gp_dtype_bytes(t->dl.dtype);
+  return e > 1 && ((uintptr_t)t->dl.data + t->dl.byte_offset) % (e > 16 ? 16 : e) != 0;
+}
+
+/* An aligned compact copy of t. */
+static GPTensor *to_aligned(const GPTensor *t) {
+  GPTensor *r = gp_tensor_alloc(t->dl.dtype, t->dl.ndim, t->dl.shape, true);
+  if (!r) return NULL;
+  GPKView v;
+  gp_k_view(&t->dl, &v);
+  if (v.compact) {
+    if (v.numel) memcpy(r->dl.data, v.data, (size_t)v.numel * v.elem);
+  } else {
+    for (int64_t i = 0; i < v.numel; i++)
+      memcpy((char *)r->dl.data + (size_t)i * v.elem, v.data + (size_t)gp_k_offset_of(&v, i) * v.elem, v.elem);
+  }
+  return r;
+}
+
+/* Run the kernel with the storage-dtype inputs and outputs in their compute dtypes, and the
+ * misaligned inputs copied.  A cast to a storage dtype converts directly (the cast kernel knows
+ * only the compute dtypes). */
 static int run_storage(GPOpKernelFn kernel, void *user, GPKernelArgs *ka, GPTensor *const *inputs,
                        GPTensor **outputs) {
   int32_t nin = ka->num_inputs, nf = ka->num_outputs;
@@ -119,6 +142,7 @@ static int run_storage(GPOpKernelFn kernel, void *user, GPKernelArgs *ka, GPTens
   int rc = -1;
   for (int32_t i = 0; i < nin; i++) {
     if (is_storage(inputs[i]) && !(tmp[i] = to_compute(inputs[i]))) goto done;
+    if (!tmp[i] && misaligned(inputs[i]) && !(tmp[i] = to_aligned(inputs[i]))) goto done;
     in_dl[i] = tmp[i] ? &tmp[i]->dl : &inputs[i]->dl;
   }
   for (int32_t j = 0; j < nf; j++) {
@@ -244,7 +268,7 @@ int gp_eval_op(const GPOp *op, const GPAttrs *attrs, int32_t nargs, const GPType
         .outputs = out_dl,
     };
     bool storage = false;
-    for (int32_t i = 0; i < nin; i++) storage |= is_storage(inputs[i]);
+    for (int32_t i = 0; i < nin; i++) storage |= is_storage(inputs[i]) || misaligned(inputs[i]);
     for (int32_t j = 0; j < nf; j++) storage |= is_storage(outputs[j]);
     int krc = storage ? run_storage(kernel, user, &ka, inputs, outputs) : kernel(&ka, user);
     if (in_dl != in_small) gp_free(in_dl);
@@ -315,6 +339,9 @@ GPExpr *gp_eval_call(const GPCall *call) {
     if (gp_eval_op(op, call->attrs, nargs, types, nin, ins, gp_eval_default_threads(), &out_type, outs, MAX_OUT,
                    &nout) != 0)
       goto done;
+    /* FoldConstant has read these constants into a new one: those that view a model file give
+     * their resident pages back (they fault in again if read later). */
+    for (int32_t i = 0; i < nin; i++) gp_tensor_drop_pages(ins[i]);
     GPExpr *cs[MAX_OUT];
     for (int32_t j = 0; j < nout; j++) {
       GPConstant *c = gp_constant_new(outs[j]);

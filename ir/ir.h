@@ -227,6 +227,10 @@ GPTensor *gp_tensor_from_dlpack(DLManagedTensor *managed); /* takes managed, eve
 /* new; with_data: zeroed buffer (64-byte aligned) owned by the tensor; else data NULL. */
 GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, bool with_data);
 size_t gp_tensor_nbytes(const GPTensor *t);
+/* Mark t as a view of a read-only file mapping (its producer knows): gp_tensor_drop_pages may
+ * then hand its resident pages back to the OS (GPHostAPI.tensor_drop_pages). */
+void gp_tensor_set_file_backed(GPTensor *t);
+void gp_tensor_drop_pages(const GPTensor *t);
 bool gp_tensor_is_compact(const GPTensor *t);
 const GPType *gp_tensor_type(const GPTensor *t);
 /* A scalar constant tensor of rank 0 (e.g. 1f, 0i64). */

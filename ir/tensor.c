@@ -15,6 +15,7 @@ typedef struct {
   void *own_data;  /* buffer owned by the tensor (calloc'd; data is its first 64-byte aligned
                    * address), or NULL */
   size_t map_len;  /* own_data is a mapping of this many bytes (huge-page backed), or 0 */
+  bool file_backed; /* the producer's data views a read-only file mapping (never written) */
   int64_t dims[];  /* shape[ndim] then strides[ndim] when the producer gave strides */
 } TensorImpl;
 
@@ -181,6 +182,19 @@ GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, 
     t->pub.dl.data = (void *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
   }
   return &t->pub;
+}
+
+void gp_tensor_set_file_backed(GPTensor *t) {
+  if (t && t->managed) ((TensorImpl *)t)->file_backed = true;
+}
+
+void gp_tensor_drop_pages(const GPTensor *t) {
+  if (!t || !((const TensorImpl *)t)->file_backed || !t->dl.data) return;
+  /* MADV_DONTNEED on a private file mapping that was never written: the pages come back from
+   * the file on the next read. */
+  uintptr_t first = (uintptr_t)t->dl.data + t->dl.byte_offset;
+  uintptr_t lo = (first + 4095) & ~(uintptr_t)4095, hi = (first + gp_tensor_nbytes(t)) & ~(uintptr_t)4095;
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 size_t gp_tensor_nbytes(const GPTensor *t) {
