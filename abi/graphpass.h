@@ -10,7 +10,8 @@
  * (GPPassEvent, GPRunEvent, GPInstrument; GPHostAPI.ctx_instrument_register,
  * ctx_instrument_unregister), plugins_load_default and pass_register_packed, and queries and
  * ONNX import for hosts without the command (GPHostAPI.pass_list, onnx_import, object_retain,
- * object_release; GPOnnxImportOptions).
+ * object_release; GPOnnxImportOptions), pass output checks (ctx_set_check_immutable) and
+ * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -1173,6 +1174,15 @@ struct GPHostAPI {
    * returned an ill-formed module: ...") and the input's function table must be the same
    * afterwards.  on != 0 turns the check on.  0, or -1 + GP_ERR_VALUE when ctx is NULL. */
   int (*ctx_set_check_immutable)(GPPassContext *ctx, int on);
+  /* ABI 1.3: memory of file-backed constants (read only when GP_HAS_FIELD(H, GPHostAPI,
+   * tensor_drop_pages)) */
+
+  /* A hint that t's values will not be read again soon (a pass that has just made a new tensor
+   * from them).  When t views a read-only file mapping (an ONNX model's weights are imported in
+   * place), the resident pages that lie wholly inside t's bytes are handed back to the OS; a
+   * later read faults them back in from the file, so t's values never change and t stays
+   * valid.  For any other tensor, or NULL, nothing happens.  Borrowed; thread-safe. */
+  void (*tensor_drop_pages)(const GPTensor *t);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

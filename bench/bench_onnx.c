@@ -9,7 +9,12 @@
  *   (defaults: ../shared/onnx/light, build/plugins, 5; runs up to 1000).  With `pass`, only that
  *   pass is timed (the others run once, untimed), for profiling with perf.  With `pass` BYOC:
  *   AnnotateTarget, MergeCompilerRegions and PartitionGraph on ResNet-50 (conv2d, relu and add
- *   supported by a test target), as imported and after SimplifyInference,FoldConstant. */
+ *   supported by a test target), as imported and after SimplifyInference,FoldConstant.
+ *
+ *   bench_onnx --import FILE [runs]: a real-weight model (bench/gen_real_weights.c): the median
+ *   ms of reading FILE once (open, read into fresh memory) and of importing it, and their ratio.
+ *   bench_onnx --rss FILE [plugin_dir]: imports FILE and runs the llvm default set at opt-level 3
+ *   once, then prints the peak resident set (getrusage) and the initializers' bytes. */
 #include "../eval/eval.h"
 #include "../frontend/onnx/onnx.h"
 #include "../ir/ir.h"
@@ -18,6 +23,10 @@
 #include "bench_util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,7 +223,106 @@ static void bench_model(const char *path, int runs, const char *only) {
 }
 
 
+/* ms to read the file once into fresh memory (the buffer is freed after). */
+static double read_once_ms(const char *path) {
+  double t0 = bench_now_ms();
+  int fd = open(path, O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    fprintf(stderr, "bench_onnx: %s: cannot open\n", path);
+    exit(1);
+  }
+  size_t n = (size_t)st.st_size, got = 0;
+  char *buf = malloc(n ? n : 1);
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r <= 0) exit(1);
+    got += (size_t)r;
+  }
+  close(fd);
+  double ms = bench_now_ms() - t0;
+  free(buf);
+  return ms;
+}
+
+/* The bytes of the module's constants (each tensor once). */
+static double constant_bytes(const GPModule *m) {
+  GPPtrMap seen = {0};
+  double bytes = 0;
+  for (int32_t f = 0; f < m->num_functions; f++) {
+    GPExpr **order;
+    size_t n;
+    if (gp_post_order(m->funcs[f]->body, &order, &n) != 0) exit(1);
+    for (size_t i = 0; i < n; i++) {
+      if (gp_kind(order[i]) != GP_TI_CONSTANT) continue;
+      GPTensor *t = ((GPConstant *)order[i])->data;
+      if (!t || gp_map_has(&seen, t)) continue;
+      gp_map_put(&seen, t, (void *)1);
+      bytes += (double)gp_tensor_nbytes(t);
+    }
+    gp_free(order);
+  }
+  gp_map_free(&seen);
+  return bytes;
+}
+
+static int import_mode(const char *path, int runs) {
+  double *tr = gp_malloc((size_t)runs * sizeof *tr), *ti = gp_malloc((size_t)runs * sizeof *ti);
+  for (int r = 0; r < runs; r++) {
+    tr[r] = read_once_ms(path);
+    double t0 = bench_now_ms();
+    GPModule *m = gp_onnx_import_file(path, NULL);
+    ti[r] = bench_now_ms() - t0;
+    if (!m) {
+      fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
+      return 1;
+    }
+    gp_release(m);
+  }
+  double read_ms = bench_median(tr, runs), imp_ms = bench_median(ti, runs);
+  printf("%s: read once %.2f ms, import %.2f ms (import / read %.2f; goal <= 0.5), median of %d\n", path, read_ms,
+         imp_ms, imp_ms / read_ms, runs);
+  gp_free(tr);
+  gp_free(ti);
+  return 0;
+}
+
+static int rss_mode(const char *path) {
+  GPModule *m = gp_onnx_import_file(path, NULL);
+  if (!m) {
+    fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
+    return 1;
+  }
+  double weights = constant_bytes(m);
+  GPPassContext *ctx = bench_ctx();
+  GPModule *opt = gp_run_pipeline(m, NULL, ctx);
+  if (!opt) {
+    fprintf(stderr, "bench_onnx: pipeline: %s\n", gp_error_message());
+    return 1;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("%s: import + default set (opt 3): peak RSS %.1f MB for %.1f MB of constants (ratio %.2f; goal <= 1.2)\n",
+         path, ru.ru_maxrss / 1024.0, weights / 1e6, ru.ru_maxrss * 1024.0 / weights);
+  gp_release(opt);
+  gp_release(m);
+  gp_ctx_free(ctx);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && (!strcmp(argv[1], "--import") || !strcmp(argv[1], "--rss"))) {
+    gp_ops_init();
+    if (gp_plugin_load_dir(argc > 3 && !strcmp(argv[1], "--rss") ? argv[3] : "build/plugins") != 0) {
+      fprintf(stderr, "bench_onnx: %s\n", gp_error_message());
+      return 1;
+    }
+    int runs = !strcmp(argv[1], "--import") && argc > 3 ? atoi(argv[3]) : 11;
+    if (runs < 1 || runs > 1000) runs = 11;
+    int rc = !strcmp(argv[1], "--import") ? import_mode(argv[2], runs) : rss_mode(argv[2]);
+    gp_registry_shutdown();
+    return rc;
+  }
   const char *dir = argc > 1 ? argv[1] : "../shared/onnx/light";
   const char *plugin_dir = argc > 2 ? argv[2] : "build/plugins";
   int runs = argc > 3 ? atoi(argv[3]) : 5;

@@ -1343,7 +1343,9 @@ int gp_tensor_allclose(const GPTensor *a, const GPTensor *b, double rtol, double
   bool same = gp_dtype_eq(a->dl.dtype, b->dl.dtype) && a->dl.ndim == b->dl.ndim;
   for (int32_t i = 0; same && i < a->dl.ndim; i++) same = a->dl.shape[i] == b->dl.shape[i];
   int ka = gp_k_dtype(a->dl.dtype);
-  if (!same || ka < 0) {
+  /* A storage dtype (float8, int4, ...) compares through gp_tensor_get_f64 / _i64. */
+  bool storage = ka < 0 && gp_dtype_is_storage(a->dl.dtype, NULL);
+  if (!same || (ka < 0 && !storage)) {
     char *ta = type_str(gp_tensor_type(a)), *tb = type_str(gp_tensor_type(b));
     gp_error_set(GP_ERR_VALUE, same ? "allclose: unsupported dtype: %s and %s" : "allclose: %s and %s differ", ta,
                  tb);
@@ -1361,7 +1363,7 @@ int gp_tensor_allclose(const GPTensor *a, const GPTensor *b, double rtol, double
   GPKView va, vb;
   gp_k_view(&a->dl, &va);
   gp_k_view(&b->dl, &vb);
-  bool isf = gp_k_is_float(ka), ok = true;
+  bool isf = storage ? a->dl.dtype.code != kDLInt && a->dl.dtype.code != kDLUInt : gp_k_is_float(ka), ok = true;
   double mabs = 0, mrel = 0, wratio = -1;
   int64_t widx = 0;
   for (int64_t i = 0; i < numel; i++) {
@@ -1369,7 +1371,8 @@ int gp_tensor_allclose(const GPTensor *a, const GPTensor *b, double rtol, double
     const char *pb = vb.data + (size_t)(vb.compact ? i : gp_k_offset_of(&vb, i)) * vb.elem;
     double diff, ref;
     if (isf) {
-      double x = gp_k_load_f64(pa, ka), y = gp_k_load_f64(pb, ka);
+      double x = storage ? gp_tensor_get_f64(a, i) : gp_k_load_f64(pa, ka);
+      double y = storage ? gp_tensor_get_f64(b, i) : gp_k_load_f64(pb, ka);
       ref = fabs(y);
       if (isnan(x) || isnan(y)) {
         diff = isnan(x) && isnan(y) ? 0.0 : INFINITY;
@@ -1381,7 +1384,8 @@ int gp_tensor_allclose(const GPTensor *a, const GPTensor *b, double rtol, double
         diff = fabs(x - y);
       }
     } else {
-      int64_t x = gp_k_load_i64(pa, ka), y = gp_k_load_i64(pb, ka);
+      int64_t x = storage ? gp_tensor_get_i64(a, i) : gp_k_load_i64(pa, ka);
+      int64_t y = storage ? gp_tensor_get_i64(b, i) : gp_k_load_i64(pb, ka);
       diff = x == y ? 0.0 : fabs((double)x - (double)y);
       if (x != y && diff == 0.0) diff = 1.0; /* beyond double precision: still different */
       ref = fabs((double)y);

@@ -4,6 +4,7 @@
 #include "eval/kernel.h"
 
 #include <stdatomic.h>
+#include <string.h>
 #include <unistd.h>
 
 #define MAX_OUT 64
@@ -38,6 +39,132 @@ int64_t gp_type_nbytes(const GPType *t) {
     return sum;
   }
   return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Storage dtypes (ir.h: bfloat16, float8, float4, int2/int4, ...): kernels never see them.   */
+
+static bool is_storage(const GPTensor *t) { return gp_dtype_is_storage(t->dl.dtype, NULL); }
+
+/* Element i as float; float32 and bfloat16 by their bits (a trip through double would quiet a
+ * signaling NaN and change its bits). */
+static float load_f32(const GPTensor *t, int64_t i) {
+  if (!t->dl.strides && (gp_dtype_eq(t->dl.dtype, GP_DT_F32) || gp_dtype_eq(t->dl.dtype, GP_DT_BF16))) {
+    const char *p = (const char *)t->dl.data + t->dl.byte_offset;
+    uint32_t b = 0;
+    if (t->dl.dtype.bits == 32) memcpy(&b, p + 4 * i, 4);
+    else memcpy((char *)&b + 2, p + 2 * i, 2); /* little-endian: the high half */
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+  }
+  return (float)gp_tensor_get_f64(t, i);
+}
+
+/* t's values in its compute dtype (float32 or int32), compact; exact. */
+static GPTensor *to_compute(const GPTensor *t) {
+  DLDataType c;
+  gp_dtype_is_storage(t->dl.dtype, &c);
+  GPTensor *r = gp_tensor_alloc(c, t->dl.ndim, t->dl.shape, true);
+  if (!r) return NULL;
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->dl.ndim; i++) n *= t->dl.shape[i];
+  for (int64_t i = 0; i < n; i++) {
+    if (c.code == kDLFloat) ((float *)r->dl.data)[i] = load_f32(t, i);
+    else ((int32_t *)r->dl.data)[i] = (int32_t)gp_tensor_get_i64(t, i);
+  }
+  return r;
+}
+
+/* Store src's values (any dtype, same number of elements) into the compact storage tensor dst:
+ * narrow floats rounded to nearest even, saturated when `saturate` (a cast: ONNX's default),
+ * else out of range to infinity or NaN (a kernel's result: values that came from the type
+ * itself come back exactly, and an infinity stays one where the type has it); integers
+ * truncated toward zero and wrapped to their bits (as a C conversion to a narrower type). */
+static void from_compute(GPTensor *dst, const GPTensor *src, bool saturate) {
+  DLDataType dt = dst->dl.dtype;
+  bool isint = dt.code == kDLInt || dt.code == kDLUInt;
+  unsigned bits = dt.bits;
+  int64_t n = 1;
+  for (int32_t i = 0; i < dst->dl.ndim; i++) n *= dst->dl.shape[i];
+  if (dt.code == kDLBfloat) {
+    for (int64_t i = 0; i < n; i++)
+      ((uint16_t *)dst->dl.data)[i] = (uint16_t)gp_f32_to_narrow_float(dt, load_f32(src, i), saturate, 0);
+    return;
+  }
+  uint8_t *o = dst->dl.data;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isint) {
+      o[i] = (uint8_t)gp_f32_to_narrow_float(dt, load_f32(src, i), saturate, 0);
+    } else {
+      uint64_t u = (uint64_t)gp_tensor_get_i64(src, i) & ((UINT64_C(1) << bits) - 1);
+      if (dt.code == kDLInt && (u >> (bits - 1)) & 1u) u |= ~((UINT64_C(1) << bits) - 1); /* sign-extend */
+      o[i] = (uint8_t)u;
+    }
+  }
+}
+
+/* t's first element is not aligned to its element size (a view into a mapped file: DLPack
+ * allows any alignment, the kernels read typed pointers). */
+static bool misaligned(const GPTensor *t) {
+  size_t e = gp_dtype_bytes(t->dl.dtype);
+  return e > 1 && ((uintptr_t)t->dl.data + t->dl.byte_offset) % (e > 16 ? 16 : e) != 0;
+}
+
+/* An aligned compact copy of t. */
+static GPTensor *to_aligned(const GPTensor *t) {
+  GPTensor *r = gp_tensor_alloc(t->dl.dtype, t->dl.ndim, t->dl.shape, true);
+  if (!r) return NULL;
+  GPKView v;
+  gp_k_view(&t->dl, &v);
+  if (v.compact) {
+    if (v.numel) memcpy(r->dl.data, v.data, (size_t)v.numel * v.elem);
+  } else {
+    for (int64_t i = 0; i < v.numel; i++)
+      memcpy((char *)r->dl.data + (size_t)i * v.elem, v.data + (size_t)gp_k_offset_of(&v, i) * v.elem, v.elem);
+  }
+  return r;
+}
+
+/* Run the kernel with the storage-dtype inputs and outputs in their compute dtypes, and the
+ * misaligned inputs copied.  A cast to a storage dtype converts directly (the cast kernel knows
+ * only the compute dtypes). */
+static int run_storage(GPOpKernelFn kernel, void *user, GPKernelArgs *ka, GPTensor *const *inputs,
+                       GPTensor **outputs) {
+  int32_t nin = ka->num_inputs, nf = ka->num_outputs;
+  if (strcmp(ka->op->name, "cast") == 0 && nin == 1 && nf == 1 && is_storage(outputs[0])) {
+    from_compute(outputs[0], inputs[0], true);
+    return 0;
+  }
+  GPTensor **tmp = gp_calloc((size_t)(nin + nf), sizeof *tmp);
+  const DLTensor **in_dl = gp_malloc((size_t)(nin ? nin : 1) * sizeof *in_dl);
+  DLTensor **out_dl = gp_malloc((size_t)nf * sizeof *out_dl);
+  int rc = -1;
+  for (int32_t i = 0; i < nin; i++) {
+    if (is_storage(inputs[i]) && !(tmp[i] = to_compute(inputs[i]))) goto done;
+    if (!tmp[i] && misaligned(inputs[i]) && !(tmp[i] = to_aligned(inputs[i]))) goto done;
+    in_dl[i] = tmp[i] ? &tmp[i]->dl : &inputs[i]->dl;
+  }
+  for (int32_t j = 0; j < nf; j++) {
+    if (is_storage(outputs[j])) {
+      DLDataType c;
+      gp_dtype_is_storage(outputs[j]->dl.dtype, &c);
+      if (!(tmp[nin + j] = gp_tensor_alloc(c, outputs[j]->dl.ndim, outputs[j]->dl.shape, true))) goto done;
+    }
+    out_dl[j] = tmp[nin + j] ? &tmp[nin + j]->dl : &outputs[j]->dl;
+  }
+  ka->inputs = in_dl;
+  ka->outputs = out_dl;
+  rc = kernel(ka, user);
+  if (rc == 0)
+    for (int32_t j = 0; j < nf; j++)
+      if (tmp[nin + j]) from_compute(outputs[j], tmp[nin + j], false);
+done:
+  for (int32_t i = 0; i < nin + nf; i++) gp_release(tmp[i]);
+  gp_free(tmp);
+  gp_free(in_dl);
+  gp_free(out_dl);
+  return rc;
 }
 
 static bool has_data(const GPTensor *t) {
@@ -140,7 +267,10 @@ int gp_eval_op(const GPOp *op, const GPAttrs *attrs, int32_t nargs, const GPType
         .inputs = in_dl,
         .outputs = out_dl,
     };
-    int krc = kernel(&ka, user);
+    bool storage = false;
+    for (int32_t i = 0; i < nin; i++) storage |= is_storage(inputs[i]) || misaligned(inputs[i]);
+    for (int32_t j = 0; j < nf; j++) storage |= is_storage(outputs[j]);
+    int krc = storage ? run_storage(kernel, user, &ka, inputs, outputs) : kernel(&ka, user);
     if (in_dl != in_small) gp_free(in_dl);
     if (krc != 0) {
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "kernel failed without a message");
@@ -209,6 +339,9 @@ GPExpr *gp_eval_call(const GPCall *call) {
     if (gp_eval_op(op, call->attrs, nargs, types, nin, ins, gp_eval_default_threads(), &out_type, outs, MAX_OUT,
                    &nout) != 0)
       goto done;
+    /* FoldConstant has read these constants into a new one: those that view a model file give
+     * their resident pages back (they fault in again if read later). */
+    for (int32_t i = 0; i < nin; i++) gp_tensor_drop_pages(ins[i]);
     GPExpr *cs[MAX_OUT];
     for (int32_t j = 0; j < nout; j++) {
       GPConstant *c = gp_constant_new(outs[j]);

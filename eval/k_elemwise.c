@@ -71,14 +71,14 @@
  * conversions from a compute value to storage (cvi_D from int64_t, cvf_D from float, cvd_D from
  * double), and the range [lo_D, hi_D] of an integer dtype.                                    */
 
-#define K_TYPES_ARG(X, A) X(BOOL, A) X(U8, A) X(I8, A) X(I16, A) X(I32, A) X(I64, A) X(F16, A) X(F32, A) X(F64, A)
+#define K_TYPES_ARG(X, A) X(BOOL, A) X(U8, A) X(I8, A) X(I16, A) X(I32, A) X(I64, A) X(F16, A) X(F32, A) X(F64, A) X(U16, A) X(U32, A) X(U64, A)
 /* The same list again, for cross products (a macro does not expand inside itself). */
-#define K_TYPES_ARG2(X, A) X(BOOL, A) X(U8, A) X(I8, A) X(I16, A) X(I32, A) X(I64, A) X(F16, A) X(F32, A) X(F64, A)
+#define K_TYPES_ARG2(X, A) X(BOOL, A) X(U8, A) X(I8, A) X(I16, A) X(I32, A) X(I64, A) X(F16, A) X(F32, A) X(F64, A) X(U16, A) X(U32, A) X(U64, A)
 
 #define K_ST(name, ctype) typedef ctype st_##name;
 GP_K_FOR_EACH_DTYPE(K_ST)
 #undef K_ST
-typedef int64_t ct_BOOL, ct_U8, ct_I8, ct_I16, ct_I32, ct_I64;
+typedef int64_t ct_BOOL, ct_U8, ct_I8, ct_I16, ct_I32, ct_I64, ct_U16, ct_U32, ct_U64;
 typedef float ct_F16, ct_F32;
 typedef double ct_F64;
 
@@ -101,7 +101,19 @@ K_DEF_INT(I8, int8_t, uint8_t, INT8_MIN, INT8_MAX)
 K_DEF_INT(I16, int16_t, uint16_t, INT16_MIN, INT16_MAX)
 K_DEF_INT(I32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
 K_DEF_INT(I64, int64_t, uint64_t, INT64_MIN, INT64_MAX)
+K_DEF_INT(U16, uint16_t, uint16_t, 0, UINT16_MAX)
+K_DEF_INT(U32, uint32_t, uint32_t, 0, UINT32_MAX)
 #undef K_DEF_INT
+
+/* uint64 computes in int64's two's complement (kernel.h); its range for saturating float
+ * stores is [0, 2^64 - 1]. */
+static const int64_t lo_U64 = 0, hi_U64 = INT64_MAX;
+static inline int64_t ld_U64(uint64_t v) { return (int64_t)v; }
+static inline uint64_t cvi_U64(int64_t v) { return (uint64_t)v; }
+static inline uint64_t cvd_U64(double v) {
+  return isnan(v) || v <= 0 ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+}
+static inline uint64_t cvf_U64(float v) { return cvd_U64(v); }
 
 static const int64_t lo_BOOL = 0, hi_BOOL = 1;
 static inline int64_t ld_BOOL(uint8_t v) { return v != 0; }

@@ -290,6 +290,9 @@ RED_INT(int16_t, uint32_t)
 RED_INT(int32_t, uint32_t)
 RED_INT(int64_t, uint64_t)
 RED_INT(uint8_t, uint32_t)
+RED_INT(uint16_t, uint32_t)
+RED_INT(uint32_t, uint32_t)
+RED_INT(uint64_t, uint64_t)
 #undef RED_INT
 
 static double red_f(double x, double y, int r) {
@@ -316,6 +319,9 @@ static void reduce_into(char *d, const char *s, int64_t n, int k, int r, size_t 
     }
     break;
   case GP_K_U8: red_uint8_t(d, s, n, r); break;
+  case GP_K_U16: red_uint16_t(d, s, n, r); break;
+  case GP_K_U32: red_uint32_t(d, s, n, r); break;
+  case GP_K_U64: red_uint64_t(d, s, n, r); break;
   case GP_K_I8: red_int8_t(d, s, n, r); break;
   case GP_K_I16: red_int16_t(d, s, n, r); break;
   case GP_K_I32: red_int32_t(d, s, n, r); break;

@@ -55,12 +55,13 @@ int gp_k_elemwise_run(const GPKernelArgs *args, int32_t nin, EwSpan fn, const vo
 /* Per-dtype traits (as in k_elemwise.c): storage st_D, compute type ct_D, load ld_D, stores
  * from int64_t (wrapping), float and double; bits_D the integer width (1 for bool).          */
 
-#define K_TYPES_ARG(X, A) X(BOOL, A) X(U8, A) X(I8, A) X(I16, A) X(I32, A) X(I64, A) X(F16, A) X(F32, A) X(F64, A)
+#define K_TYPES_ARG(X, A) X(BOOL, A) X(U8, A) X(I8, A) X(I16, A) X(I32, A) X(I64, A) X(F16, A) X(F32, A) X(F64, A) X(U16, A) X(U32, A) X(U64, A)
 
 #define K_ST(name, ctype) typedef ctype st_##name;
 GP_K_FOR_EACH_DTYPE(K_ST)
 #undef K_ST
-typedef int64_t ct_BOOL, ct_U8, ct_I8, ct_I16, ct_I32, ct_I64;
+typedef int64_t ct_BOOL, ct_U8, ct_I8, ct_I16, ct_I32, ct_I64, ct_U16, ct_U32;
+typedef uint64_t ct_U64; /* comparisons of uint64 are unsigned; the other ops see int64 bits */
 typedef float ct_F16, ct_F32;
 typedef double ct_F64;
 
@@ -75,7 +76,14 @@ K_DEF_INT(I8, int8_t, uint8_t, 8)
 K_DEF_INT(I16, int16_t, uint16_t, 16)
 K_DEF_INT(I32, int32_t, uint32_t, 32)
 K_DEF_INT(I64, int64_t, uint64_t, 64)
+K_DEF_INT(U16, uint16_t, uint16_t, 16)
+K_DEF_INT(U32, uint32_t, uint32_t, 32)
 #undef K_DEF_INT
+enum { bits_U64 = 64 };
+static inline uint64_t ld_U64(uint64_t v) { return v; }
+static inline uint64_t cvi_U64(int64_t v) { return (uint64_t)v; }
+static inline uint64_t cvf_U64(float v) { (void)v; return 0; } /* not used */
+static inline uint64_t cvd_U64(double v) { (void)v; return 0; } /* not used */
 
 enum { bits_BOOL = 1, bits_F16 = 16, bits_F32 = 32, bits_F64 = 64 };
 static inline int64_t ld_BOOL(uint8_t v) { return v != 0; }
@@ -202,7 +210,8 @@ enum { K_ALL = 0, K_INTBOOL = 1, K_INT = 2 };
   static inline int64_t bi_##tok(int64_t a, int64_t b, int bits) { (void)bits; return IE; }
 K_BIN(K_DEF_BIN)
 #undef K_DEF_BIN
-#define BCALL(tok, a, b, bits) _Generic((a), float: bf_##tok, double: bd_##tok, int64_t: bi_##tok)((a), (b), (bits))
+#define BCALL(tok, a, b, bits) \
+  _Generic((a), float: bf_##tok, double: bd_##tok, int64_t: bi_##tok, uint64_t: bi_##tok)((a), (b), (bits))
 
 #define K_DEF_UN(tok, name, cls, FE, IE)                                                   \
   static inline float uf_##tok(float x, int bits) { (void)x, (void)bits; return FE; }              \
@@ -210,7 +219,8 @@ K_BIN(K_DEF_BIN)
   static inline int64_t ui_##tok(int64_t x, int bits) { (void)bits; return IE; }
 K_UN(K_DEF_UN)
 #undef K_DEF_UN
-#define UCALL(tok, x, bits) _Generic((x), float: uf_##tok, double: ud_##tok, int64_t: ui_##tok)((x), (bits))
+#define UCALL(tok, x, bits) \
+  _Generic((x), float: uf_##tok, double: ud_##tok, int64_t: ui_##tok, uint64_t: ui_##tok)((x), (bits))
 
 /* ------------------------------------------------------------------------------------------ */
 /* Spans                                                                                       */
@@ -240,7 +250,8 @@ K_UN(K_DEF_UN)
   K_DEF_CSPAN(I8, tok, E) K_DEF_CSPAN(I16, tok, E)       \
   K_DEF_CSPAN(I32, tok, E) K_DEF_CSPAN(I64, tok, E)      \
   K_DEF_CSPAN(F16, tok, E) K_DEF_CSPAN(F32, tok, E)      \
-  K_DEF_CSPAN(F64, tok, E)
+  K_DEF_CSPAN(F64, tok, E) K_DEF_CSPAN(U16, tok, E)     \
+  K_DEF_CSPAN(U32, tok, E) K_DEF_CSPAN(U64, tok, E)
 K_CMP(K_CSPANS)
 #undef K_CSPANS
 #undef K_DEF_CSPAN

@@ -9,7 +9,11 @@
  * evaluator prefixes the op name and the node.
  *
  * dtypes: float32, float64, float16 (computed in float32, rounded to nearest even on store),
- * int8/16/32/64, uint8 and bool (one byte per element, 0 or 1).
+ * int8/16/32/64, uint8/16/32/64 and bool (one byte per element, 0 or 1).  uint16 and uint32 compute
+ * exactly in int64; uint64 computes in int64's two's complement: exact for add, subtract,
+ * multiply, negative and the bitwise ops, while divide, maximum, minimum, comparisons and right
+ * shifts see values of 2^63 and above as negative.  The storage dtypes (bfloat16, float8, int4,
+ * ...: ir.h) never reach a kernel: gp_eval_op converts them to their compute dtype and back.
  */
 #ifndef GP_KERNEL_H
 #define GP_KERNEL_H
@@ -49,7 +53,10 @@ void gp_kernel_set(const char *op_name, GPOpKernelFn fn);
   X(I64, int64_t)                                                                                \
   X(F16, uint16_t)                                                                               \
   X(F32, float)                                                                                  \
-  X(F64, double)
+  X(F64, double)                                                                                 \
+  X(U16, uint16_t)                                                                               \
+  X(U32, uint32_t)                                                                               \
+  X(U64, uint64_t)
 
 typedef enum GPKDtype {
 #define GP_K_ENUM(name, ctype) GP_K_##name,

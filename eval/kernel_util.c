@@ -42,7 +42,9 @@ int gp_k_dtype(DLDataType dt) {
   case kDLFloat: return dt.bits == 16 ? GP_K_F16 : dt.bits == 32 ? GP_K_F32 : dt.bits == 64 ? GP_K_F64 : -1;
   case kDLInt:
     return dt.bits == 8 ? GP_K_I8 : dt.bits == 16 ? GP_K_I16 : dt.bits == 32 ? GP_K_I32 : dt.bits == 64 ? GP_K_I64 : -1;
-  case kDLUInt: return dt.bits == 1 ? GP_K_BOOL : dt.bits == 8 ? GP_K_U8 : -1;
+  case kDLUInt:
+    return dt.bits == 1 ? GP_K_BOOL : dt.bits == 8 ? GP_K_U8 : dt.bits == 16 ? GP_K_U16 : dt.bits == 32 ? GP_K_U32
+           : dt.bits == 64 ? GP_K_U64 : -1;
   default: return -1;
   }
 }
@@ -128,6 +130,9 @@ double gp_k_load_f64(const void *p, int k) {
   switch (k) {
   case GP_K_BOOL:
   case GP_K_U8: return *(const uint8_t *)p;
+  case GP_K_U16: return *(const uint16_t *)p;
+  case GP_K_U32: return *(const uint32_t *)p;
+  case GP_K_U64: return (double)*(const uint64_t *)p;
   case GP_K_I8: return *(const int8_t *)p;
   case GP_K_I16: return *(const int16_t *)p;
   case GP_K_I32: return *(const int32_t *)p;
@@ -143,6 +148,9 @@ int64_t gp_k_load_i64(const void *p, int k) {
   switch (k) {
   case GP_K_BOOL:
   case GP_K_U8: return *(const uint8_t *)p;
+  case GP_K_U16: return *(const uint16_t *)p;
+  case GP_K_U32: return *(const uint32_t *)p;
+  case GP_K_U64: return (int64_t)*(const uint64_t *)p; /* two's complement */
   case GP_K_I8: return *(const int8_t *)p;
   case GP_K_I16: return *(const int16_t *)p;
   case GP_K_I32: return *(const int32_t *)p;
@@ -168,6 +176,11 @@ void gp_k_store_f64(void *p, int k, double v) {
   switch (k) {
   case GP_K_BOOL: *(uint8_t *)p = v != 0; break;
   case GP_K_U8: *(uint8_t *)p = (uint8_t)sat_i64(v, 0, 255); break;
+  case GP_K_U16: *(uint16_t *)p = (uint16_t)sat_i64(v, 0, 65535); break;
+  case GP_K_U32: *(uint32_t *)p = (uint32_t)sat_i64(v, 0, 4294967295.0); break;
+  case GP_K_U64:
+    *(uint64_t *)p = isnan(v) || v <= 0 ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+    break;
   case GP_K_I8: *(int8_t *)p = (int8_t)sat_i64(v, -128, 127); break;
   case GP_K_I16: *(int16_t *)p = (int16_t)sat_i64(v, -32768, 32767); break;
   case GP_K_I32: *(int32_t *)p = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
@@ -185,6 +198,9 @@ void gp_k_store_i64(void *p, int k, int64_t v) {
   switch (k) {
   case GP_K_BOOL: *(uint8_t *)p = v != 0; break;
   case GP_K_U8: *(uint8_t *)p = (uint8_t)v; break;   /* wraps, as C's conversion */
+  case GP_K_U16: *(uint16_t *)p = (uint16_t)v; break;
+  case GP_K_U32: *(uint32_t *)p = (uint32_t)v; break;
+  case GP_K_U64: *(uint64_t *)p = (uint64_t)v; break;
   case GP_K_I8: *(int8_t *)p = (int8_t)(uint8_t)v; break;
   case GP_K_I16: *(int16_t *)p = (int16_t)(uint16_t)v; break;
   case GP_K_I32: *(int32_t *)p = (int32_t)(uint32_t)v; break;

@@ -174,6 +174,40 @@ size_t gp_dtype_bytes(DLDataType t); /* bytes per element (bits rounded up) * la
 #define GP_DT_U8 GP_DT(kDLUInt, 8)
 /* bool is uint1 in Relay (printed "bool"); stored one byte per element. */
 #define GP_DT_BOOL GP_DT(kDLUInt, 1)
+#define GP_DT_U16 GP_DT(kDLUInt, 16)
+#define GP_DT_U32 GP_DT(kDLUInt, 32)
+#define GP_DT_U64 GP_DT(kDLUInt, 64)
+#define GP_DT_BF16 GP_DT(kDLBfloat, 16)
+
+/* The narrow float type codes of DLPack 1.1 (our <dlpack/dlpack.h> is older and lacks them; the
+ * values are DLPack's).  Relay / tvm-ffi spell them float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+ * float8_e5m2fnuz, float8_e8m0fnu and float4_e2m1fn. */
+enum {
+  GP_DL_FLOAT8_E4M3FN = 10,
+  GP_DL_FLOAT8_E4M3FNUZ = 11,
+  GP_DL_FLOAT8_E5M2 = 12,
+  GP_DL_FLOAT8_E5M2FNUZ = 13,
+  GP_DL_FLOAT8_E8M0FNU = 14,
+  GP_DL_FLOAT4_E2M1FN = 17,
+};
+
+/* Storage dtypes: held in tensors (one byte per element for the 2-, 4- and 8-bit ones; int2 and
+ * int4 sign-extended into it), converted, printed and compared, but computed through a compute
+ * dtype: float32 for bfloat16 and the float8 / float4 types, int32 for int2/int4/uint2/uint4
+ * (ir/dtype.c, the evaluator's gp_eval_op).  Returns false for a dtype kernels compute in. */
+bool gp_dtype_is_storage(DLDataType t, DLDataType *compute);
+/* A value of a storage float dtype (bfloat16, float8_*, float4_e2m1fn) as float, exactly. */
+float gp_narrow_float_to_f32(DLDataType t, uint32_t bits);
+/* float -> storage float dtype t.  Rounded to nearest even (float8_e8m0fnu: `round_mode` 0 up,
+ * 1 nearest, 2 down, as ONNX's Cast).  saturate (ONNX's Cast/QuantizeLinear default): a value
+ * beyond the largest finite one (or an infinity) becomes the largest finite one with its sign;
+ * otherwise it becomes infinity (float8_e5m2) or NaN (types without infinities; float4_e2m1fn
+ * has no NaN either and always saturates).  NaN stays NaN (float4_e2m1fn: -0, as ml_dtypes).
+ * The fnuz types have no -0. */
+uint32_t gp_f32_to_narrow_float(DLDataType t, float x, bool saturate, int round_mode);
+/* The range of an integer dtype (bool: [0, 1]; uint64's hi is INT64_MAX: values above it are
+ * not representable in int64). */
+void gp_dtype_int_range(DLDataType t, int64_t *lo, int64_t *hi);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Types (ir/type.c): interned, immortal, thread-safe.                                         */
@@ -199,6 +233,10 @@ GPTensor *gp_tensor_from_dlpack(DLManagedTensor *managed); /* takes managed, eve
 /* new; with_data: zeroed buffer (64-byte aligned) owned by the tensor; else data NULL. */
 GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, bool with_data);
 size_t gp_tensor_nbytes(const GPTensor *t);
+/* Mark t as a view of a read-only file mapping (its producer knows): gp_tensor_drop_pages may
+ * then hand its resident pages back to the OS (GPHostAPI.tensor_drop_pages). */
+void gp_tensor_set_file_backed(GPTensor *t);
+void gp_tensor_drop_pages(const GPTensor *t);
 bool gp_tensor_is_compact(const GPTensor *t);
 const GPType *gp_tensor_type(const GPTensor *t);
 /* A scalar constant tensor of rank 0 (e.g. 1f, 0i64). */

@@ -16,6 +16,7 @@ typedef struct {
   void *own_data;  /* buffer owned by the tensor (calloc'd; data is its first 64-byte aligned
                    * address), or NULL */
   size_t map_len;  /* own_data is a mapping of this many bytes (huge-page backed), or 0 */
+  bool file_backed; /* the producer's data views a read-only file mapping (never written) */
   int64_t dims[];  /* shape[ndim] then strides[ndim] when the producer gave strides */
 } TensorImpl;
 
@@ -34,9 +35,11 @@ static bool dtype_supported(DLDataType dt) {
   switch (dt.code) {
   case kDLFloat: return dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
   case kDLBfloat: return dt.bits == 16;
-  case kDLInt: return dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
-  case kDLUInt: return dt.bits == 1 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
-  default: return false;
+  case kDLInt: return dt.bits == 2 || dt.bits == 4 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
+  case kDLUInt:
+    return dt.bits == 1 || dt.bits == 2 || dt.bits == 4 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 ||
+           dt.bits == 64;
+  default: return gp_dtype_is_storage(dt, NULL); /* the float8 / float4 types */
   }
 }
 
@@ -196,6 +199,19 @@ GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, 
   return &t->pub;
 }
 
+void gp_tensor_set_file_backed(GPTensor *t) {
+  if (t && t->managed) ((TensorImpl *)t)->file_backed = true;
+}
+
+void gp_tensor_drop_pages(const GPTensor *t) {
+  if (!t || !((const TensorImpl *)t)->file_backed || !t->dl.data) return;
+  /* MADV_DONTNEED on a private file mapping that was never written: the pages come back from
+   * the file on the next read. */
+  uintptr_t first = (uintptr_t)t->dl.data + t->dl.byte_offset;
+  uintptr_t lo = (first + 4095) & ~(uintptr_t)4095, hi = (first + gp_tensor_nbytes(t)) & ~(uintptr_t)4095;
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 size_t gp_tensor_nbytes(const GPTensor *t) {
   size_t n = gp_dtype_bytes(t->dl.dtype);
   for (int32_t i = 0; i < t->dl.ndim; i++) n *= (size_t)t->dl.shape[i];
@@ -262,6 +278,8 @@ GPTensor *gp_tensor_scalar_f64(DLDataType dtype, double v) {
     memcpy(&x, &f, 4);
     uint16_t h = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
     memcpy(p, &h, 2);
+  } else if (dtype.code != kDLInt && dtype.code != kDLUInt) { /* float8 / float4: not saturated */
+    *(uint8_t *)p = (uint8_t)gp_f32_to_narrow_float(dtype, (float)v, false, 1);
   } else {
     gp_release(t);
     return gp_tensor_scalar_i64(dtype, (int64_t)v);
@@ -270,7 +288,7 @@ GPTensor *gp_tensor_scalar_f64(DLDataType dtype, double v) {
 }
 
 GPTensor *gp_tensor_scalar_i64(DLDataType dtype, int64_t v) {
-  if (dtype.code == kDLFloat || dtype.code == kDLBfloat) return gp_tensor_scalar_f64(dtype, (double)v);
+  if (dtype.code != kDLInt && dtype.code != kDLUInt) return gp_tensor_scalar_f64(dtype, (double)v);
   GPTensor *t = gp_tensor_alloc(dtype, 0, NULL, true);
   if (!t) return NULL;
   size_t nb = gp_dtype_bytes(dtype);
@@ -346,6 +364,7 @@ double gp_tensor_get_f64(const GPTensor *t, int64_t i) {
     memcpy(&f, &x, 4);
     return f;
   }
+  if (dt.code != kDLInt && dt.code != kDLUInt) return gp_narrow_float_to_f32(dt, *p); /* float8 / float4 */
   if (dt.code == kDLUInt) {
     uint64_t u = 0;
     for (size_t k = 0; k < gp_dtype_bytes(dt); k++) u |= (uint64_t)p[k] << (8 * k);
@@ -356,7 +375,7 @@ double gp_tensor_get_f64(const GPTensor *t, int64_t i) {
 
 int64_t gp_tensor_get_i64(const GPTensor *t, int64_t i) {
   DLDataType dt = t->dl.dtype;
-  if (dt.code == kDLFloat || dt.code == kDLBfloat) {
+  if (dt.code != kDLInt && dt.code != kDLUInt) {
     double d = gp_tensor_get_f64(t, i);
     if (isnan(d)) return 0;
     if (d >= 9.2e18) return INT64_MAX;

@@ -10,11 +10,34 @@
 
 /* ---- data types */
 
+/* The named narrow float types (tvm-ffi's spelling). */
+static const struct { const char *name; uint8_t code, bits; } narrow_floats[] = {
+    {"float8_e4m3fn", GP_DL_FLOAT8_E4M3FN, 8},     {"float8_e4m3fnuz", GP_DL_FLOAT8_E4M3FNUZ, 8},
+    {"float8_e5m2", GP_DL_FLOAT8_E5M2, 8},         {"float8_e5m2fnuz", GP_DL_FLOAT8_E5M2FNUZ, 8},
+    {"float8_e8m0fnu", GP_DL_FLOAT8_E8M0FNU, 8},   {"float4_e2m1fn", GP_DL_FLOAT4_E2M1FN, 4}};
+
+/* The bit widths that exist for a type code: bool is the only uint1. */
+static bool bits_exist(uint8_t code, unsigned bits) {
+  switch (code) {
+  case kDLInt: return bits == 2 || bits == 4 || bits == 8 || bits == 16 || bits == 32 || bits == 64;
+  case kDLUInt: return bits == 2 || bits == 4 || bits == 8 || bits == 16 || bits == 32 || bits == 64;
+  case kDLFloat: return bits == 16 || bits == 32 || bits == 64;
+  case kDLBfloat: return bits == 16;
+  default: return false;
+  }
+}
+
 int gp_dtype_parse(const char *s, size_t n, DLDataType *out) {
   static const struct { const char *name; uint8_t code; } prefixes[] = {
       {"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt}, {"int", kDLInt}};
   if (n == 4 && memcmp(s, "bool", 4) == 0) {
     *out = GP_DT_BOOL;
+    return 0;
+  }
+  for (size_t k = 0; k < GP_ARRAY_LEN(narrow_floats); k++) {
+    size_t pl = strlen(narrow_floats[k].name);
+    if (n != pl || memcmp(s, narrow_floats[k].name, pl) != 0) continue;
+    *out = GP_DT(narrow_floats[k].code, narrow_floats[k].bits);
     return 0;
   }
   for (size_t k = 0; k < GP_ARRAY_LEN(prefixes); k++) {
@@ -24,7 +47,7 @@ int gp_dtype_parse(const char *s, size_t n, DLDataType *out) {
     unsigned bits = 0, lanes = 1;
     size_t digits = 0;
     while (i < n && s[i] >= '0' && s[i] <= '9' && digits < 4) bits = bits * 10 + (unsigned)(s[i++] - '0'), digits++;
-    if (!digits || bits == 0 || bits > 128) break;
+    if (!digits || !bits_exist(prefixes[k].code, bits)) break;
     if (i < n && s[i] == 'x') {
       i++;
       lanes = 0;
@@ -38,7 +61,9 @@ int gp_dtype_parse(const char *s, size_t n, DLDataType *out) {
     out->lanes = (uint16_t)lanes;
     return 0;
   }
-  gp_error_set(GP_ERR_VALUE, "unknown data type '%.*s' (expected e.g. float32, int64, uint8, bool)",
+  gp_error_set(GP_ERR_VALUE, "unknown data type '%.*s' (expected bool, int2/4/8/16/32/64, uint2/4/8/16/32/64, "
+               "float16/32/64, bfloat16, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, "
+               "float8_e8m0fnu or float4_e2m1fn)",
                (int)(n > 64 ? 64 : n), s);
   return -1;
 }
@@ -46,6 +71,12 @@ int gp_dtype_parse(const char *s, size_t n, DLDataType *out) {
 const char *gp_dtype_str(DLDataType t, char *buf) {
   const char *base;
   if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) return strcpy(buf, "bool");
+  for (size_t k = 0; k < GP_ARRAY_LEN(narrow_floats); k++)
+    if (t.code == narrow_floats[k].code && t.bits == narrow_floats[k].bits) {
+      if (t.lanes > 1) snprintf(buf, 24, "%sx%u", narrow_floats[k].name, (unsigned)t.lanes);
+      else strcpy(buf, narrow_floats[k].name);
+      return buf;
+    }
   switch (t.code) {
   case kDLInt: base = "int"; break;
   case kDLUInt: base = "uint"; break;

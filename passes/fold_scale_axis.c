@@ -40,6 +40,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Loads at any alignment (constants may view a mapped file). */
+static inline float ldf(const char *p) {
+  float v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static inline double ldd(const char *p) {
+  double v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
 #define FWD_NAME "ForwardFoldScaleAxis"
 #define BWD_NAME "BackwardFoldScaleAxis"
 #define ALL_NAME "FoldScaleAxis"
@@ -462,19 +474,25 @@ static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
   int64_t inner = nd ? shape[nd - 1] : 1, ia = nd ? sa[nd - 1] : 0, ic = nd ? sc[nd - 1] : 0;
   for (int64_t k = 0; k < total; k += inner) {
     /* one row along the last axis (compact output), then the odometer over the outer axes */
+    /* The operands are read with memcpy: a constant may view a mapped file at any alignment
+     * (the compiler makes these plain loads). */
     if (f32) { /* in float32, as FoldConstant's kernels compute it (TVM's result bit for bit) */
-      const float *xa = (const float *)pa0 + pa, *yc = (const float *)pc0 + pc;
+      const char *xa = pa0 + 4 * pa, *yc = pc0 + 4 * pc;
       float *o = (float *)t->dl.data + k;
       if (div)
-        for (int64_t r = 0; r < inner; r++) o[r] = xa[r * ia] / yc[r * ic];
-      else if (ic == 0) /* a row times one value: the common case (weight x per-channel scale) */
-        for (int64_t r = 0; r < inner; r++) o[r] = xa[r * ia] * yc[0];
-      else
-        for (int64_t r = 0; r < inner; r++) o[r] = xa[r * ia] * yc[r * ic];
+        for (int64_t r = 0; r < inner; r++) o[r] = ldf(xa + 4 * r * ia) / ldf(yc + 4 * r * ic);
+      else if (ic == 0) { /* a row times one value: the common case (weight x per-channel scale) */
+        float s = ldf(yc);
+        for (int64_t r = 0; r < inner; r++) o[r] = ldf(xa + 4 * r * ia) * s;
+      } else
+        for (int64_t r = 0; r < inner; r++) o[r] = ldf(xa + 4 * r * ia) * ldf(yc + 4 * r * ic);
     } else {
-      const double *xa = (const double *)pa0 + pa, *yc = (const double *)pc0 + pc;
+      const char *xa = pa0 + 8 * pa, *yc = pc0 + 8 * pc;
       double *o = (double *)t->dl.data + k;
-      for (int64_t r = 0; r < inner; r++) o[r] = div ? xa[r * ia] / yc[r * ic] : xa[r * ia] * yc[r * ic];
+      for (int64_t r = 0; r < inner; r++) {
+        double u = ldd(xa + 8 * r * ia), w = ldd(yc + 8 * r * ic);
+        o[r] = div ? u / w : u * w;
+      }
     }
     for (int32_t i = nd - 2; i >= 0; i--) {
       pa += sa[i];
@@ -484,6 +502,12 @@ static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
       pc -= sc[i] * shape[i];
       idx[i] = 0;
     }
+  }
+  /* The weight is read: a constant viewing the model file gives its pages back (ABI 1.3), so
+   * the old and the folded weights are not both resident while the pass runs. */
+  if (GP_HAS_FIELD(H, GPHostAPI, tensor_drop_pages) && H->tensor_drop_pages) {
+    H->tensor_drop_pages(a);
+    H->tensor_drop_pages(c);
   }
   GPExpr *r = typed_constant(b, t);
   gp_release(t);
@@ -544,10 +568,14 @@ static bool all_positive(const GPExpr *e) {
   DLDataType dt = t->dl.dtype;
   for (int64_t i = 0; i < n; i++) {
     double v;
-    if (dt.code == kDLFloat && dt.bits == 32) v = ((const float *)p)[i];
-    else if (dt.code == kDLFloat && dt.bits == 64) v = ((const double *)p)[i];
+    if (dt.code == kDLFloat && dt.bits == 32) v = ldf(p + 4 * i);
+    else if (dt.code == kDLFloat && dt.bits == 64) v = ldd(p + 8 * i);
     else if (dt.code == kDLInt && dt.bits == 8) v = ((const int8_t *)p)[i];
-    else if (dt.code == kDLInt && dt.bits == 32) v = ((const int32_t *)p)[i];
+    else if (dt.code == kDLInt && dt.bits == 32) {
+      int32_t x;
+      memcpy(&x, p + 4 * i, 4);
+      v = x;
+    }
     else if (dt.code == kDLUInt && (dt.bits == 8 || dt.bits == 32)) v = 0;
     else return false;
     if (!(v >= 0)) return false;

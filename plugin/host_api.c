@@ -324,6 +324,8 @@ static const GPHostAPI k_host_api = {
     .object_retain = h_object_retain,
     .object_release = h_object_release,
     .ctx_set_check_immutable = gp_ctx_set_check_immutable,
+    /* ABI 1.3 */
+    .tensor_drop_pages = gp_tensor_drop_pages,
 };
 
 const GPHostAPI *gp_host_api(void) {

@@ -459,16 +459,60 @@ Test(kernels_elemwise, large_parallel_same_shape_and_rows) {
 /* ========================================================================================== */
 /* Errors                                                                                      */
 
-Test(kernels_elemwise, unsupported_dtype_errors) {
+Test(kernels_elemwise, unsigned_and_storage_dtypes) {
   DLDataType u16 = GP_DT(kDLUInt, 16), bf16 = GP_DT(kDLBfloat, 16);
-  GPTensor *r = try_run_t("add", NOKV, 1, mk(u16, SH(2), U16S(1, 2)), mk(u16, SH(2), U16S(3, 4)));
-  EXPECT_ERR(r, GP_ERR_UNSUPPORTED, "add: lhs: dtype uint16 is not supported");
-  r = try_run_t("nn.relu", NOKV, 1, mk(bf16, SH(1), U16S(0x3F80)), NULL);
-  EXPECT_ERR(r, GP_ERR_UNSUPPORTED, "dtype bfloat16 is not supported");
-  r = try_run_t("cast", CAST_TO(u16), 1, mk(F32, SH(1), F32S(1)), NULL);
-  EXPECT_ERR(r, GP_ERR_UNSUPPORTED, "cast: the result (attribute dtype): dtype uint16 is not supported");
-  r = try_run_t("sum", NOKV, 1, mk(GP_DT(kDLUInt, 32), SH(2), I32S(1, 2)), NULL);
-  EXPECT_ERR(r, GP_ERR_UNSUPPORTED, "sum: data: dtype uint32 is not supported");
+  /* uint16 wraps modulo 2^16 */
+  GPTensor *r = try_run_t("add", NOKV, 1, mk(u16, SH(2), U16S(1, 65535)), mk(u16, SH(2), U16S(3, 2)));
+  cr_assert_not_null(r, "%s", gp_error_message());
+  cr_assert_eq(((uint16_t *)r->dl.data)[0], 4);
+  cr_assert_eq(((uint16_t *)r->dl.data)[1], 1);
+  gp_release(r);
+  /* uint64 above 2^63 adds modulo 2^64 and compares unsigned */
+  DLDataType u64 = GP_DT(kDLUInt, 64);
+  uint64_t big[2] = {UINT64_C(1) << 63, 5}, one[2] = {1, 7};
+  r = try_run_t("add", NOKV, 1, mk(u64, SH(2), big), mk(u64, SH(2), one));
+  cr_assert_not_null(r, "%s", gp_error_message());
+  cr_assert_eq(((uint64_t *)r->dl.data)[0], (UINT64_C(1) << 63) + 1);
+  gp_release(r);
+  r = try_run_t("greater", NOKV, 1, mk(u64, SH(2), big), mk(u64, SH(2), one));
+  cr_assert_not_null(r, "%s", gp_error_message());
+  cr_assert_eq(((uint8_t *)r->dl.data)[0], 1);
+  cr_assert_eq(((uint8_t *)r->dl.data)[1], 0);
+  gp_release(r);
+  /* bfloat16 computes through float32: relu(-1) = 0, relu(1) = 1 */
+  r = try_run_t("nn.relu", NOKV, 1, mk(bf16, SH(2), U16S(0xBF80, 0x3F80)), NULL);
+  cr_assert_not_null(r, "%s", gp_error_message());
+  cr_assert_eq(((uint16_t *)r->dl.data)[0], 0);
+  cr_assert_eq(((uint16_t *)r->dl.data)[1], 0x3F80);
+  gp_release(r);
+  /* float -> uint16 saturates (as every float -> integer cast) */
+  r = try_run_t("cast", CAST_TO(u16), 1, mk(F32, SH(2), F32S(70000, -3)), NULL);
+  cr_assert_not_null(r, "%s", gp_error_message());
+  cr_assert_eq(((uint16_t *)r->dl.data)[0], 65535);
+  cr_assert_eq(((uint16_t *)r->dl.data)[1], 0);
+  gp_release(r);
+  /* float32 -> float8_e4m3fn: round to nearest even, saturating; back exactly */
+  DLDataType f8 = GP_DT(GP_DL_FLOAT8_E4M3FN, 8);
+  r = try_run_t("cast", CAST_TO(f8), 1, mk(F32, SH(4), F32S(1.0625f, 1000.0f, -0.0f, NAN)), NULL);
+  cr_assert_not_null(r, "%s", gp_error_message());
+  const uint8_t *b = r->dl.data;
+  cr_assert_eq(b[0], 0x38); /* 1.0625 is halfway between 1 and 1.125: to even, 1 */
+  cr_assert_eq(b[1], 0x7E); /* 448 */
+  cr_assert_eq(b[2], 0x80);
+  cr_assert_eq(b[3] & 0x7F, 0x7F);
+  GPTensor *back = try_run_t("cast", CAST_TO(F32), 1, r, NULL);
+  cr_assert_not_null(back, "%s", gp_error_message());
+  cr_assert_float_eq(((float *)back->dl.data)[1], 448.0f, 0);
+  cr_assert(isnan(((float *)back->dl.data)[3]));
+  gp_release(back);
+  /* int4 stores wrap to 4 bits, sign-extended */
+  DLDataType i4 = GP_DT(kDLInt, 4);
+  r = try_run_t("cast", CAST_TO(i4), 1, mk(I32, SH(3), I32S(7, 8, -9)), NULL);
+  cr_assert_not_null(r, "%s", gp_error_message());
+  cr_assert_eq(((int8_t *)r->dl.data)[0], 7);
+  cr_assert_eq(((int8_t *)r->dl.data)[1], -8);
+  cr_assert_eq(((int8_t *)r->dl.data)[2], 7);
+  gp_release(r);
   /* dtypes that differ are the type relation's error, before any kernel */
   r = try_run_t("add", NOKV, 1, mk(F32, SH(1), F32S(1)), mk(F64, SH(1), F64S(1)));
   cr_assert_null(r);

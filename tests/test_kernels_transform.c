@@ -740,16 +740,19 @@ Test(ktransform, zeros_ones_every_dtype) {
   expect_f32(s, 0, NULL, FLOATS(1));
 }
 
-Test(ktransform, unsupported_dtypes) {
+Test(ktransform, storage_dtypes) {
+  /* bfloat16 is computed through float32 (gp_eval_op): ones, and full from a bfloat16 value */
   DLDataType bf16 = GP_DT(kDLBfloat, 16);
-  eval_err("ones", 0, NULL, KVS(KV("shape", INTS(2)), KV("dtype", gp_attr_dtype(bf16))), GP_ERR_UNSUPPORTED,
-           "dtype bfloat16 is not supported");
-  GPTensor *v = mk(bf16, 0, NULL, (const uint16_t[]){0x3f80});
-  eval_err("full", 1, &v, KVS(KV("shape", INTS(2)), KV("dtype", gp_attr_dtype(GP_DT_F32))), GP_ERR_UNSUPPORTED,
-           "fill_value: dtype bfloat16 is not supported");
-  /* the same dtype is a byte copy and needs no arithmetic */
-  GPTensor *y = full(v, KVS(KV("shape", INTS(2))), 1);
+  GPTensor *y = eval1t("ones", 0, NULL, KVS(KV("shape", INTS(2)), KV("dtype", gp_attr_dtype(bf16))), 1);
+  expect_shape(y, bf16, SHAPE(2));
   cr_assert_eq(((uint16_t *)y->dl.data)[1], 0x3f80);
+  gp_release(y);
+  GPTensor *v = mk(bf16, 0, NULL, (const uint16_t[]){0x4040});
+  y = eval1t("full", 1, &v, KVS(KV("shape", INTS(2)), KV("dtype", gp_attr_dtype(GP_DT_F32))), 1);
+  cr_assert_float_eq(((float *)y->dl.data)[1], 3.0f, 0);
+  gp_release(y);
+  y = full(v, KVS(KV("shape", INTS(2))), 1);
+  cr_assert_eq(((uint16_t *)y->dl.data)[1], 0x4040);
   gp_release(y);
   gp_release(v);
 }

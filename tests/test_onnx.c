@@ -4,6 +4,7 @@
 #include "test_helpers.h"
 #include "../frontend/onnx/onnx.h"
 #include "frontend/onnx/onnx.pb-c.h"
+#include "frontend/onnx/onnx_impl.h"
 #include "../eval/eval.h"
 
 #include <stdarg.h>
@@ -632,7 +633,8 @@ Test(onnx, external_data_and_tensor_files) {
   cr_assert(strstr(text, "add(%x, meta[relay.Constant][0])"), "%s", text);
   gp_free(text);
   GPCall *c = (GPCall *)gp_module_lookup(m, "main")->body;
-  const float *wv = ((GPConstant *)c->args[1])->data->dl.data;
+  const DLTensor *wdl = &((GPConstant *)c->args[1])->data->dl; /* a view of the mapped file */
+  const float *wv = (const float *)(const void *)((const char *)wdl->data + wdl->byte_offset);
   cr_assert(wv[0] == 4 && wv[1] == 5 && wv[2] == 6);
   gp_release(m);
   /* A location outside the model's directory is refused. */
@@ -1073,4 +1075,200 @@ Test(onnx, host_api_onnx_import) {
   gp_release(w);
   gp_release(wt);
   gp_free(buf);
+/* ------------------------------------------------------------------------------------------ */
+/* Opsets before 7: broadcasting by the `broadcast` / `axis` attributes                         */
+
+Test(onnx, legacy_broadcast_attributes) {
+  /* Add-6 with broadcast=1, axis=1: B (3) runs along A's axis 1 of (2, 3, 4) */
+  Model md = {.opset = 6};
+  md.inputs[md.ni++] = vi("a", 1, 3, d234, NULL);
+  md.inputs[md.ni++] = vi("b", 1, 1, (int64_t[]){3}, NULL);
+  md.nodes[md.nn++] = node("Add", "a,b", "y", attr_i("broadcast", 1), attr_i("axis", 1), NULL);
+  md.outputs[md.no++] = vi("y", 1, 3, d234, NULL);
+  expect(&md, NULL, "def @main(%a: Tensor[(2, 3, 4), float32], %b: Tensor[(3), float32]) {"
+                    " add(%a, reshape(%b, newshape=[3, 1])) }");
+  /* without axis: B aligns with A's last dims, as numpy */
+  Model m2 = {.opset = 6};
+  m2.inputs[m2.ni++] = vi("a", 1, 3, d234, NULL);
+  m2.inputs[m2.ni++] = vi("b", 1, 2, (int64_t[]){3, 4}, NULL);
+  m2.nodes[m2.nn++] = node("Mul", "a,b", "y", attr_i("broadcast", 1), NULL);
+  m2.outputs[m2.no++] = vi("y", 1, 3, d234, NULL);
+  expect(&m2, NULL, "def @main(%a: Tensor[(2, 3, 4), float32], %b: Tensor[(3, 4), float32]) { multiply(%a, %b) }");
+  /* without broadcast=1 the shapes must be equal */
+  Model m3 = {.opset = 6};
+  m3.inputs[m3.ni++] = vi("a", 1, 3, d234, NULL);
+  m3.inputs[m3.ni++] = vi("b", 1, 1, (int64_t[]){4}, NULL);
+  m3.nodes[m3.nn++] = node("Sub", "a,b", "y", NULL);
+  m3.outputs[m3.no++] = vi("y", 1, 3, d234, NULL);
+  expect_error(&m3, NULL, GP_ERR_VALUE, "node 'y' (Sub, opset 6)", "broadcast is 0", NULL);
+  /* the same model at opset 7 broadcasts as numpy */
+  m3.opset = 7;
+  expect(&m3, NULL, "def @main(%a: Tensor[(2, 3, 4), float32], %b: Tensor[(4), float32]) { subtract(%a, %b) }");
+  /* a B that is not a run of A's dims at axis */
+  Model m4 = {.opset = 6};
+  m4.inputs[m4.ni++] = vi("a", 1, 3, d234, NULL);
+  m4.inputs[m4.ni++] = vi("b", 1, 1, (int64_t[]){3}, NULL);
+  m4.nodes[m4.nn++] = node("Add", "a,b", "y", attr_i("broadcast", 1), attr_i("axis", 2), NULL);
+  m4.outputs[m4.no++] = vi("y", 1, 3, d234, NULL);
+  expect_error(&m4, NULL, GP_ERR_VALUE, "is not a run of A's shape (2, 3, 4) at axis 2", NULL);
+  /* Sum before opset 8: one shape */
+  Model m5 = {.opset = 6};
+  m5.inputs[m5.ni++] = vi("a", 1, 3, d234, NULL);
+  m5.inputs[m5.ni++] = vi("b", 1, 1, (int64_t[]){4}, NULL);
+  m5.nodes[m5.nn++] = node("Sum", "a,b", "y", NULL);
+  m5.outputs[m5.no++] = vi("y", 1, 3, d234, NULL);
+  expect_error(&m5, NULL, GP_ERR_VALUE, "node 'y' (Sum, opset 6)", "no broadcasting", NULL);
+}
+
+Test(onnx, legacy_prelu_slope_along_channels) {
+  /* PRelu-6: a 1-d slope is one value per channel (axis 1); from opset 7 it broadcasts as numpy
+   * (against the last axis) */
+  Model md = {.opset = 6};
+  md.inputs[md.ni++] = vi("x", 1, 3, (int64_t[]){2, 3, 3}, NULL);
+  md.inputs[md.ni++] = vi("s", 1, 1, (int64_t[]){3}, NULL);
+  md.nodes[md.nn++] = node("PRelu", "x,s", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 3, (int64_t[]){2, 3, 3}, NULL);
+  expect(&md, NULL, "def @main(%x: Tensor[(2, 3, 3), float32], %s: Tensor[(3), float32]) {"
+                    " %0 = reshape(%s, newshape=[3, 1]);"
+                    " where(less(%x, 0f), multiply(%x, %0), %x) }");
+  md.opset = 7;
+  expect(&md, NULL, "def @main(%x: Tensor[(2, 3, 3), float32], %s: Tensor[(3), float32]) {"
+                    " where(less(%x, 0f), multiply(%x, %s), %x) }");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The dtypes beyond the kernels' own: packed int4, float8, uint64 initializers                 */
+
+static Gponnx__TensorProto *tensor_raw(const char *name, int dtype, int ndim, const int64_t *dims, const void *raw,
+                                       size_t len) {
+  Gponnx__TensorProto *t = NEW(Gponnx__TensorProto, GPONNX__TENSOR_PROTO__INIT);
+  t->name = S(name);
+  t->has_data_type = 1;
+  t->data_type = dtype;
+  t->n_dims = (size_t)ndim;
+  t->dims = A(sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
+  for (int i = 0; i < ndim; i++) t->dims[i] = dims[i];
+  t->has_raw_data = 1;
+  t->raw_data.len = len;
+  t->raw_data.data = A(len + 1);
+  memcpy(t->raw_data.data, raw, len);
+  return t;
+}
+
+Test(onnx, narrow_dtype_initializers) {
+  /* int4 (3 values packed in 2 bytes, first in the low nibble): 7, -8, -1 */
+  Model md = {.opset = 21};
+  md.inits[md.ninit++] = tensor_raw("q", 22, 1, (int64_t[]){3}, (const uint8_t[]){0x87, 0x0F}, 2);
+  md.inits[md.ninit++] = tensor_raw("f", 17, 1, (int64_t[]){2}, (const uint8_t[]){0x38, 0xFE}, 2); /* 1, -448 */
+  md.inits[md.ninit++] = tensor_raw("u", 13, 1, (int64_t[]){1}, (const uint64_t[]){UINT64_MAX}, 8);
+  md.nodes[md.nn++] = node("Cast", "q", "qf", attr_i("to", 1), NULL);
+  md.nodes[md.nn++] = node("Cast", "f", "ff", attr_i("to", 1), NULL);
+  md.nodes[md.nn++] = node("Identity", "u", "uu", NULL);
+  md.outputs[md.no++] = vi("qf", 1, 1, (int64_t[]){3}, NULL);
+  md.outputs[md.no++] = vi("ff", 1, 1, (int64_t[]){2}, NULL);
+  md.outputs[md.no++] = vi("uu", 13, 1, (int64_t[]){1}, NULL);
+  GPModule *m = import(&md, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  GPTensor **out = NULL;
+  int32_t nout = 0;
+  cr_assert_eq(gp_eval_function(m, "main", 0, NULL, &out, &nout, NULL), 0, "%s", gp_error_message());
+  cr_assert_eq(nout, 3);
+  const float *qf = out[0]->dl.data, *ff = out[1]->dl.data;
+  cr_assert(qf[0] == 7 && qf[1] == -8 && qf[2] == -1, "%g %g %g", qf[0], qf[1], qf[2]);
+  cr_assert(ff[0] == 1 && ff[1] == -448, "%g %g", ff[0], ff[1]);
+  cr_assert_eq(gp_tensor_get_f64(out[2], 0), 18446744073709551615.0);
+  for (int32_t i = 0; i < nout; i++) gp_release(out[i]);
+  gp_free(out);
+  gp_release(m);
+  /* packed data of the wrong size */
+  Model m2 = {.opset = 21};
+  m2.inits[m2.ninit++] = tensor_raw("q", 22, 1, (int64_t[]){3}, (const uint8_t[]){0x87}, 1);
+  m2.nodes[m2.nn++] = node("Identity", "q", "y", NULL);
+  m2.outputs[m2.no++] = vi("y", 22, 1, (int64_t[]){3}, NULL);
+  expect_error(&m2, NULL, GP_ERR_VALUE, "tensor 'q': raw_data has 1 bytes, dims and dtype need 2", NULL);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Zero-copy import: a model file is mapped and its large raw_data viewed in place             */
+
+Test(onnx, mapped_file_weights_are_views) {
+  char dir[] = "/tmp/gp_onnx_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  enum { N = 2001 }; /* 8004 bytes: viewed in place (>= OX_VIEW_MIN) */
+  float *w = gp_malloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) w[i] = (float)i * 0.5f - 7.0f;
+  uint8_t *bools = gp_malloc(5000);
+  for (int i = 0; i < 5000; i++) bools[i] = (uint8_t)(i % 3 == 0 ? 7 : 0); /* not 0/1: normalized */
+  for (int odd = 0; odd < 2; odd++) {
+    /* names of two lengths: the payload starts at two offsets, one misaligned for float32 */
+    Model md = {.opset = 13};
+    md.inputs[md.ni++] = vi("x", 1, 1, (int64_t[]){N}, NULL);
+    md.inits[md.ninit++] = tensor_f32(odd ? "w_misaligned" : "w", 1, (int64_t[]){N}, w);
+    md.inits[md.ninit++] = tensor_raw("b", 9, 1, (int64_t[]){5000}, bools, 5000);
+    md.nodes[md.nn++] = node("Add", odd ? "x,w_misaligned" : "x,w", "y", NULL);
+    md.nodes[md.nn++] = node("Identity", "b", "bb", NULL);
+    md.outputs[md.no++] = vi("y", 1, 1, (int64_t[]){N}, NULL);
+    md.outputs[md.no++] = vi("bb", 9, 1, (int64_t[]){5000}, NULL);
+    size_t len;
+    uint8_t *buf = pack(&md, &len);
+    /* the skeleton leaves both payloads in the file and says where they are */
+    uint8_t *skel;
+    size_t skel_len, nspans;
+    OxSpan *spans;
+    cr_assert_eq(ox_skeleton(buf, len, &skel, &skel_len, &spans, &nspans), 0);
+    cr_assert_eq(nspans, 2);
+    cr_assert_eq(spans[0].len, N * sizeof(float));
+    cr_assert_eq(memcmp(buf + spans[0].off, w, N * sizeof(float)), 0);
+    cr_assert_eq(spans[1].len, 5000);
+    cr_assert_lt(skel_len, len - N * sizeof(float) - 5000); /* the payloads and some length bytes */
+    Gponnx__ModelProto *sk = gponnx__model_proto__unpack(NULL, skel_len, skel);
+    cr_assert(sk && sk->graph && sk->graph->n_initializer == 2 && sk->graph->initializer[0]->has_raw_data &&
+              sk->graph->initializer[0]->raw_data.len == 0 && sk->graph->n_node == 2);
+    gponnx__model_proto__free_unpacked(sk, NULL);
+    gp_free(skel);
+    gp_free(spans);
+    GPBuf path = {0};
+    gp_buf_printf(&path, "%s/m%d.onnx", dir, odd);
+    FILE *f = fopen(path.data, "wb");
+    cr_assert(f && fwrite(buf, 1, len, f) == len && fclose(f) == 0);
+    GPModule *m = gp_onnx_import_file(path.data, NULL);
+    cr_assert(m, "%s", gp_error_message());
+    unlink(path.data); /* the mapping outlives the name */
+    GPTuple *tup = (GPTuple *)gp_module_lookup(m, "main")->body;
+    GPCall *add = (GPCall *)tup->fields[0];
+    GPTensor *wt = ((GPConstant *)add->args[1])->data;
+    cr_assert_not_null(wt->managed, "the weight is not a view of the file");
+    cr_assert_eq(gp_tensor_get_f64(wt, N - 1), (double)((float)(N - 1) * 0.5f - 7.0f));
+    /* its pages can be handed back and come back from the file */
+    gp_tensor_drop_pages(wt);
+    cr_assert_eq(gp_tensor_get_f64(wt, 3), (double)(3 * 0.5f - 7.0f));
+    /* evaluated at any alignment (the evaluator copies a misaligned input) */
+    GPTensor *x = gp_tensor_alloc(GP_DT_F32, 1, (int64_t[]){N}, true);
+    for (int i = 0; i < N; i++) ((float *)x->dl.data)[i] = 1.0f;
+    GPTensor **out = NULL;
+    int32_t nout = 0;
+    cr_assert_eq(gp_eval_function(m, "main", 1, &x, &out, &nout, NULL), 0, "%s", gp_error_message());
+    for (int i = 0; i < N; i++) cr_assert_eq(((float *)out[0]->dl.data)[i], w[i] + 1.0f, "element %d", i);
+    for (int i = 0; i < 5000; i++) cr_assert_eq(gp_tensor_get_i64(out[1], i), i % 3 == 0, "bool %d", i);
+    for (int32_t i = 0; i < nout; i++) gp_release(out[i]);
+    gp_free(out);
+    gp_release(x);
+    /* a constant outlives the module that imported it (and the mapping with it) */
+    gp_retain(wt);
+    gp_release(m);
+    cr_assert_eq(gp_tensor_get_f64(wt, 10), (double)(10 * 0.5f - 7.0f));
+    gp_release(wt);
+    /* a truncated file: the skeleton walk refuses it and protobuf-c reports it as before */
+    f = fopen(path.data, "wb");
+    cr_assert(f && fwrite(buf, 1, len - 100, f) == len - 100 && fclose(f) == 0);
+    cr_assert_null(gp_onnx_import_file(path.data, NULL));
+    cr_assert_eq(gp_error_kind(), GP_ERR_PARSE, "%s", gp_error_message());
+    gp_error_clear();
+    unlink(path.data);
+    gp_buf_free(&path);
+    gp_free(buf);
+  }
+  gp_free(w);
+  gp_free(bools);
+  rmdir(dir);
 }

@@ -731,3 +731,35 @@ Test(parse_print, fixed_point_on_the_example) {
   gp_release(m1);
   gp_release(m2);
 }
+
+/* A dtype that does not exist is an error at its position: float33, int7, uint1 (only bool is
+ * one bit), bfloat32, float8 without its format; the narrow types that exist parse and print
+ * back. */
+Test(parse_errors, dtypes_that_do_not_exist) {
+  expect_error("def @main(%x: Tensor[(1), float33]) { %x }", "t.relay:1:27: error: unknown data type 'float33'");
+  expect_error("def @main(%x: Tensor[(1), int7]) { %x }", "t.relay:1:27: error: unknown data type 'int7'");
+  expect_error("def @main(%x: Tensor[(1), uint1]) { %x }", "t.relay:1:27: error: unknown data type 'uint1'");
+  expect_error("def @main(%x: Tensor[(1), bfloat32]) { %x }", "t.relay:1:27: error: unknown data type 'bfloat32'");
+  expect_error("def @main(%x: Tensor[(1), float8]) { %x }", "t.relay:1:27: error: unknown data type 'float8'");
+  expect_error("def @main(%x: int7) { %x }", "t.relay:1:15: error: unknown type 'int7'");
+  expect_error(MAIN "  cast(%x, dtype=\"float33\")\n}\n", "t.relay:2:");
+}
+
+Test(parse, narrow_and_unsigned_dtypes_round_trip) {
+  const char *text = "def @main(%a: Tensor[(2), float8_e4m3fn], %b: Tensor[(2), float8_e5m2fnuz], %c: Tensor[(2), int4], "
+                     "%d: Tensor[(2), uint2], %e: Tensor[(2), uint64], %f: Tensor[(2), float4_e2m1fn], "
+                     "%g: Tensor[(2), bfloat16], %h: Tensor[(2), float8_e8m0fnu]) {\n  %a\n}\n";
+  GPModule *m = parse_str(text);
+  cr_assert(m, "%s", gp_error_message());
+  GPFunctionExpr *f = fn_of(m, "main");
+  cr_assert_eq(f->params[0]->type_annotation, gp_type_tensor(GP_DT(GP_DL_FLOAT8_E4M3FN, 8), 1, (int64_t[]){2}));
+  cr_assert_eq(f->params[2]->type_annotation, gp_type_tensor(GP_DT(kDLInt, 4), 1, (int64_t[]){2}));
+  cr_assert_eq(f->params[4]->type_annotation, gp_type_tensor(GP_DT_U64, 1, (int64_t[]){2}));
+  char *s = gp_print(m, 0);
+  cr_assert(strstr(s, "float8_e4m3fn]") && strstr(s, "float8_e5m2fnuz]") && strstr(s, "int4]") &&
+                strstr(s, "uint2]") && strstr(s, "float4_e2m1fn]") && strstr(s, "bfloat16]") &&
+                strstr(s, "float8_e8m0fnu]"),
+            "%s", s);
+  gp_free(s);
+  gp_release(m);
+}

@@ -73,6 +73,7 @@ static int cv_gemm(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (alpha != 1.0) a = ox_op2(im, "multiply", a, ox_scalar(im, dt, alpha));
   GPExpr *y = ox_op2(im, "nn.dense", a, b);
   if (y && c) {
+    if (!(c = ox_legacy_bcast(im, n, y, c))) return -1; /* opsets < 7: C by `broadcast` */
     if (beta != 1.0) c = ox_op2(im, "multiply", c, ox_scalar(im, ox_dtype(c), beta));
     y = ox_op2(im, "add", y, c);
   }
@@ -159,7 +160,10 @@ static int cv_dropout(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (n->opset >= 12 && ox_in(n, 2)) {
     double training;
     if (ox_const_scalar(im, ox_in(n, 2), "training_mode", &training) != 0) return -1;
-    if (training != 0) return ox_unsupported("training_mode=True (random dropout)");
+    /* training with a ratio known to be 0 drops nothing: y = x / (1 - 0), the mask all true */
+    double ratio = 0.5;
+    if (training != 0 && ox_in(n, 1) && ox_const_scalar(im, ox_in(n, 1), "ratio", &ratio) != 0) return -1;
+    if (training != 0 && ratio != 0) return ox_unsupported("training_mode=True (random dropout)");
   }
   if (n->opset < 7 && ox_attr_int(n, "is_test", 0) == 0) return ox_unsupported("is_test=0 (random dropout)");
   out[0] = x;
@@ -195,9 +199,10 @@ static int cv_relu(OxImporter *im, const OxNode *n, GPExpr **out) {
 
 static int cv_sum(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (n->nin < 1) return ox_invalid("Sum needs at least one input");
-  GPExpr *acc = ox_req(n, 0);
+  GPExpr *acc = ox_req(n, 0), *first = acc;
   for (int32_t i = 1; acc && i < n->nin; i++) {
     GPExpr *b = ox_req(n, i);
+    if (b && ox_legacy_same_shapes(n, (GPExpr *[]){first, b}, 2) != 0) return -1;
     acc = b ? ox_op2(im, "add", acc, b) : NULL;
   }
   out[0] = acc;

@@ -558,12 +558,19 @@ static int cv_affine_grid(OxImporter *im, const OxNode *n, GPExpr **out) {
 /* The saturation range of a quantized dtype; -1 (unsupported) for others. */
 static int q_range(DLDataType dt, double *lo, double *hi) {
   if (dt.lanes != 1) return ox_unsupported("vector dtype");
-  if (dt.code == kDLUInt && dt.bits == 8) *lo = 0, *hi = 255;
-  else if (dt.code == kDLInt && dt.bits == 8) *lo = -128, *hi = 127;
-  else if (dt.code == kDLInt && dt.bits == 16) *lo = -32768, *hi = 32767;
-  else if (dt.code == kDLInt && dt.bits == 32) *lo = -2147483648.0, *hi = 2147483647.0;
-  else return ox_unsupported("quantized dtype %s", gp_ops_dtype(dt).s);
+  bool ok = (dt.code == kDLInt && (dt.bits == 2 || dt.bits == 4 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32)) ||
+            (dt.code == kDLUInt && (dt.bits == 2 || dt.bits == 4 || dt.bits == 8 || dt.bits == 16));
+  if (!ok) return ox_unsupported("quantized dtype %s", gp_ops_dtype(dt).s);
+  int64_t l, h;
+  gp_dtype_int_range(dt, &l, &h);
+  *lo = (double)l, *hi = (double)h;
   return 0;
+}
+
+/* The float8 / float4 types (quantized without rounding to integers). */
+static bool q_narrow_float(DLDataType dt) {
+  return dt.code != kDLInt && dt.code != kDLUInt && gp_dtype_is_storage(dt, NULL) && dt.code != kDLBfloat &&
+         dt.code != GP_DL_FLOAT8_E8M0FNU;
 }
 
 /* scale / zero point e (0-d or 1-d) shaped to broadcast against a rank-r tensor along axis. */
@@ -585,8 +592,19 @@ static GPExpr *q_param(OxImporter *im, GPExpr *e, int32_t r, int64_t axis, const
 /* saturate(round(x / scale) + zp) as dtype qt; x, scale float; zp NULL or any dtype. */
 static GPExpr *q_quantize(OxImporter *im, GPExpr *x, GPExpr *scale, GPExpr *zp, DLDataType qt) {
   double lo, hi;
-  if (q_range(qt, &lo, &hi) != 0) return NULL;
   DLDataType ct = ox_dtype(x).bits == 64 ? ox_dtype(x) : k_f32;
+  if (q_narrow_float(qt)) {
+    /* ONNX's reference: x / scale cast (saturating) to the float8 type; float4 adds the zero
+     * point first, float8 has none. */
+    GPExpr *xf = ox_cast(im, x, ct), *sf = xf ? ox_cast(im, scale, ct) : NULL;
+    GPExpr *v = sf ? ox_op2(im, "divide", xf, sf) : NULL;
+    if (v && zp && qt.code == GP_DL_FLOAT4_E2M1FN) {
+      GPExpr *zf = ox_cast(im, zp, ct);
+      v = zf ? ox_op2(im, "add", v, zf) : NULL;
+    }
+    return v ? ox_cast(im, v, qt) : NULL;
+  }
+  if (q_range(qt, &lo, &hi) != 0) return NULL;
   GPExpr *xf = ox_cast(im, x, ct), *sf = xf ? ox_cast(im, scale, ct) : NULL;
   GPExpr *v = sf ? ox_op2(im, "divide", xf, sf) : NULL;
   /* clip first so that the rounding trick's range holds; saturation is unchanged */
@@ -652,6 +670,8 @@ static int cv_quantize(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (ox_dtype_from_onnx((int32_t)odt, &qt) != 0) return -1;
   }
   if (!ox_is_float(ox_dtype(x))) return ox_unsupported("QuantizeLinear of %s input", gp_ops_dtype(ox_dtype(x)).s);
+  if (q_narrow_float(qt) && qt.bits == 8 && ox_attr_int(n, "saturate", 1) == 0)
+    return ox_unsupported("QuantizeLinear to %s with saturate=0", gp_ops_dtype(qt).s);
   int64_t xs[MAXR];
   int32_t xr = 0;
   GPExpr *s, *z = NULL;
@@ -677,7 +697,9 @@ static int cv_dequantize(OxImporter *im, const OxNode *n, GPExpr **out) {
   int64_t axis = ox_attr_int(n, "axis", 1);
   if (gp_error_kind() != GP_OK) return -1;
   double lo, hi;
-  if (q_range(ox_dtype(x), &lo, &hi) != 0) return -1;
+  bool nf = q_narrow_float(ox_dtype(x)); /* float8 / float4: the zero point is not used */
+  if (!nf && q_range(ox_dtype(x), &lo, &hi) != 0) return -1;
+  if (nf) zp = NULL;
   DLDataType st = ox_dtype(scale);
   if (!ox_is_float(st)) return ox_unsupported("x_scale of %s", gp_ops_dtype(st).s);
   DLDataType ct = st.bits == 64 ? st : k_f32;

@@ -40,6 +40,63 @@ static int need_float(const GPExpr *e, const char *what) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Broadcasting before opset 7                                                                 */
+
+static bool same_shape(const GPType *a, const GPType *b) {
+  if (a->n != b->n) return false;
+  for (int32_t i = 0; i < a->n; i++)
+    if (a->tensor.shape[i] != b->tensor.shape[i]) return false;
+  return true;
+}
+
+/* The second operand of a binary op of opsets 1 to 6 (Add Sub Mul Div Pow, And Or Xor, Equal
+ * Greater Less; Gemm's C), as numpy broadcasting needs it.  Without broadcast=1 the shapes must
+ * be equal.  With it, B's shape must be a contiguous run of A's starting at `axis` (default:
+ * A's last dims), or B holds one element; B is reshaped to B's dims followed by a 1 for each of
+ * A's dims after the run, which numpy then aligns with A.  Other opsets: b unchanged. */
+GPExpr *ox_legacy_bcast(OxImporter *im, const OxNode *n, GPExpr *a, GPExpr *b) {
+  if (!a || !b || n->opset >= 7) return b;
+  const GPType *ta = ox_type(a), *tb = ox_type(b);
+  if (!ox_attr_int(n, "broadcast", 0)) {
+    if (same_shape(ta, tb)) return b;
+    return (void)ox_invalid("input B of shape %s differs from A's %s and broadcast is 0 (opset %d: no "
+                            "implicit broadcasting)", gp_ops_shape(tb).s, gp_ops_shape(ta).s, (int)n->opset),
+           NULL;
+  }
+  if (ox_static(a, "input A") != 0 || ox_static(b, "input B") != 0) return NULL;
+  int64_t numel = 1;
+  for (int32_t i = 0; i < tb->n; i++) numel *= tb->tensor.shape[i];
+  if (numel == 1 && tb->n <= ta->n) return b; /* a scalar: numpy broadcasts it as is */
+  int32_t ra = ta->n, rb = tb->n;
+  int64_t axis = ox_has_attr(n, "axis") ? ox_attr_int(n, "axis", 0) : ra - rb;
+  if (axis < 0) axis += ra;
+  bool ok = rb <= ra && axis >= 0 && axis + rb <= ra;
+  for (int32_t i = 0; ok && i < rb; i++) ok = tb->tensor.shape[i] == ta->tensor.shape[axis + i];
+  if (!ok)
+    return (void)ox_invalid("input B of shape %s is not a run of A's shape %s at axis %lld (opset %d "
+                            "broadcasting)", gp_ops_shape(tb).s, gp_ops_shape(ta).s, (long long)axis,
+                            (int)n->opset),
+           NULL;
+  int64_t shape[GP_OX_MAX_RANK];
+  int32_t nr = (int32_t)(ra - axis);
+  for (int32_t i = 0; i < nr; i++) shape[i] = i < rb ? tb->tensor.shape[i] : 1;
+  if (nr == rb) return b;
+  const char *keys[] = {"newshape"};
+  GPAttrValue vals[] = {gp_attr_ints(nr, shape)};
+  return ox_call(im, "reshape", 1, &b, 1, keys, vals);
+}
+
+/* Sum, Max, Min, Mean before opset 8 take inputs of one shape (no broadcasting). */
+int ox_legacy_same_shapes(const OxNode *n, GPExpr *const *in, int32_t count) {
+  if (n->opset >= 8) return 0;
+  for (int32_t i = 1; i < count; i++)
+    if (in[i] && in[0] && !same_shape(ox_type(in[0]), ox_type(in[i])))
+      return ox_invalid("input %d of shape %s differs from input 0's %s (opset %d: no broadcasting)", (int)i,
+                        gp_ops_shape(ox_type(in[i])).s, gp_ops_shape(ox_type(in[0])).s, (int)n->opset);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* One input, one Relay op; two inputs, one Relay op.                                          */
 
 #define OX_UNARY(X)                \
@@ -100,7 +157,7 @@ OX_UNARY(OX_DEF_UNARY)
 #define OX_DEF_BINARY(onnx, relay)                                     \
   static int cv_##onnx(OxImporter *im, const OxNode *n, GPExpr **out) { \
     GPExpr *a = ox_req(n, 0), *b = a ? ox_req(n, 1) : NULL;            \
-    if (!b) return -1;                                                 \
+    if (!b || !(b = ox_legacy_bcast(im, n, a, b))) return -1;          \
     out[0] = ox_op2(im, relay, a, b);                                  \
     return out[0] ? 0 : -1;                                            \
   }
@@ -122,7 +179,7 @@ static int cv_Reciprocal(OxImporter *im, const OxNode *n, GPExpr **out) {
  * for an integer X, as numpy's astype of the float result).  Two integer dtypes: in int64. */
 static int cv_Pow(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *y = x ? ox_req(n, 1) : NULL;
-  if (!y) return -1;
+  if (!y || !(y = ox_legacy_bcast(im, n, x, y))) return -1;
   DLDataType tx = ox_dtype(x), ty = ox_dtype(y);
   if (gp_dtype_eq(tx, ty)) {
     out[0] = ox_op2(im, "power", x, y);
@@ -148,9 +205,10 @@ static int cv_Mod(OxImporter *im, const OxNode *n, GPExpr **out) {
 
 /* Max, Min, Mean, (Sum is cv_core's): a left fold with multi-way broadcasting. */
 static GPExpr *fold(OxImporter *im, const OxNode *n, const char *op) {
-  GPExpr *acc = ox_req(n, 0);
+  GPExpr *acc = ox_req(n, 0), *first = acc;
   for (int32_t i = 1; acc && i < n->nin; i++) {
     GPExpr *e = ox_req(n, i);
+    if (e && ox_legacy_same_shapes(n, (GPExpr *[]){first, e}, 2) != 0) return NULL;
     acc = e ? ox_op2(im, op, acc, e) : NULL;
   }
   return acc;
@@ -235,20 +293,54 @@ static int cv_Where(OxImporter *im, const OxNode *n, GPExpr **out) {
 /* ------------------------------------------------------------------------------------------ */
 /* Cast                                                                                        */
 
+/* Cast to dt.  Relay's cast to a float8 type saturates (ONNX's default, saturate=1); with
+ * saturate=0 (opset 19) a value that rounds beyond the largest finite one, or an infinity,
+ * becomes infinity (float8_e5m2, with its sign) or NaN: where(|x| beyond the rounding
+ * boundary, that value, cast(x)).  The boundary is halfway to the next binade's first value:
+ * beyond it for e4m3fn (448's mantissa is even, so the tie rounds down to it), from it on for
+ * the others (their largest mantissa is odd). */
+static GPExpr *cast_to(OxImporter *im, const OxNode *n, GPExpr *x, DLDataType dt) {
+  const char *rm = ox_attr_str(im, n, "round_mode", "up");
+  if (dt.code == GP_DL_FLOAT8_E8M0FNU && rm && strcmp(rm, "up") != 0) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "Cast to FLOAT8E8M0 with round_mode '%s' (only 'up', the default, is "
+                 "supported)", rm);
+    return NULL;
+  }
+  GPExpr *y = ox_cast(im, x, dt);
+  bool f8 = dt.code == GP_DL_FLOAT8_E4M3FN || dt.code == GP_DL_FLOAT8_E4M3FNUZ || dt.code == GP_DL_FLOAT8_E5M2 ||
+            dt.code == GP_DL_FLOAT8_E5M2FNUZ;
+  DLDataType xt = ox_dtype(x);
+  if (!y || !f8 || ox_attr_int(n, "saturate", 1) != 0 || !ox_is_float(xt) || gp_dtype_eq(xt, dt)) return y;
+  double bound = dt.code == GP_DL_FLOAT8_E4M3FN ? 464.0 : dt.code == GP_DL_FLOAT8_E4M3FNUZ ? 248.0 : 61440.0;
+  GPExpr *ax = ox_op1(im, "abs", x);
+  GPExpr *far = ax ? ox_op2(im, dt.code == GP_DL_FLOAT8_E4M3FN ? "greater" : "greater_equal", ax,
+                            ox_scalar(im, xt, bound)) : NULL;
+  GPExpr *ov;
+  if (dt.code == GP_DL_FLOAT8_E5M2) {
+    GPExpr *neg = ox_op2(im, "less", x, ox_scalar(im, xt, 0.0));
+    ov = neg ? ox_call(im, "where", 3, (GPExpr *[]){neg, ox_scalar(im, dt, -INFINITY), ox_scalar(im, dt, INFINITY)},
+                       0, NULL, NULL)
+             : NULL;
+  } else {
+    ov = ox_scalar(im, dt, NAN);
+  }
+  return far && ov ? ox_call(im, "where", 3, (GPExpr *[]){far, ov, y}, 0, NULL, NULL) : NULL;
+}
+
 static int cv_Cast(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0);
   if (!x) return -1;
   if (!ox_has_attr(n, "to")) return ox_invalid("attribute to is required");
   DLDataType dt;
   if (ox_dtype_from_onnx((int32_t)ox_attr_int(n, "to", 0), &dt) != 0) return -1;
-  out[0] = ox_cast(im, x, dt);
+  out[0] = cast_to(im, n, x, dt);
   return out[0] ? 0 : -1;
 }
 
 static int cv_CastLike(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *like = x ? ox_req(n, 1) : NULL;
   if (!like) return -1;
-  out[0] = ox_cast(im, x, ox_dtype(like));
+  out[0] = cast_to(im, n, x, ox_dtype(like));
   return out[0] ? 0 : -1;
 }
 
@@ -282,7 +374,10 @@ static GPExpr *elu(OxImporter *im, GPExpr *x, double alpha) {
 static int cv_Elu(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = fin(n);
   if (!x) return -1;
-  DONE(elu(im, x, ox_attr_float(n, "alpha", 1.0)));
+  DLDataType xt = ox_dtype(x); /* bfloat16: in float32, rounded once (as Celu) */
+  if (xt.code == kDLBfloat) x = ox_cast(im, x, GP_DT_F32);
+  GPExpr *y = x ? elu(im, x, ox_attr_float(n, "alpha", 1.0)) : NULL;
+  DONE(y ? ox_cast(im, y, xt) : NULL);
 }
 
 static int cv_Selu(OxImporter *im, const OxNode *n, GPExpr **out) {
@@ -298,8 +393,13 @@ static int cv_Celu(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = fin(n);
   if (!x) return -1;
   double alpha = ox_attr_float(n, "alpha", 1.0);
+  /* bfloat16 computes in float32 and rounds once, as ONNX's reference (rounding every step to
+   * bfloat16's 8 bits would be off by more than its rtol) */
+  DLDataType xt = ox_dtype(x);
+  if (xt.code == kDLBfloat) x = ox_cast(im, x, GP_DT_F32);
   GPExpr *e = mulc(im, addc(im, op1(im, "exp", op2(im, "divide", x, sc(im, x, alpha))), -1), alpha);
-  DONE(op2(im, "add", relu(im, x), op2(im, "minimum", e, sc(im, x, 0))));
+  GPExpr *y = op2(im, "add", relu(im, x), op2(im, "minimum", e, sc(im, x, 0)));
+  DONE(y ? ox_cast(im, y, xt) : NULL);
 }
 
 static int cv_ThresholdedRelu(OxImporter *im, const OxNode *n, GPExpr **out) {
@@ -367,6 +467,18 @@ static int cv_PRelu(OxImporter *im, const OxNode *n, GPExpr **out) {
   GPExpr *x = ox_req(n, 0), *slope = x ? ox_req(n, 1) : NULL;
   if (!slope) return -1;
   const GPType *tx = ox_type(x), *ts = ox_type(slope);
+  if (n->opset < 7 && ts->n == 1 && tx->n >= 2 && ts->tensor.shape[0] != 1) {
+    /* opsets 1 and 6: a 1-d slope runs along the channel axis (1), not the last one */
+    if (ts->tensor.shape[0] != tx->tensor.shape[1])
+      return ox_invalid("input slope of %lld values for input X of shape %s (one per channel, axis 1)",
+                        (long long)ts->tensor.shape[0], gp_ops_shape(tx).s);
+    int64_t shape[GP_OX_MAX_RANK];
+    for (int32_t i = 0; i < tx->n - 1; i++) shape[i] = i == 0 ? ts->tensor.shape[0] : 1;
+    const char *keys[] = {"newshape"};
+    GPAttrValue vals[] = {gp_attr_ints(tx->n - 1, shape)};
+    if (!(slope = ox_call(im, "reshape", 1, &slope, 1, keys, vals))) return -1;
+    ts = ox_type(slope);
+  }
   if (ts->n > tx->n)
     return ox_invalid("input slope of shape %s does not broadcast to input X of shape %s", gp_ops_shape(ts).s,
                       gp_ops_shape(tx).s);

@@ -135,7 +135,7 @@ GPTensor *ox_attr_tensor(OxImporter *im, const OxNode *n, const char *name);
 /* ONNX TensorProto.DataType -> DLDataType; GP_ERR_UNSUPPORTED naming the type otherwise. */
 int ox_dtype_from_onnx(int32_t onnx_type, DLDataType *out);
 const char *ox_onnx_type_name(int32_t onnx_type); /* "FLOAT", "BFLOAT16", "type 99" (static) */
-static inline bool ox_is_float(DLDataType t) { return t.code == kDLFloat; }
+static inline bool ox_is_float(DLDataType t) { return t.code == kDLFloat || (t.code == kDLBfloat && t.bits == 16); }
 static inline bool ox_is_int(DLDataType t) { return t.code == kDLInt || (t.code == kDLUInt && t.bits > 1); }
 static inline bool ox_is_bool(DLDataType t) { return t.code == kDLUInt && t.bits == 1; }
 
@@ -156,6 +156,11 @@ GPExpr *ox_scalar(OxImporter *im, DLDataType dt, double v);
 GPExpr *ox_ints_const(OxImporter *im, int32_t n, const int64_t *v);
 GPExpr *ox_tuple(OxImporter *im, int32_t n, GPExpr *const *fields);
 GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index);
+/* Opsets before 7 (cv_math.c): the B operand of a binary op broadcast by the `broadcast` /
+ * `axis` attributes (b itself from opset 7 on; NULL + error when the shapes do not fit), and
+ * the one-shape rule of Sum/Max/Min/Mean before opset 8 (-1 + error). */
+GPExpr *ox_legacy_bcast(OxImporter *im, const OxNode *n, GPExpr *a, GPExpr *b);
+int ox_legacy_same_shapes(const OxNode *n, GPExpr *const *in, int32_t count);
 /* cast(e, dtype) unless e already has dtype dt (then e itself). */
 GPExpr *ox_cast(OxImporter *im, GPExpr *e, DLDataType dt);
 /* A pool-owned scratch allocation (freed when the import ends). */
@@ -169,6 +174,37 @@ void *ox_alloc(OxImporter *im, size_t size);
  * copied; external data is mapped from base_dir/location (shared when aligned to the element
  * size, else copied).  NULL + error naming the tensor. */
 GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir);
+
+/* A mapped file, refcounted: the importer holds one reference while it runs and every tensor
+ * that views the file holds one, so the mapping lives while any constant uses it.
+ * ox_mapping_new takes over a mapping made with mmap (munmap at the last release). */
+typedef struct OxMapping OxMapping;
+OxMapping *ox_mapping_new(void *base, size_t len);
+void ox_mapping_retain(OxMapping *mp);
+void ox_mapping_release(OxMapping *mp); /* NULL: nothing */
+/* Where a tensor's raw_data lies in a mapped model file (ox_skeleton left it out). */
+typedef struct OxRawView {
+  OxMapping *map;
+  const uint8_t *data;
+  size_t len;
+} OxRawView;
+/* ox_tensor_from_proto with the raw_data at `view` (NULL: the proto's own): the tensor views
+ * the mapping in place, at any alignment (DLPack's byte_offset past a 256-byte aligned data
+ * pointer); copied only where it must be converted (bool normalized to 0/1, 2- and 4-bit types
+ * unpacked).  Little-endian hosts only, as the whole frontend. */
+GPTensor *ox_tensor_from_proto_view(Gponnx__TensorProto *tp, const char *base_dir, const OxRawView *view);
+
+/* The serialized ModelProto at data without the payloads of its graph's initializers' raw_data
+ * of at least OX_VIEW_MIN bytes (written as empty raw_data), so that unpacking it copies no
+ * weights; (*spans)[i] is where initializer i's payload lies in data (len 0: in the skeleton).
+ * Only the top-level graph's initializers are left out (Constant nodes and subgraphs keep
+ * theirs).  -1 when data is not well-formed protobuf wire format (the caller unpacks data as
+ * it is, and protobuf-c reports the error); no error is set. */
+#define OX_VIEW_MIN 4096
+typedef struct OxSpan {
+  size_t off, len;
+} OxSpan;
+int ox_skeleton(const uint8_t *data, size_t len, uint8_t **out, size_t *out_len, OxSpan **spans, size_t *nspans);
 /* A whole file into a gp_malloc'd buffer; -1 + GP_ERR_IO. */
 int ox_read_whole_file(const char *path, void **data, size_t *len);
 

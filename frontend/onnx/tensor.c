@@ -41,6 +41,20 @@ int ox_dtype_from_onnx(int32_t t, DLDataType *out) {
   case 9: *out = GP_DT_BOOL; return 0;
   case 10: *out = GP_DT_F16; return 0;
   case 11: *out = GP_DT_F64; return 0;
+  case 4: *out = GP_DT_U16; return 0;
+  case 12: *out = GP_DT_U32; return 0;
+  case 13: *out = GP_DT_U64; return 0;
+  case 16: *out = GP_DT_BF16; return 0;
+  case 17: *out = GP_DT(GP_DL_FLOAT8_E4M3FN, 8); return 0;
+  case 18: *out = GP_DT(GP_DL_FLOAT8_E4M3FNUZ, 8); return 0;
+  case 19: *out = GP_DT(GP_DL_FLOAT8_E5M2, 8); return 0;
+  case 20: *out = GP_DT(GP_DL_FLOAT8_E5M2FNUZ, 8); return 0;
+  case 21: *out = GP_DT(kDLUInt, 4); return 0;
+  case 22: *out = GP_DT(kDLInt, 4); return 0;
+  case 23: *out = GP_DT(GP_DL_FLOAT4_E2M1FN, 4); return 0;
+  case 24: *out = GP_DT(GP_DL_FLOAT8_E8M0FNU, 8); return 0;
+  case 25: *out = GP_DT(kDLUInt, 2); return 0;
+  case 26: *out = GP_DT(kDLInt, 2); return 0;
   default:
     gp_error_set(GP_ERR_UNSUPPORTED, "dtype %s is not supported", ox_onnx_type_name(t));
     return -1;
@@ -57,22 +71,46 @@ static void heap_deleter(DLManagedTensor *m) {
   gp_free(m);
 }
 
-/* A mapped external data file, shared by every tensor that points into it. */
-typedef struct Mapping {
-  int refs; /* guarded by the import: tensors are made on one thread; released anywhere */
+/* A mapped file (the model, an external data file), shared by every tensor that views it. */
+struct OxMapping {
+  int refs; /* atomic: tensors are released on any thread */
   void *base;
   size_t len;
-} Mapping;
+};
 
-static void mapping_release(Mapping *mp) {
-  if (__atomic_sub_fetch(&mp->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+OxMapping *ox_mapping_new(void *base, size_t len) {
+  OxMapping *mp = gp_malloc(sizeof *mp);
+  mp->refs = 1;
+  mp->base = base;
+  mp->len = len;
+  return mp;
+}
+
+void ox_mapping_retain(OxMapping *mp) { __atomic_add_fetch(&mp->refs, 1, __ATOMIC_RELAXED); }
+
+void ox_mapping_release(OxMapping *mp) {
+  if (mp && __atomic_sub_fetch(&mp->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     munmap(mp->base, mp->len);
     gp_free(mp);
   }
 }
 
+/* A tensor viewing a mapping: its manager_ctx. */
+typedef struct MappedView {
+  OxMapping *map;
+  const char *first; /* its bytes */
+  size_t len;
+} MappedView;
+
 static void mapped_deleter(DLManagedTensor *m) {
-  mapping_release(m->manager_ctx);
+  MappedView *v = m->manager_ctx;
+  /* The view's whole pages leave the process's resident set now (they stay in the page cache;
+   * the mapping is read-only and private, so nothing is lost: another view of the same pages
+   * faults them back in from the file). */
+  uintptr_t lo = ((uintptr_t)v->first + 4095) & ~(uintptr_t)4095, hi = ((uintptr_t)v->first + v->len) & ~(uintptr_t)4095;
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  ox_mapping_release(v->map);
+  gp_free(v);
   gp_free(m->dl_tensor.shape);
   gp_free(m);
 }
@@ -82,10 +120,26 @@ static GPTensor *wrap(DLDataType dt, int32_t ndim, const int64_t *dims, void *da
   DLManagedTensor *m = gp_calloc(1, sizeof *m);
   int64_t *shape = gp_malloc((size_t)(ndim ? ndim : 1) * sizeof(int64_t));
   if (ndim) memcpy(shape, dims, (size_t)ndim * sizeof(int64_t));
-  m->dl_tensor = (DLTensor){.data = data, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape};
+  /* DLPack's data pointer is 256-byte aligned; byte_offset reaches the first element (any
+   * alignment: the evaluator copies an input that is misaligned for its element type). */
+  uintptr_t at = (uintptr_t)data, base = at & ~(uintptr_t)255;
+  m->dl_tensor = (DLTensor){.data = (void *)base, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
+                            .byte_offset = (uint64_t)(at - base)};
   m->manager_ctx = ctx;
   m->deleter = deleter;
   return gp_tensor_from_dlpack(m); /* takes m, even on error */
+}
+
+/* A tensor viewing len bytes at p in the mapping (which it retains). */
+static GPTensor *view_of(OxMapping *mp, DLDataType dt, int32_t ndim, const int64_t *dims, const char *p, size_t len) {
+  MappedView *v = gp_malloc(sizeof *v);
+  ox_mapping_retain(mp);
+  v->map = mp;
+  v->first = p;
+  v->len = len;
+  GPTensor *t = wrap(dt, ndim, dims, (void *)p, v, mapped_deleter);
+  gp_tensor_set_file_backed(t);
+  return t;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -154,25 +208,22 @@ static GPTensor *external_tensor(const Gponnx__TensorProto *tp, const char *tnam
     return NULL;
   }
   GPTensor *t = NULL;
-  size_t elem = gp_dtype_bytes(dt);
   if (nbytes == 0) {
     t = gp_tensor_alloc(dt, ndim, dims, true);
   } else {
     void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
       gp_error_set(GP_ERR_IO, "tensor '%s': cannot map %s: %s", tname, p, strerror(errno));
-    } else if ((offset % elem) == 0) {
-      /* Shared with the file: no copy. */
-      Mapping *mp = gp_malloc(sizeof *mp);
-      mp->refs = 1;
-      mp->base = base;
-      mp->len = (size_t)st.st_size;
-      t = wrap(dt, ndim, dims, (char *)base + offset, mp, mapped_deleter);
-    } else {
-      /* Misaligned for the element type: copy out. */
-      t = gp_tensor_alloc(dt, ndim, dims, true);
-      memcpy(t->dl.data, (char *)base + offset, nbytes);
+    } else if (dt.bits == 1) {
+      /* bool: normalized to 0/1, so copied */
+      if ((t = gp_tensor_alloc(dt, ndim, dims, true)))
+        for (size_t i = 0; i < nbytes; i++) ((uint8_t *)t->dl.data)[i] = ((const uint8_t *)base)[offset + i] != 0;
       munmap(base, (size_t)st.st_size);
+    } else {
+      /* Shared with the file: no copy, at any alignment. */
+      OxMapping *mp = ox_mapping_new(base, (size_t)st.st_size);
+      t = view_of(mp, dt, ndim, dims, (const char *)base + offset, nbytes);
+      ox_mapping_release(mp);
     }
   }
   close(fd);
@@ -194,7 +245,56 @@ static void store_i64(void *dst, DLDataType dt, size_t i, int64_t v) {
   }
 }
 
+/* A 2- or 4-bit tensor: the packed bytes (raw_data, external data or int32_data, one byte per
+ * value) unpacked to one sign-extended (int) or zero-extended (uint, float4) byte per element. */
+static GPTensor *packed_tensor(const Gponnx__TensorProto *tp, const char *tname, DLDataType dt, int32_t ndim,
+                               const int64_t *dims, uint64_t numel, unsigned per_byte, const char *base_dir,
+                               const OxRawView *view) {
+  size_t nb = (size_t)((numel + per_byte - 1) / per_byte);
+  GPTensor *src = NULL;
+  const uint8_t *bytes = NULL;
+  uint8_t *owned = NULL;
+  if (tp->has_data_location && tp->data_location == GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    int64_t n = (int64_t)nb;
+    if (!(src = external_tensor(tp, tname, GP_DT_U8, 1, &n, nb, base_dir))) return NULL;
+    bytes = src->dl.data;
+  } else if (view || tp->has_raw_data) {
+    size_t have = view ? view->len : tp->raw_data.len;
+    if (have != nb) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': raw_data has %zu bytes, dims and dtype need %zu", tname, have, nb);
+      return NULL;
+    }
+    bytes = view ? view->data : tp->raw_data.data;
+  } else {
+    if (tp->n_int32_data != nb) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': int32_data has %zu values, dims need %zu (packed)", tname,
+                   tp->n_int32_data, nb);
+      return NULL;
+    }
+    owned = gp_malloc(nb ? nb : 1);
+    for (size_t i = 0; i < nb; i++) owned[i] = (uint8_t)tp->int32_data[i];
+    bytes = owned;
+  }
+  GPTensor *t = gp_tensor_alloc(dt, ndim, dims, true);
+  if (t) {
+    unsigned bits = dt.bits, mask = (1u << bits) - 1;
+    uint8_t *o = t->dl.data;
+    for (uint64_t i = 0; i < numel; i++) {
+      unsigned v = (bytes[i / per_byte] >> (bits * (i % per_byte))) & mask;
+      if (dt.code == kDLInt && (v >> (bits - 1))) v |= ~mask; /* sign-extend */
+      o[i] = (uint8_t)v;
+    }
+  }
+  gp_free(owned);
+  gp_release(src);
+  return t;
+}
+
 GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
+  return ox_tensor_from_proto_view(tp, base_dir, NULL);
+}
+
+GPTensor *ox_tensor_from_proto_view(Gponnx__TensorProto *tp, const char *base_dir, const OxRawView *view) {
   const char *tname = tp->name && *tp->name ? tp->name : "<unnamed>";
   DLDataType dt;
   if (!tp->has_data_type) {
@@ -224,9 +324,27 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   }
   uint64_t numel = (uint64_t)count;
   size_t elem = gp_dtype_bytes(dt), nbytes = (size_t)numel * elem;
+  /* 2- and 4-bit types are packed in the file (first element in the low bits) and unpacked into
+   * one byte per element here. */
+  unsigned per_byte = dt.bits == 4 ? 2 : dt.bits == 2 ? 4 : 1;
+  if (per_byte > 1) return packed_tensor(tp, tname, dt, ndim, dims, numel, per_byte, base_dir, view);
   if (tp->has_data_location && tp->data_location == GPONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
     return external_tensor(tp, tname, dt, ndim, dims, nbytes, base_dir);
 
+  if (view) { /* raw_data left in the mapped file (ox_skeleton) */
+    if (view->len != nbytes) {
+      gp_error_set(GP_ERR_VALUE, "tensor '%s': raw_data has %zu bytes, dims and dtype need %zu", tname, view->len,
+                   nbytes);
+      return NULL;
+    }
+    if (dt.bits == 1) { /* bool: normalized to 0/1, so copied */
+      GPTensor *t = gp_tensor_alloc(dt, ndim, dims, true);
+      if (t)
+        for (size_t i = 0; i < nbytes; i++) ((uint8_t *)t->dl.data)[i] = view->data[i] != 0;
+      return t;
+    }
+    return view_of(view->map, dt, ndim, dims, (const char *)view->data, nbytes);
+  }
   if (tp->has_raw_data) {
     if (tp->raw_data.len != nbytes) {
       gp_error_set(GP_ERR_VALUE, "tensor '%s': raw_data has %zu bytes, dims and dtype need %zu",
@@ -251,6 +369,8 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   case 1: field = "float_data", have = tp->n_float_data; break;
   case 11: field = "double_data", have = tp->n_double_data; break;
   case 7: field = "int64_data", have = tp->n_int64_data; break;
+  case 12:
+  case 13: field = "uint64_data", have = tp->n_uint64_data; break;
   default: field = "int32_data", have = tp->n_int32_data; break;
   }
   if (have != numel) { /* checked before allocating: the counts are bounded by the file */
@@ -265,6 +385,10 @@ GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir) {
   case 1: if (numel) memcpy(dst, tp->float_data, nbytes); break;
   case 11: if (numel) memcpy(dst, tp->double_data, nbytes); break;
   case 7: if (numel) memcpy(dst, tp->int64_data, nbytes); break;
+  case 12:
+  case 13:
+    for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, (int64_t)tp->uint64_data[i]);
+    break;
   default:
     for (size_t i = 0; i < have; i++) store_i64(dst, dt, i, tp->int32_data[i]);
     break;
