@@ -1,12 +1,13 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.2.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.3.
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
  * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
  * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
  * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload) and optimization sets
- * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set).
+ * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended plugin dependencies
+ * (GPHostAPI.plugin_require).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -44,7 +45,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 2
+#define GP_ABI_VERSION_MINOR 3
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -962,6 +963,21 @@ struct GPHostAPI {
    * (NULL: back to the target's default).  A set the target does not have is GP_ERR_NOT_FOUND
    * naming the target and its sets: now when the target has sets, else when the pipeline runs. */
   int (*ctx_set_opt_set)(GPPassContext *ctx, const char *set);
+
+  /* ---- ABI 1.3 (plugin dependencies): read only when GP_HAS_FIELD(host, GPHostAPI,
+   * plugin_require) ---- */
+
+  /* Make sure the plugin named `name` (its GPPluginAPI.name) is loaded, for a plugin whose
+   * optimization sets or passes build on another plugin's passes (a vendor's set that runs the
+   * standard plugin's FoldConstant, ConvertLayout, ...; opt_set_register checks every pass of a
+   * set, and a plugin directory loads in name order).  A no-op success when it is loaded;
+   * otherwise the host loads "lib" "gp_" <name> ".so" from its plugin directory
+   * ($GRAPHPASS_PLUGIN_PATH when set, else <directory of the running executable>/../plugins).
+   * Callable from initialize (what the required plugin registers is its own, not the caller's).
+   * `name` is [A-Za-z0-9_-]+ (GP_ERR_VALUE otherwise); a missing file is GP_ERR_NOT_FOUND naming
+   * the plugin and the path looked at; a failing load keeps that load's error, prefixed with
+   * "plugin_require(<name>)". */
+  int (*plugin_require)(const char *name);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

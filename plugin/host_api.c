@@ -221,6 +221,8 @@ static const GPHostAPI k_host_api = {
     .opt_set_get = gp_opt_set_get,
     .opt_set_list = gp_opt_set_list,
     .ctx_set_opt_set = gp_ctx_set_opt_set,
+
+    .plugin_require = gp_plugin_require,
 };
 
 const GPHostAPI *gp_host_api(void) {
