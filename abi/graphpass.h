@@ -10,8 +10,9 @@
  * (GPPassEvent, GPRunEvent, GPInstrument; GPHostAPI.ctx_instrument_register,
  * ctx_instrument_unregister), plugins_load_default and pass_register_packed, and queries and
  * ONNX import for hosts without the command (GPHostAPI.pass_list, onnx_import, object_retain,
- * object_release; GPOnnxImportOptions), pass output checks (ctx_set_check_immutable) and
- * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file).
+ * object_release; GPOnnxImportOptions), pass output checks (ctx_set_check_immutable),
+ * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file) and plugin
+ * dependencies (GPHostAPI.plugin_require).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -1183,6 +1184,20 @@ struct GPHostAPI {
    * later read faults them back in from the file, so t's values never change and t stays
    * valid.  For any other tensor, or NULL, nothing happens.  Borrowed; thread-safe. */
   void (*tensor_drop_pages)(const GPTensor *t);
+  /* ---- ABI 1.3 (plugin dependencies): read only when GP_HAS_FIELD(host, GPHostAPI,
+   * plugin_require) ---- */
+
+  /* Make sure the plugin named `name` (its GPPluginAPI.name) is loaded, for a plugin whose
+   * optimization sets or passes build on another plugin's passes (a vendor's set that runs the
+   * standard plugin's FoldConstant, ConvertLayout, ...; opt_set_register checks every pass of a
+   * set, and a plugin directory loads in name order).  A no-op success when it is loaded;
+   * otherwise the host loads "lib" "gp_" <name> ".so" from its plugin directory
+   * ($GRAPHPASS_PLUGIN_PATH when set, else <directory of the running executable>/../plugins).
+   * Callable from initialize (what the required plugin registers is its own, not the caller's).
+   * `name` is [A-Za-z0-9_-]+ (GP_ERR_VALUE otherwise); a missing file is GP_ERR_NOT_FOUND naming
+   * the plugin and the path looked at; a failing load keeps that load's error, prefixed with
+   * "plugin_require(<name>)". */
+  int (*plugin_require)(const char *name);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -326,6 +326,7 @@ static const GPHostAPI k_host_api = {
     .ctx_set_check_immutable = gp_ctx_set_check_immutable,
     /* ABI 1.3 */
     .tensor_drop_pages = gp_tensor_drop_pages,
+    .plugin_require = gp_plugin_require,
 };
 
 const GPHostAPI *gp_host_api(void) {

@@ -72,4 +72,10 @@ int gp_plugins_load_default(int32_t *out_loaded);
  * gp_malloc'd; NULL + GP_ERR_IO when there is none. */
 char *gp_plugin_default_dir(void);
 
+/* GPHostAPI.plugin_require (ABI 1.3): a no-op when the plugin named `name` is loaded, else
+ * gp_plugin_load("<gp_plugin_default_dir()>/libgp_<name>.so").  0, or -1 + error
+ * (GP_ERR_VALUE bad name, GP_ERR_NOT_FOUND no such file or the file's plugin has another name,
+ * else the load's error prefixed "plugin_require(<name>)"). */
+int gp_plugin_require(const char *name);
+
 #endif /* GP_PLUGIN_H */
