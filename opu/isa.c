@@ -52,6 +52,7 @@ static const char *op_name(uint16_t op) {
   case OPU_OP_AVGPOOL: return "AVGPOOL";
   case OPU_OP_GAVGPOOL: return "GAVGPOOL";
   case OPU_OP_REQUANT: return "REQUANT";
+  case OPU_OP_PAD: return "PAD";
   default: return "?";
   }
 }
@@ -198,6 +199,14 @@ static int check_instr(const OpuProgram *p, uint32_t k, char *err, size_t errlen
     if (!same_shape(a, o)) return fail(err, errlen, "instruction %u (REQUANT): operand shapes differ", k);
     if (s->m0 < 0 || s->shift > 63)
       return fail(err, errlen, "instruction %u (REQUANT): bad multiplier %d or shift %u", k, s->m0, s->shift);
+    break;
+  case OPU_OP_PAD:
+    if ((uint64_t)a->c + s->groups + s->q_off != o->c || (uint64_t)a->h + s->pt + s->pb != o->h ||
+        (uint64_t)a->w + s->pl + s->pr != o->w)
+      return fail(err, errlen, "instruction %u (PAD): output %ux%ux%u is not the input %ux%ux%u plus the pads", k, o->c,
+                  o->h, o->w, a->c, a->h, a->w);
+    if ((a->flags & OPU_T_UNSIGNED) != (o->flags & OPU_T_UNSIGNED) || s->m0 < lo || s->m0 > hi)
+      return fail(err, errlen, "instruction %u (PAD): signedness differs or fill %d outside [%d, %d]", k, s->m0, lo, hi);
     break;
   case OPU_OP_MAXPOOL:
   case OPU_OP_AVGPOOL:
@@ -405,6 +414,10 @@ char *opu_program_listing(const OpuProgram *p) {
       tx(&b, "t%u, t%u -> t%u m %d, %d shift %u", s->in0, s->in1, s->out, s->m0, s->m1, s->shift);
       break;
     case OPU_OP_REQUANT: tx(&b, "t%u -> t%u m %d shift %u", s->in0, s->out, s->m0, s->shift); break;
+    case OPU_OP_PAD:
+      tx(&b, "t%u -> t%u channels %u,%u pad %u,%u,%u,%u fill %d", s->in0, s->out, s->groups, s->q_off, s->pt, s->pl,
+         s->pb, s->pr, s->m0);
+      break;
     case OPU_OP_MAXPOOL:
     case OPU_OP_AVGPOOL:
       tx(&b, "t%u -> t%u k%ux%u s%ux%u pad %u,%u,%u,%u%s", s->in0, s->out, s->kh, s->kw, s->sh, s->sw, s->pt, s->pl,

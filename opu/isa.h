@@ -39,7 +39,8 @@ enum {
   OPU_OP_AVGPOOL = 4,  /* average pooling, scale kept, rounded division */
   OPU_OP_GAVGPOOL = 5, /* global average pooling, scale kept, rounded division */
   OPU_OP_REQUANT = 6,  /* data movement: copy with requantization and clamp */
-  OPU_OP_LAST = 6
+  OPU_OP_PAD = 7,      /* data movement: copy into a larger tensor, border filled with m0 */
+  OPU_OP_LAST = 7
 };
 
 /* Tensor flags. */

@@ -332,6 +332,20 @@ static void gavgpool(OpuSim *s, const OpuInstr *in) {
     }
 }
 
+static void pad(OpuSim *s, const OpuInstr *in) {
+  const OpuTensor *a = &s->p->tensors[in->in0], *o = &s->p->tensors[in->out];
+  for (uint32_t n = 0; n < o->n; n++)
+    for (uint32_t c = 0; c < o->c; c++)
+      for (uint32_t y = 0; y < o->h; y++)
+        for (uint32_t x = 0; x < o->w; x++) {
+          int64_t ic = (int64_t)c - in->groups, iy = (int64_t)y - in->pt, ix = (int64_t)x - in->pl;
+          int32_t v = ic < 0 || ic >= a->c || iy < 0 || iy >= a->h || ix < 0 || ix >= a->w
+                          ? in->m0
+                          : opu_mem_get(s->mem, a, n, (uint32_t)ic, (uint32_t)iy, (uint32_t)ix);
+          opu_mem_set(s->mem, o, n, c, y, x, v < in->lo ? in->lo : v > in->hi ? in->hi : v);
+        }
+}
+
 int opu_sim_run(OpuSim *s, int threads, char *err, size_t errlen) {
   const OpuProgram *p = s->p;
   for (uint32_t k = 0; k < p->num_instrs; k++) {
@@ -345,6 +359,7 @@ int opu_sim_run(OpuSim *s, int threads, char *err, size_t errlen) {
     case OPU_OP_AVGPOOL: pool(s, in); break;
     case OPU_OP_GAVGPOOL: gavgpool(s, in); break;
     case OPU_OP_REQUANT: requant(s, in); break;
+    case OPU_OP_PAD: pad(s, in); break;
     default: return fail(err, errlen, "instruction %u: unknown opcode %u", k, (unsigned)in->op);
     }
   }
