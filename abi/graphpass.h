@@ -6,9 +6,9 @@
  * GPMatch, GPRewriteSpec, GPPatternTable; GPHostAPI.pattern_compile .. pattern_table_get) and
  * targets and kernels (GPPassInfo.kernels/num_kernels, GPTargetInfo, GPHostAPI.target_register
  * .. target_list) and plugin lifecycle (GPHostAPI.plugin_unload) and optimization sets
- * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended external codegen
- * (GPEvalOptions.external .. observe_user: graphpass.ext.<Compiler>.run and value observers;
- * GPHostAPI.tensor_read, eval_random_inputs).
+ * (GPHostAPI.opt_set_get, opt_set_list, ctx_set_opt_set); 1.3 appended plugin dependencies
+ * (GPHostAPI.plugin_require) and external codegen (GPEvalOptions.external .. observe_user:
+ * graphpass.ext.<Compiler>.run and value observers; GPHostAPI.tensor_read, eval_random_inputs).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -985,6 +985,21 @@ struct GPHostAPI {
    * (NULL: back to the target's default).  A set the target does not have is GP_ERR_NOT_FOUND
    * naming the target and its sets: now when the target has sets, else when the pipeline runs. */
   int (*ctx_set_opt_set)(GPPassContext *ctx, const char *set);
+
+  /* ---- ABI 1.3 (plugin dependencies): read only when GP_HAS_FIELD(host, GPHostAPI,
+   * plugin_require) ---- */
+
+  /* Make sure the plugin named `name` (its GPPluginAPI.name) is loaded, for a plugin whose
+   * optimization sets or passes build on another plugin's passes (a vendor's set that runs the
+   * standard plugin's FoldConstant, ConvertLayout, ...; opt_set_register checks every pass of a
+   * set, and a plugin directory loads in name order).  A no-op success when it is loaded;
+   * otherwise the host loads "lib" "gp_" <name> ".so" from its plugin directory
+   * ($GRAPHPASS_PLUGIN_PATH when set, else <directory of the running executable>/../plugins).
+   * Callable from initialize (what the required plugin registers is its own, not the caller's).
+   * `name` is [A-Za-z0-9_-]+ (GP_ERR_VALUE otherwise); a missing file is GP_ERR_NOT_FOUND naming
+   * the plugin and the path looked at; a failing load keeps that load's error, prefixed with
+   * "plugin_require(<name>)". */
+  int (*plugin_require)(const char *name);
 
   /* ---- ABI 1.3 (external codegen: what an accelerator vendor's codegen and runtime need):
    * read only when GP_HAS_FIELD(host, GPHostAPI, eval_random_inputs) ---- */

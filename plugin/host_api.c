@@ -264,6 +264,7 @@ static const GPHostAPI k_host_api = {
     .opt_set_list = gp_opt_set_list,
     .ctx_set_opt_set = gp_ctx_set_opt_set,
 
+    .plugin_require = gp_plugin_require,
     .tensor_read = h_tensor_read,
     .eval_random_inputs = h_eval_random_inputs,
 };

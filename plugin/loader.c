@@ -367,3 +367,42 @@ char *gp_plugin_default_dir(void) {
   }
   return path;
 }
+
+int gp_plugin_require(const char *name) {
+  if (!name || !name[0] || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != strlen(name)) {
+    gp_error_set(GP_ERR_VALUE, "plugin_require: bad plugin name '%s' (expected [A-Za-z0-9_-]+)", name ? name : "(null)");
+    return -1;
+  }
+  lock();
+  bool loaded = find_by_name(name) != NULL;
+  unlock();
+  if (loaded) return 0;
+  char *dir = gp_plugin_default_dir();
+  if (!dir) {
+    gp_error_prefix("plugin_require(%s)", name);
+    return -1;
+  }
+  GPBuf b = {0};
+  gp_buf_printf(&b, "%s/libgp_%s.so", dir, name);
+  gp_free(dir);
+  char *path = gp_buf_take(&b);
+  struct stat st;
+  int rc;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+    gp_error_set(GP_ERR_NOT_FOUND, "plugin_require(%s): no plugin '%s' is loaded and %s is not a file (set GRAPHPASS_PLUGIN_PATH, or load it first)",
+                 name, name, path);
+    rc = -1;
+  } else if ((rc = gp_plugin_load(path)) != 0) {
+    gp_error_prefix("plugin_require(%s)", name);
+  } else {
+    lock();
+    loaded = find_by_name(name) != NULL;
+    unlock();
+    if (!loaded) {
+      gp_error_set(GP_ERR_NOT_FOUND, "plugin_require(%s): %s loaded, but its plugin is not named '%s'", name, path, name);
+      rc = -1;
+    }
+  }
+  gp_free(path);
+  return rc;
+}

@@ -59,4 +59,10 @@ void gp_plugins_unload_all(void);
  * /proc/self/exe.  gp_malloc'd; NULL + GP_ERR_IO when the executable's path is unknown. */
 char *gp_plugin_default_dir(void);
 
+/* GPHostAPI.plugin_require (ABI 1.3): a no-op when the plugin named `name` is loaded, else
+ * gp_plugin_load("<gp_plugin_default_dir()>/libgp_<name>.so").  0, or -1 + error
+ * (GP_ERR_VALUE bad name, GP_ERR_NOT_FOUND no such file or the file's plugin has another name,
+ * else the load's error prefixed "plugin_require(<name>)"). */
+int gp_plugin_require(const char *name);
+
 #endif /* GP_PLUGIN_H */

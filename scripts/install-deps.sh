@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages graphpass builds and tests with (idempotent; needs root).
 set -e
-PKGS="gcc clang ninja-build pkg-config libffi-dev libdlpack-dev libcriterion-dev valgrind binutils libopenblas-dev protobuf-c-compiler libprotobuf-c-dev"
+PKGS="gcc clang ninja-build pkg-config libffi-dev libdlpack-dev libcriterion-dev valgrind binutils libopenblas-dev protobuf-c-compiler libprotobuf-c-dev python3-numpy python3-sklearn"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

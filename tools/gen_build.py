@@ -26,6 +26,8 @@ COMMON = g('common/*.c')
 CLI = g('cli/*.c')
 TESTS = g('tests/test_*.c')
 TEST_PLUGINS = g('tests/plugins/*.c')
+# the OPU vendor plugin: built from abi/graphpass.h alone (-I abi), like an out-of-tree plugin
+OPU_PLUGIN = g('opu/*.c')
 BENCH = g('bench/*.c')
 EXAMPLES = g('examples/*.c')
 
@@ -103,6 +105,20 @@ for name, d, cc, vflags, vld in VARIANTS:
     w('  vldflags = %s' % vld)
     w('  solibs = -lm')
     outs = ['%s/lib/libgraphpass.so' % d, '%s/plugins/libgp_std.so' % d, '%s/lib/libgraphpass_core.a' % d]
+    if OPU_PLUGIN:
+        opu_objs = []
+        for s in OPU_PLUGIN:
+            o = obj(d, s)
+            w('build %s: cc %s' % (o, s))
+            w('  cc = %s' % cc)
+            w('  vflags = %s' % vflags)
+            w('  base_cflags = -std=c11 -g -fPIC -fvisibility=hidden -pthread $warn -Iabi')
+            opu_objs.append(o)
+        w('build %s/plugins/libgp_opu.so: so %s' % (d, ' '.join(opu_objs)))
+        w('  cc = %s' % cc)
+        w('  vldflags = %s' % vld)
+        w('  solibs = -lm')
+        outs.append('%s/plugins/libgp_opu.so' % d)
     if CLI:
         cli_objs = [c(s) for s in CLI]
         w('build %s/bin/graphpass: link %s %s/lib/libgraphpass_core.a' % (d, ' '.join(cli_objs), d))
@@ -178,4 +194,4 @@ w('build install: install | all')
 w('  prefix = /usr/local')
 w('default all')
 open('build.ninja', 'w').write('\n'.join(L) + '\n')
-print('wrote build.ninja: %d core, %d plugin, %d cli, %d tests' % (len(CORE), len(STD_PLUGIN), len(CLI), len(TESTS)))
+print('wrote build.ninja: %d core, %d plugin, %d opu, %d cli, %d tests' % (len(CORE), len(STD_PLUGIN), len(OPU_PLUGIN), len(CLI), len(TESTS)))

@@ -1,0 +1,54 @@
+/*
+ * opu.h -- the OPU vendor plugin (build/plugins/libgp_opu.so): target `opu`, an FPGA overlay
+ * processor's Relay stack as a plugin of graphpass.  These sources are the vendor's: they
+ * include only abi/graphpass.h (and <dlpack/dlpack.h> through it), never a project header, and
+ * are built with `-I abi` alone, as a vendor outside this repository builds them.  What they
+ * need from the host goes through the GPHostAPI table (ABI 1.3 for plugin_require).
+ *
+ * What the plugin registers (opu/plugin.c):
+ *  - target `opu` with kernels for the ops the accelerator runs and a `target.opu` predicate
+ *    attribute on each of them (opu/target.c), so AnnotateTarget{targets=opu} / PartitionGraph
+ *    put the supported regions into Compiler="opu" functions and leave the rest to the host;
+ *  - its passes, each in its own file, each bound to target opu: ToNCHWLayout
+ *    (opu/to_nchw_layout.c), Peephole (opu/peephole.c), CanonicalizeConcatPos
+ *    (opu/canonicalize_concat_pos.c); GenIR (opu/genir.c) quantizes and emits;
+ *  - the optimization set `default` of target opu (the seed's order; see plugin.c).
+ */
+#ifndef OPU_H
+#define OPU_H
+
+#include "graphpass.h"
+
+#include <stdbool.h>
+
+/* The host's table, set by initialize before anything else runs; valid until finalize. */
+extern const GPHostAPI *opu_host;
+
+/* The target, its kernels and its target.opu predicates (opu/target.c). */
+int opu_register_target(const GPHostAPI *host);
+
+/* The passes; each returns 0 or -1 + the host's error. */
+int opu_register_to_nchw_layout(const GPHostAPI *host);
+int opu_register_peephole(const GPHostAPI *host);
+int opu_register_canonicalize_concat_pos(const GPHostAPI *host);
+/* GenIR (opu/genir.c): quantization and instruction-stream codegen. */
+int opu_genir_register(const GPHostAPI *host);
+
+/* ---- helpers shared by the passes (opu/util.c) ---- */
+
+/* Unpacks a pass's arguments [module (borrowed), context (opaque)]; -1 + GP_ERR_VALUE. */
+int opu_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule **mod, GPPassContext **ctx);
+/* Stores mod (a new reference, consumed) as a pass result; -1 when mod is NULL. */
+int opu_return_module(GPAny *result, GPModule *mod);
+/* Runs `pipeline` on mod in a fresh context with the caller's target and opt-level 3 (the std
+ * passes underneath, e.g. ConvertLayout, are level 3), so the inner passes run whatever the
+ * outer opt-level.  A new module, or NULL + error prefixed with `pass`. */
+GPModule *opu_run_inner(const char *pass, const GPModule *mod, const char *pipeline, GPPassContext *ctx);
+/* The op named `name` (registered by the host; NULL + error otherwise). */
+const GPOp *opu_op(const char *name);
+/* Whether e is a call of op `name`. */
+bool opu_is_call(const GPExpr *e, const char *name);
+/* "source:line:col" of e (or "<source>" when e has no location) into buf. */
+const char *opu_where(const GPModule *mod, const GPExpr *e, char *buf, size_t size);
+
+#endif /* OPU_H */
