@@ -68,11 +68,13 @@ static int buf_reserve(Buf *b, size_t more) {
   return 0;
 }
 
-/* Grow to `n` bytes (zero-filled), aligned start returned through *off. */
-static int buf_alloc(Buf *b, size_t bytes, size_t align, size_t *off) {
+/* Append `bytes` bytes at an aligned offset (*off); the alignment gap is zeroed, and the bytes
+ * too when `zero` (else the caller writes every one of them). */
+static int buf_alloc(Buf *b, size_t bytes, size_t align, size_t *off, int zero) {
   size_t start = (b->n + align - 1) / align * align;
   if (buf_reserve(b, start - b->n + bytes) != 0) return -1;
-  memset(b->d + b->n, 0, start - b->n + bytes);
+  memset(b->d + b->n, 0, start - b->n);
+  if (zero) memset(b->d + start, 0, bytes);
   b->n = start + bytes;
   *off = start;
   return 0;
@@ -420,8 +422,9 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   int dw = g == a->c && g == oc && icg == 1;
   uint64_t wbytes = opu_conv_weight_bytes(oc, icg, g, p->kh, p->kw, dw, c->R, c->C);
   size_t w_off, q_off;
-  if (wbytes > UINT32_MAX || buf_alloc(&c->blob, (size_t)wbytes, 64, &w_off) != 0 ||
-      buf_alloc(&c->blob, (size_t)oc * OPU_QREC_BYTES, 64, &q_off) != 0 || c->blob.n > UINT32_MAX) {
+  int dense_tiles = dw ? oc % c->R == 0 : (oc / g) % c->R == 0 && icg % c->C == 0;
+  if (wbytes > UINT32_MAX || buf_alloc(&c->blob, (size_t)wbytes, 64, &w_off, !dense_tiles) != 0 ||
+      buf_alloc(&c->blob, (size_t)oc * OPU_QREC_BYTES, 64, &q_off, 0) != 0 || c->blob.n > UINT32_MAX) {
     if (H->error_kind() == GP_OK) H->error_set(GP_ERR_UNSUPPORTED, "%s: @%s: weight blob above 4 GiB", PASS, c->fname);
     return -1;
   }
@@ -459,16 +462,23 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
     }
     double sw = mx > 0 ? mx / 127.0 : 1.0;
     float inv = (float)(mul / sw);
+    /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) R*C apart */
     uint8_t *wb = c->blob.d + w_off;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < icg; i++)
-      for (uint32_t y = 0; y < p->kh; y++)
-        for (uint32_t x = 0; x < p->kw; x++, k++) {
-          float v = (wr ? wr[k] : 1.0f) * inv;
-          long q = lroundf(v); /* halves away from zero */
-          q = q < -127 ? -127 : q > 127 ? 127 : q;
-          wb[opu_conv_weight_index(o2, i, y, x, oc, icg, g, p->kh, p->kw, dw, c->R, c->C)] = (uint8_t)(int8_t)q;
-        }
+    uint32_t k = 0, KK = p->kh * p->kw;
+    uint8_t *base = wb + opu_conv_weight_index(o2, 0, 0, 0, oc, icg, g, p->kh, p->kw, dw, c->R, c->C);
+    size_t step = dw ? c->R : (size_t)c->R * c->C, ib_stride = (size_t)KK * step;
+    for (uint32_t i = 0, ib = 0, ic = 0; i < icg; i++) {
+      uint8_t *dst = base + ib * ib_stride + ic; /* column i % C of input block i / C */
+      if (++ic == c->C) {
+        ic = 0;
+        ib++;
+      }
+      for (uint32_t yx = 0; yx < KK; yx++, k++, dst += step) {
+        float v = (wr ? wr[k] : 1.0f) * inv;
+        int32_t q = (int32_t)(v + (v >= 0 ? 0.5f : -0.5f)); /* halves away from zero */
+        *dst = (uint8_t)(int8_t)(q < -127 ? -127 : q > 127 ? 127 : q);
+      }
+    }
     double acc_scale = (double)a->scale * sw;
     double bq = p->bias ? p->bias[o2] / acc_scale : 0.0;
     bq = bq < 0 ? -floor(-bq + 0.5) : floor(bq + 0.5);
