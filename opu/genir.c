@@ -27,7 +27,7 @@
  * ABI 1.3: quantize the inputs, simulate, dequantize the outputs) and
  * `graphpass.ext.opu.artifacts` ([function] -> array [program (uint8 tensor), weights (uint8
  * tensor), manifest (string)]; an embedding host takes the tensors' bytes with
- * tensor_to_dlpack).  Compiled programs are cached per function (a few, most recent first).
+ * tensor_to_dlpack).  Compiled programs are cached per function (the 64 most recent).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "opu.h"
@@ -296,6 +296,8 @@ typedef struct Comp {
   uint32_t nins, capins;
   uint64_t act;
   Buf blob;
+  int8_t *qrow; /* one output channel's int8 weights */
+  size_t qcap;
 } Comp;
 
 static int node_err(Comp *c, const GPExpr *e, const char *fmt, ...) {
@@ -389,6 +391,23 @@ static void set_clamp(Comp *c, OpuInstr *s, const Pending *p) {
 
 static void requant_params(double real, int32_t *m, uint16_t *sh) { opu_quant_multiplier(real, m, sh); }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define OPU_VECTORIZE __attribute__((optimize("O3")))
+#else
+#define OPU_VECTORIZE
+#endif
+/* q[k] = round(w[k] * inv) (ties away from zero), clamped to [-127, 127]; |w[k] * inv| is at
+ * most 127 and a little (inv = 127 / the row's largest magnitude), so the conversion is exact */
+OPU_VECTORIZE static void quant_row(const float *restrict w, uint32_t n, float inv, int8_t *restrict q) {
+  for (uint32_t k = 0; k < n; k++) {
+    float v = w[k] * inv;
+    int32_t t = (int32_t)(v + copysignf(0.5f, v));
+    t = t > 127 ? 127 : t;
+    t = t < -127 ? -127 : t;
+    q[k] = (int8_t)t;
+  }
+}
+
 /* Emit the instruction of a pending producer writing into tensor `out`. */
 static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   const OpuTensor *o = &c->tens[out];
@@ -444,6 +463,12 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   s->q_off = (uint32_t)q_off;
   set_clamp(c, s, p);
   uint32_t K = icg * p->kh * p->kw;
+  if (K > c->qcap) {
+    int8_t *nq = realloc(c->qrow, K);
+    if (!nq) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    c->qrow = nq;
+    c->qcap = K;
+  }
   const float *W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL;
   for (uint32_t o2 = 0; o2 < oc; o2++) {
     /* this channel's weights: read once for the magnitude, then quantized while in cache */
@@ -451,11 +476,19 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
     const float *wr = W ? W + (size_t)o2 * K : NULL;
     double mx = 0;
     if (wr) {
-      float m32 = 0;
-      for (uint32_t k = 0; k < K; k++) {
+      float m8[8] = {0};
+      uint32_t k = 0;
+      for (; k + 8 <= K; k += 8)
+        for (int j = 0; j < 8; j++) {
+          float v = fabsf(wr[k + j]);
+          m8[j] = v > m8[j] ? v : m8[j];
+        }
+      for (; k < K; k++) {
         float v = fabsf(wr[k]);
-        m32 = v > m32 ? v : m32;
+        m8[0] = v > m8[0] ? v : m8[0];
       }
+      float m32 = 0;
+      for (int j = 0; j < 8; j++) m32 = m8[j] > m32 ? m8[j] : m32;
       mx = m32 * fabs(mul);
     } else {
       mx = fabs(mul);
@@ -464,19 +497,29 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
     float inv = (float)(mul / sw);
     /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) R*C apart */
     uint8_t *wb = c->blob.d + w_off;
-    uint32_t k = 0, KK = p->kh * p->kw;
+    uint32_t KK = p->kh * p->kw;
+    int8_t *q = c->qrow;
+    if (wr) {
+      quant_row(wr, K, inv, q);
+    } else {
+      float one = 1.0f;
+      quant_row(&one, 1, inv, q);
+    }
+    /* scatter into the layout: tap (i, yx) of this channel at base + (i / C) * KK * step +
+     * yx * step + i % C; a 1x1 kernel's columns are runs of C bytes */
     uint8_t *base = wb + opu_conv_weight_index(o2, 0, 0, 0, oc, icg, g, p->kh, p->kw, dw, c->R, c->C);
     size_t step = dw ? c->R : (size_t)c->R * c->C, ib_stride = (size_t)KK * step;
-    for (uint32_t i = 0, ib = 0, ic = 0; i < icg; i++) {
-      uint8_t *dst = base + ib * ib_stride + ic; /* column i % C of input block i / C */
-      if (++ic == c->C) {
-        ic = 0;
-        ib++;
+    for (uint32_t i0 = 0, ib = 0; i0 < icg; i0 += c->C, ib++) {
+      uint32_t cols = icg - i0 < c->C ? icg - i0 : c->C;
+      uint8_t *blk = base + ib * ib_stride;
+      if (KK == 1) {
+        memcpy(blk, q + i0, cols);
+        continue;
       }
-      for (uint32_t yx = 0; yx < KK; yx++, k++, dst += step) {
-        float v = (wr ? wr[k] : 1.0f) * inv;
-        int32_t q = (int32_t)(v + (v >= 0 ? 0.5f : -0.5f)); /* halves away from zero */
-        *dst = (uint8_t)(int8_t)(q < -127 ? -127 : q > 127 ? 127 : q);
+      for (uint32_t ic = 0; ic < cols; ic++) {
+        const int8_t *src = q + (size_t)(i0 + ic) * KK;
+        uint8_t *d = blk + ic;
+        for (uint32_t yx = 0; yx < KK; yx++, d += step) *d = (uint8_t)src[yx];
       }
     }
     double acc_scale = (double)a->scale * sw;
@@ -966,6 +1009,7 @@ static void comp_free(Comp *c) {
   free(c->tens);
   free(c->ins);
   free(c->blob.d);
+  free(c->qrow);
 }
 
 /* Count the calls and vars of a function's body in post-order (the length of opu.ranges). */
@@ -1008,6 +1052,17 @@ static Compiled *opu_compile(const GPModule *mod, const GPFunctionExpr *fn, cons
     H->error_set(GP_ERR_VALUE, "%s: @%s has %d calls and variables but opu.ranges holds %d values (was the function "
                  "changed after GenIR?)", PASS, fname, (int)nr, (int)nranges);
     goto fail;
+  }
+  { /* the blob is about one byte per weight: reserve it once */
+    size_t est = 1 << 20;
+    for (size_t i = 0; i < nn; i++)
+      if (c.nodes[i]->obj.type_index == GP_TI_CONSTANT) {
+        const GPTensor *t = ((const GPConstant *)c.nodes[i])->data;
+        size_t k = 1;
+        for (int32_t d = 0; d < t->dl.ndim; d++) k *= (size_t)t->dl.shape[d];
+        est += k + k / 4 + 256;
+      }
+    if (buf_reserve(&c.blob, est) != 0) goto fail;
   }
   c.info = calloc(nn ? nn : 1, sizeof *c.info);
   if (!c.info || pmap_init(&c.idx, nn) != 0) goto oom;
@@ -1396,6 +1451,13 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* this thread's CPU time (a loaded machine stretches wall time) */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
   (void)self;
   GPModule *in;
@@ -1476,7 +1538,7 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
       goto done;
     }
   }
-  double t1 = now_ms();
+  double t1 = now_ms(), c1 = cpu_ms();
   /* 2-3. attributes, compile, write */
   outm = H->module_copy(mod);
   if (!outm) goto done;
@@ -1548,7 +1610,7 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     manifest_function(&man, fname, comp[f], outdir[0] ? fname : NULL);
   }
   txt(&man, "\n  ]\n}\n");
-  double t2 = now_ms();
+  double t2 = now_ms(), c2 = cpu_ms();
   if (outdir[0]) {
     if (mkdirs(outdir) != 0) goto man_fail;
     for (int32_t f = 0; f < mod->num_functions; f++) {
@@ -1568,8 +1630,8 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     if (write_file(outdir, "manifest", ".json", man.d, man.n) != 0) goto man_fail;
   }
   H->ctx_note(ctx, "%d opu function(s): %llu instructions, %llu weight bytes (PE %ux%u); calibration %.1f ms, "
-              "quantize+emit %.1f ms%s%s",
-              nopu, (unsigned long long)instrs, (unsigned long long)wbytes, R, C, t1 - t0, t2 - t1,
+              "quantize+emit %.1f ms (CPU %.1f ms)%s%s",
+              nopu, (unsigned long long)instrs, (unsigned long long)wbytes, R, C, t1 - t0, t2 - t1, c2 - c1,
               outdir[0] ? ", written to " : "", outdir);
   free(man.d);
   rc = 0;
@@ -1631,7 +1693,7 @@ typedef struct CacheEntry {
   OpuSim *sim;
 } CacheEntry;
 
-#define CACHE_N 4
+#define CACHE_N 64
 static CacheEntry g_cache[CACHE_N];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1728,22 +1790,27 @@ static int ext_run(void *self, const GPAny *args, int32_t nargs, GPAny *result) 
     }
     const float *xd = (const float *)((const char *)x->data + x->byte_offset);
     int32_t lo = opu_tensor_lo(t), hi = opu_tensor_hi(t);
+    double inv = 1.0 / (double)t->scale;
     int64_t k = 0;
     for (uint32_t n = 0; n < t->n; n++)
-      for (uint32_t c = 0; c < t->c; c++)
-        for (uint32_t y = 0; y < t->h; y++)
-          for (uint32_t xx = 0; xx < t->w; xx++, k++) {
-            int64_t off = k;
-            if (x->strides) {
-              off = 0;
-              for (int32_t d = 0; d < x->ndim; d++) off += idx[d] * x->strides[d];
-              for (int32_t d = x->ndim - 1; d >= 0; d--) {
-                if (++idx[d] < x->shape[d]) break;
-                idx[d] = 0;
-              }
-            }
-            opu_mem_set(mem, t, n, c, y, xx, opu_quantize(xd[off], t->scale, lo, hi));
+      for (uint32_t c = 0; c < t->c; c++) {
+        uint8_t *dst = mem + t->addr + (uint64_t)n * t->bstride + (uint64_t)c * t->h * t->w;
+        uint32_t hw = t->h * t->w;
+        if (!x->strides) {
+          for (uint32_t j = 0; j < hw; j++) dst[j] = (uint8_t)opu_quantize_inv(xd[k + j], inv, lo, hi);
+          k += hw;
+          continue;
+        }
+        for (uint32_t j = 0; j < hw; j++, k++) {
+          int64_t off = 0;
+          for (int32_t d = 0; d < x->ndim; d++) off += idx[d] * x->strides[d];
+          for (int32_t d = x->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < x->shape[d]) break;
+            idx[d] = 0;
           }
+          dst[j] = (uint8_t)opu_quantize_inv(xd[off], inv, lo, hi);
+        }
+      }
   }
   char err[512];
   if (opu_sim_run(e->sim, threads, err, sizeof err) != 0) {
@@ -1758,11 +1825,13 @@ static int ext_run(void *self, const GPAny *args, int32_t nargs, GPAny *result) 
     if (!outs[i]) goto out;
     const OpuTensor *t = &p->tensors[p->outputs[i]];
     float *od = (float *)outs[i]->dl.data;
-    int64_t k = 0;
+    int uns = (t->flags & OPU_T_UNSIGNED) != 0;
+    uint32_t hw = t->h * t->w;
     for (uint32_t n = 0; n < t->n; n++)
-      for (uint32_t c = 0; c < t->c; c++)
-        for (uint32_t y = 0; y < t->h; y++)
-          for (uint32_t xx = 0; xx < t->w; xx++) od[k++] = (float)opu_mem_get(mem, t, n, c, y, xx) * t->scale;
+      for (uint32_t c = 0; c < t->c; c++) {
+        const uint8_t *src = mem + t->addr + (uint64_t)n * t->bstride + (uint64_t)c * hw;
+        for (uint32_t j = 0; j < hw; j++) *od++ = (float)(uns ? (int32_t)src[j] : (int32_t)(int8_t)src[j]) * t->scale;
+      }
   }
   if (p->num_outputs == 1 && e->cp->prog.num_outputs == 1 && fn->body->obj.type_index != GP_TI_TUPLE) {
     result->type_index = GP_TI_TENSOR;

@@ -123,8 +123,20 @@ static inline int32_t opu_requant(int64_t acc, int32_t m, unsigned shift, int32_
   }
   return r < lo ? lo : r > hi ? hi : (int32_t)r;
 }
-/* Quantize a float to a step of `scale`, ties away from zero, saturated to [lo, hi]. */
-int32_t opu_quantize(float x, float scale, int32_t lo, int32_t hi);
+/* Quantize a float to a step of `scale` (the driver's side): v = x * (1 / scale) in double,
+ * rounded with ties away from zero, saturated to [lo, hi]; NaN gives 0. */
+static inline int32_t opu_quantize_inv(float x, double inv_scale, int32_t lo, int32_t hi) {
+  double v = (double)x * inv_scale;
+  if (v != v) return 0;
+  if (v <= lo) return lo;
+  if (v >= hi) return hi;
+  int32_t t = (int32_t)v; /* toward zero */
+  double f = v - t;
+  return f >= 0.5 ? t + 1 : f <= -0.5 ? t - 1 : t;
+}
+static inline int32_t opu_quantize(float x, float scale, int32_t lo, int32_t hi) {
+  return opu_quantize_inv(x, 1.0 / (double)scale, lo, hi);
+}
 
 /* The weight blob layout (docs/OPU.md "Weight layout").  Bytes of one CONV's weights for a PE
  * array of R rows (output channels) by C columns (input channels). */
@@ -148,6 +160,9 @@ void opu_sim_free(OpuSim *s);
 /* The activation memory (act_bytes): the driver writes quantized inputs at their tensors and
  * reads outputs from theirs. */
 uint8_t *opu_sim_memory(OpuSim *s);
+/* Test hook: the convolution kernel the simulator uses (0: the best the CPU has; 1: portable C;
+ * 2: AVX2 when the CPU has it).  Every kernel gives the same bits. */
+extern int opu_sim_kernel;
 /* Execute every instruction once, in order.  threads >= 1. */
 int opu_sim_run(OpuSim *s, int threads, char *err, size_t errlen);
 

@@ -48,13 +48,6 @@ int64_t opu_div_round(int64_t x, int64_t d) {
   return x >= 0 ? (x + d / 2) / d : -((-x + d / 2) / d);
 }
 
-int32_t opu_quantize(float x, float scale, int32_t lo, int32_t hi) {
-  if (isnan(x)) return 0;
-  double v = (double)x / (double)scale;
-  v = v < 0 ? -floor(-v + 0.5) : floor(v + 0.5);
-  return v < lo ? lo : v > hi ? hi : (int32_t)v;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* Weight layout                                                                               */
 

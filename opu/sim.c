@@ -11,9 +11,10 @@
 #include <string.h>
 
 typedef struct ConvW {
-  int16_t *w;   /* [oc][K], K = icg * kh * kw in (i, y, x) order */
+  int16_t *w;   /* depthwise: [oc][kh * kw] */
+  int32_t *wp;  /* others: [groups][ocgp][KP] int16 pairs (w[2k] low, w[2k+1] high), zero-padded */
   int32_t *rec; /* [oc][3]: bias, m, shift */
-  uint32_t K;
+  uint32_t K, KP, ocgp;
 } ConvW;
 
 struct OpuSim {
@@ -43,6 +44,7 @@ void opu_sim_free(OpuSim *s) {
   if (s->conv)
     for (uint32_t k = 0; k < s->p->num_instrs; k++) {
       free(s->conv[k].w);
+      free(s->conv[k].wp);
       free(s->conv[k].rec);
     }
   free(s->conv);
@@ -66,21 +68,33 @@ OpuSim *opu_sim_new(const OpuProgram *p, const uint8_t *weights, size_t weight_l
     const OpuInstr *in = &p->instrs[k];
     if (in->op != OPU_OP_CONV) continue;
     const OpuTensor *a = &p->tensors[in->in0], *o = &p->tensors[in->out];
-    uint32_t g = in->groups, icg = a->c / g, oc = o->c;
+    uint32_t g = in->groups, icg = a->c / g, oc = o->c, ocg = oc / g;
     int dw = (in->flags & OPU_F_DEPTHWISE) != 0;
     ConvW *cw = &s->conv[k];
     cw->K = icg * in->kh * in->kw;
-    cw->w = malloc((size_t)oc * cw->K * sizeof(int16_t));
+    cw->KP = (cw->K + 1) / 2;
+    cw->ocgp = (ocg + 3) / 4 * 4;
     cw->rec = malloc((size_t)oc * 3 * sizeof(int32_t));
-    if (!cw->w || !cw->rec) goto oom;
+    if (dw)
+      cw->w = malloc((size_t)oc * cw->K * sizeof(int16_t));
+    else
+      cw->wp = calloc((size_t)g * cw->ocgp * cw->KP, sizeof(int32_t));
+    if (!cw->rec || (dw ? !cw->w : !cw->wp)) goto oom;
     const uint8_t *wb = weights + in->w_off;
     for (uint32_t oo = 0; oo < oc; oo++) {
-      int16_t *row = cw->w + (size_t)oo * cw->K;
+      int16_t *row = dw ? cw->w + (size_t)oo * cw->K : NULL;
+      int32_t *prow = dw ? NULL : cw->wp + ((size_t)(oo / ocg) * cw->ocgp + oo % ocg) * cw->KP;
+      uint32_t kk = 0;
       for (uint32_t i = 0; i < icg; i++)
         for (uint32_t y = 0; y < in->kh; y++)
-          for (uint32_t x = 0; x < in->kw; x++)
-            *row++ = (int8_t)wb[opu_conv_weight_index(oo, i, y, x, oc, icg, g, in->kh, in->kw, dw, p->pe_rows,
-                                                      p->pe_cols)];
+          for (uint32_t x = 0; x < in->kw; x++, kk++) {
+            int16_t v = (int8_t)wb[opu_conv_weight_index(oo, i, y, x, oc, icg, g, in->kh, in->kw, dw, p->pe_rows,
+                                                         p->pe_cols)];
+            if (dw)
+              row[kk] = v;
+            else
+              prow[kk / 2] |= (int32_t)((uint32_t)(uint16_t)v << (16 * (kk & 1)));
+          }
       const uint8_t *r = weights + in->q_off + (size_t)oo * OPU_QREC_BYTES;
       cw->rec[3 * oo] = rd32(r);
       cw->rec[3 * oo + 1] = rd32(r + 4);
@@ -144,34 +158,111 @@ static void par_rows(RowFn fn, void *ctx, uint32_t rows, int threads, uint64_t w
 /* ------------------------------------------------------------------------------------------ */
 /* CONV                                                                                        */
 
-typedef struct {
-  const OpuInstr *in;
-  const OpuTensor *a, *o;
-  const ConvW *cw;
-  const int16_t *cols; /* [P][K] of the current group */
-  uint8_t *mem;
-  uint32_t n, g, ocg, OW;
-} ConvCtx;
+/* The convolution as a GEMM on int16 pairs: cols holds the im2col of one group as
+ * [KP][Pp][2] (pixel p's taps 2kp and 2kp+1 side by side, zero beyond K and P), wp the
+ * weights as [ocgp][KP] pairs; acc[oc][p] = sum_kp madd(w pair, x pair), exact in int32
+ * (|products| <= 127 * 255, at most 2^31 / 32385 taps). */
+#define PB 32 /* pixels per block (Pp is a multiple) */
 
-static int32_t dot16(const int16_t *restrict a, const int16_t *restrict b, uint32_t K) {
-  int32_t s = 0;
-  for (uint32_t k = 0; k < K; k++) s += (int32_t)a[k] * (int32_t)b[k];
-  return s;
+typedef void (*GemmFn)(const int32_t *w, uint32_t KP, const int16_t *cols, uint32_t Pp, uint32_t p0, int32_t acc[4][PB]);
+
+static void gemm_c(const int32_t *w, uint32_t KP, const int16_t *cols, uint32_t Pp, uint32_t p0, int32_t acc[4][PB]) {
+  memset(acc, 0, 4 * PB * sizeof(int32_t));
+  for (uint32_t kp = 0; kp < KP; kp++) {
+    const int16_t *x = cols + ((size_t)kp * Pp + p0) * 2;
+    for (int r = 0; r < 4; r++) {
+      int32_t wv = w[(size_t)r * KP + kp];
+      int32_t w0 = (int16_t)(wv & 0xffff), w1 = (int16_t)((uint32_t)wv >> 16);
+      for (int q = 0; q < PB; q++) acc[r][q] += w0 * x[2 * q] + w1 * x[2 * q + 1];
+    }
+  }
 }
 
-static void conv_rows(void *vc, uint32_t r0, uint32_t r1) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define OPU_X86 1
+__attribute__((target("avx2"))) static void gemm_avx2(const int32_t *w, uint32_t KP, const int16_t *cols, uint32_t Pp,
+                                                      uint32_t p0, int32_t acc[4][PB]) {
+  __m256i a[4][4];
+  for (int r = 0; r < 4; r++)
+    for (int q = 0; q < 4; q++) a[r][q] = _mm256_setzero_si256();
+  for (uint32_t kp = 0; kp < KP; kp++) {
+    const int16_t *x = cols + ((size_t)kp * Pp + p0) * 2;
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)x), x1 = _mm256_loadu_si256((const __m256i *)(x + 16));
+    __m256i x2 = _mm256_loadu_si256((const __m256i *)(x + 32)), x3 = _mm256_loadu_si256((const __m256i *)(x + 48));
+    for (int r = 0; r < 4; r++) {
+      __m256i wv = _mm256_set1_epi32(w[(size_t)r * KP + kp]);
+      a[r][0] = _mm256_add_epi32(a[r][0], _mm256_madd_epi16(wv, x0));
+      a[r][1] = _mm256_add_epi32(a[r][1], _mm256_madd_epi16(wv, x1));
+      a[r][2] = _mm256_add_epi32(a[r][2], _mm256_madd_epi16(wv, x2));
+      a[r][3] = _mm256_add_epi32(a[r][3], _mm256_madd_epi16(wv, x3));
+    }
+  }
+  for (int r = 0; r < 4; r++)
+    for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)&acc[r][8 * q], a[r][q]);
+}
+
+__attribute__((target("avx512f,avx512bw"))) static void gemm_avx512(const int32_t *w, uint32_t KP, const int16_t *cols,
+                                                                     uint32_t Pp, uint32_t p0, int32_t acc[4][PB]) {
+  __m512i a[4][2];
+  for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = _mm512_setzero_si512();
+  for (uint32_t kp = 0; kp < KP; kp++) {
+    const int16_t *x = cols + ((size_t)kp * Pp + p0) * 2;
+    __m512i x0 = _mm512_loadu_si512((const void *)x), x1 = _mm512_loadu_si512((const void *)(x + 32));
+    for (int r = 0; r < 4; r++) {
+      __m512i wv = _mm512_set1_epi32(w[(size_t)r * KP + kp]);
+      a[r][0] = _mm512_add_epi32(a[r][0], _mm512_madd_epi16(wv, x0));
+      a[r][1] = _mm512_add_epi32(a[r][1], _mm512_madd_epi16(wv, x1));
+    }
+  }
+  for (int r = 0; r < 4; r++) {
+    _mm512_storeu_si512((void *)&acc[r][0], a[r][0]);
+    _mm512_storeu_si512((void *)&acc[r][16], a[r][1]);
+  }
+}
+#endif
+
+int opu_sim_kernel = 0;
+
+static GemmFn gemm_pick(void) {
+  if (opu_sim_kernel == 1) return gemm_c;
+#ifdef OPU_X86
+  if (opu_sim_kernel == 2 && __builtin_cpu_supports("avx2")) return gemm_avx2;
+  if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f")) return gemm_avx512;
+  if (__builtin_cpu_supports("avx2")) return gemm_avx2;
+#endif
+  return gemm_c;
+}
+
+typedef struct {
+  const OpuInstr *in;
+  const OpuTensor *o;
+  const ConvW *cw;
+  const int16_t *cols;
+  uint8_t *mem;
+  GemmFn gemm;
+  uint32_t n, g, ocg, P, Pp;
+} ConvCtx;
+
+/* output-channel blocks [r0, r1) of 4 */
+static void conv_blocks(void *vc, uint32_t r0, uint32_t r1) {
   const ConvCtx *c = vc;
-  uint32_t K = c->cw->K;
-  for (uint32_t oy = r0; oy < r1; oy++)
-    for (uint32_t ox = 0; ox < c->OW; ox++) {
-      const int16_t *col = c->cols + ((size_t)oy * c->OW + ox) * K;
-      for (uint32_t j = 0; j < c->ocg; j++) {
-        uint32_t oc = c->g * c->ocg + j;
-        const int32_t *r = c->cw->rec + 3 * oc;
-        int64_t acc = (int64_t)r[0] + dot16(c->cw->w + (size_t)oc * K, col, K);
-        opu_mem_set(c->mem, c->o, c->n, oc, oy, ox, opu_requant(acc, r[1], (unsigned)r[2], c->in->lo, c->in->hi));
+  const ConvW *cw = c->cw;
+  int32_t acc[4][PB];
+  for (uint32_t b = r0; b < r1; b++) {
+    const int32_t *w = cw->wp + ((size_t)c->g * cw->ocgp + 4 * b) * cw->KP;
+    for (uint32_t p0 = 0; p0 < c->P; p0 += PB) {
+      c->gemm(w, cw->KP, c->cols, c->Pp, p0, acc);
+      for (uint32_t r = 0; r < 4 && 4 * b + r < c->ocg; r++) {
+        uint32_t oc = c->g * c->ocg + 4 * b + r;
+        const int32_t *rec = cw->rec + 3 * oc;
+        uint8_t *po = c->mem + c->o->addr + (uint64_t)c->n * c->o->bstride + (uint64_t)oc * c->P + p0;
+        uint32_t nq = c->P - p0 < PB ? c->P - p0 : PB;
+        for (uint32_t q = 0; q < nq; q++)
+          po[q] = (uint8_t)opu_requant((int64_t)rec[0] + acc[r][q], rec[1], (unsigned)rec[2], c->in->lo, c->in->hi);
       }
     }
+  }
 }
 
 static void depthwise(OpuSim *s, const OpuInstr *in) {
@@ -203,10 +294,12 @@ static int conv(OpuSim *s, const OpuInstr *in, int threads, char *err, size_t er
     depthwise(s, in);
     return 0;
   }
+  GemmFn gemm = gemm_pick();
   const OpuTensor *a = &s->p->tensors[in->in0], *o = &s->p->tensors[in->out];
   const ConvW *cw = &s->conv[in - s->p->instrs];
-  uint32_t g = in->groups, icg = a->c / g, K = cw->K;
-  size_t P = (size_t)o->h * o->w, need = P * K;
+  uint32_t g = in->groups, icg = a->c / g, K = cw->K, KP = cw->KP;
+  uint32_t P = o->h * o->w, Pp = (P + PB - 1) / PB * PB;
+  size_t need = (size_t)KP * Pp * 2;
   if (need > s->cols_cap) {
     int16_t *nc = realloc(s->cols, need * sizeof(int16_t));
     if (!nc) return fail(err, errlen, "out of memory (%zu bytes of im2col)", need * sizeof(int16_t));
@@ -216,29 +309,29 @@ static int conv(OpuSim *s, const OpuInstr *in, int threads, char *err, size_t er
   int uns = (a->flags & OPU_T_UNSIGNED) != 0;
   for (uint32_t n = 0; n < a->n; n++)
     for (uint32_t gi = 0; gi < g; gi++) {
-      /* im2col of group gi: cols[(oy * OW + ox) * K + (i * kh + y) * kw + x] */
-      for (uint32_t oy = 0; oy < o->h; oy++)
-        for (uint32_t ox = 0; ox < o->w; ox++) {
-          int16_t *col = s->cols + ((size_t)oy * o->w + ox) * K;
-          for (uint32_t i = 0; i < icg; i++) {
-            const uint8_t *plane = s->mem + a->addr + (uint64_t)n * a->bstride + (uint64_t)(gi * icg + i) * a->h * a->w;
-            for (uint32_t y = 0; y < in->kh; y++) {
+      if ((K & 1) || P != Pp) memset(s->cols, 0, need * sizeof(int16_t));
+      uint32_t k = 0;
+      for (uint32_t i = 0; i < icg; i++) {
+        const uint8_t *plane = s->mem + a->addr + (uint64_t)n * a->bstride + (uint64_t)(gi * icg + i) * a->h * a->w;
+        for (uint32_t y = 0; y < in->kh; y++)
+          for (uint32_t x = 0; x < in->kw; x++, k++) {
+            int16_t *dst = s->cols + (size_t)(k / 2) * Pp * 2 + (k & 1);
+            for (uint32_t oy = 0; oy < o->h; oy++) {
               int64_t iy = (int64_t)oy * in->sh - in->pt + y;
-              int16_t *dst = col + (i * in->kh + y) * in->kw;
+              int16_t *d = dst + (size_t)oy * o->w * 2;
               if (iy < 0 || iy >= a->h) {
-                memset(dst, 0, in->kw * sizeof(int16_t));
+                for (uint32_t ox = 0; ox < o->w; ox++) d[2 * ox] = 0;
                 continue;
               }
               const uint8_t *row = plane + (uint64_t)iy * a->w;
-              for (uint32_t x = 0; x < in->kw; x++) {
-                int64_t ix = (int64_t)ox * in->sw - in->pl + x;
-                dst[x] = ix < 0 || ix >= a->w ? 0 : uns ? (int16_t)row[ix] : (int16_t)(int8_t)row[ix];
-              }
+              int64_t ix = (int64_t)x - in->pl;
+              for (uint32_t ox = 0; ox < o->w; ox++, ix += in->sw)
+                d[2 * ox] = ix < 0 || ix >= a->w ? 0 : uns ? (int16_t)row[ix] : (int16_t)(int8_t)row[ix];
             }
           }
-        }
-      ConvCtx c = {in, a, o, cw, s->cols, s->mem, n, gi, o->c / g, o->w};
-      par_rows(conv_rows, &c, o->h, threads, (uint64_t)P * K * (o->c / g));
+      }
+      ConvCtx c = {in, o, cw, s->cols, s->mem, gemm, n, gi, o->c / g, P, Pp};
+      par_rows(conv_blocks, &c, cw->ocgp / 4, threads, (uint64_t)P * K * (o->c / g));
     }
   return 0;
 }
@@ -246,26 +339,39 @@ static int conv(OpuSim *s, const OpuInstr *in, int threads, char *err, size_t er
 /* ------------------------------------------------------------------------------------------ */
 /* The other instructions                                                                      */
 
+/* The bytes of plane (n, c) of t, and a reader of their values. */
+static inline const uint8_t *plane(const uint8_t *mem, const OpuTensor *t, uint32_t n, uint32_t c) {
+  return mem + t->addr + (uint64_t)n * t->bstride + (uint64_t)c * t->h * t->w;
+}
+#define VAL(uns, p, i) ((uns) ? (int32_t)(p)[i] : (int32_t)(int8_t)(p)[i])
+#define CLAMP(v, lo, hi) ((v) < (lo) ? (lo) : (v) > (hi) ? (hi) : (v))
+
 static void add(OpuSim *s, const OpuInstr *in) {
   const OpuTensor *a = &s->p->tensors[in->in0], *b = &s->p->tensors[in->in1], *o = &s->p->tensors[in->out];
+  int ua = (a->flags & OPU_T_UNSIGNED) != 0, ub = (b->flags & OPU_T_UNSIGNED) != 0;
+  uint32_t hw = o->h * o->w;
   for (uint32_t n = 0; n < o->n; n++)
-    for (uint32_t c = 0; c < o->c; c++)
-      for (uint32_t y = 0; y < o->h; y++)
-        for (uint32_t x = 0; x < o->w; x++) {
-          int64_t v = (int64_t)opu_mem_get(s->mem, a, n, c, y, x) * in->m0 +
-                      (int64_t)opu_mem_get(s->mem, b, n, c, y, x) * in->m1;
-          int64_t r = opu_rshift_round(v, in->shift);
-          opu_mem_set(s->mem, o, n, c, y, x, (int32_t)(r < in->lo ? in->lo : r > in->hi ? in->hi : r));
-        }
+    for (uint32_t c = 0; c < o->c; c++) {
+      const uint8_t *pa = plane(s->mem, a, n, c), *pb = plane(s->mem, b, n, c);
+      uint8_t *po = (uint8_t *)plane(s->mem, o, n, c);
+      for (uint32_t i = 0; i < hw; i++) {
+        int64_t v = (int64_t)VAL(ua, pa, i) * in->m0 + (int64_t)VAL(ub, pb, i) * in->m1;
+        int64_t r = opu_rshift_round(v, in->shift);
+        po[i] = (uint8_t)(int32_t)CLAMP(r, in->lo, in->hi);
+      }
+    }
 }
 
 static void requant(OpuSim *s, const OpuInstr *in) {
   const OpuTensor *a = &s->p->tensors[in->in0], *o = &s->p->tensors[in->out];
+  int ua = (a->flags & OPU_T_UNSIGNED) != 0;
+  uint32_t hw = o->h * o->w;
   for (uint32_t n = 0; n < o->n; n++)
-    for (uint32_t c = 0; c < o->c; c++)
-      for (uint32_t y = 0; y < o->h; y++)
-        for (uint32_t x = 0; x < o->w; x++)
-          opu_mem_set(s->mem, o, n, c, y, x, opu_requant(opu_mem_get(s->mem, a, n, c, y, x), in->m0, in->shift, in->lo, in->hi));
+    for (uint32_t c = 0; c < o->c; c++) {
+      const uint8_t *pa = plane(s->mem, a, n, c);
+      uint8_t *po = (uint8_t *)plane(s->mem, o, n, c);
+      for (uint32_t i = 0; i < hw; i++) po[i] = (uint8_t)opu_requant(VAL(ua, pa, i), in->m0, in->shift, in->lo, in->hi);
+    }
 }
 
 /* Taps [k0, k1) of a window starting at `start` that fall inside [0, IN). */
@@ -286,9 +392,11 @@ static uint32_t pad_taps(uint32_t K, uint32_t IN, int64_t start, uint32_t pad_en
 
 static void pool(OpuSim *s, const OpuInstr *in) {
   const OpuTensor *a = &s->p->tensors[in->in0], *o = &s->p->tensors[in->out];
-  int is_max = in->op == OPU_OP_MAXPOOL;
+  int is_max = in->op == OPU_OP_MAXPOOL, ua = (a->flags & OPU_T_UNSIGNED) != 0;
   for (uint32_t n = 0; n < o->n; n++)
-    for (uint32_t c = 0; c < o->c; c++)
+    for (uint32_t c = 0; c < o->c; c++) {
+      const uint8_t *pa = plane(s->mem, a, n, c);
+      uint8_t *po = (uint8_t *)plane(s->mem, o, n, c);
       for (uint32_t oy = 0; oy < o->h; oy++) {
         int64_t ys = (int64_t)oy * in->sh - in->pt;
         uint32_t y0, y1;
@@ -298,14 +406,16 @@ static void pool(OpuSim *s, const OpuInstr *in) {
           uint32_t x0, x1;
           taps(in->kw, a->w, xs, &x0, &x1);
           int64_t acc = is_max ? INT64_MIN : 0;
-          for (uint32_t y = y0; y < y1; y++)
+          for (uint32_t y = y0; y < y1; y++) {
+            const uint8_t *row = pa + (uint64_t)(ys + y) * a->w + xs;
             for (uint32_t x = x0; x < x1; x++) {
-              int32_t v = opu_mem_get(s->mem, a, n, c, (uint32_t)(ys + y), (uint32_t)(xs + x));
+              int32_t v = VAL(ua, row, x);
               if (is_max)
                 acc = v > acc ? v : acc;
               else
                 acc += v;
             }
+          }
           int64_t r;
           if (is_max) {
             r = acc == INT64_MIN ? 0 : acc;
@@ -315,20 +425,23 @@ static void pool(OpuSim *s, const OpuInstr *in) {
                               : (int64_t)(y1 - y0) * (x1 - x0);
             r = opu_div_round(acc, cnt < 1 ? 1 : cnt);
           }
-          opu_mem_set(s->mem, o, n, c, oy, ox, (int32_t)(r < in->lo ? in->lo : r > in->hi ? in->hi : r));
+          po[(size_t)oy * o->w + ox] = (uint8_t)(int32_t)CLAMP(r, in->lo, in->hi);
         }
       }
+    }
 }
 
 static void gavgpool(OpuSim *s, const OpuInstr *in) {
   const OpuTensor *a = &s->p->tensors[in->in0], *o = &s->p->tensors[in->out];
+  int ua = (a->flags & OPU_T_UNSIGNED) != 0;
+  uint32_t hw = a->h * a->w;
   for (uint32_t n = 0; n < o->n; n++)
     for (uint32_t c = 0; c < o->c; c++) {
+      const uint8_t *pa = plane(s->mem, a, n, c);
       int64_t acc = 0;
-      for (uint32_t y = 0; y < a->h; y++)
-        for (uint32_t x = 0; x < a->w; x++) acc += opu_mem_get(s->mem, a, n, c, y, x);
-      int64_t r = opu_div_round(acc, (int64_t)a->h * a->w);
-      opu_mem_set(s->mem, o, n, c, 0, 0, (int32_t)(r < in->lo ? in->lo : r > in->hi ? in->hi : r));
+      for (uint32_t i = 0; i < hw; i++) acc += VAL(ua, pa, i);
+      int64_t r = opu_div_round(acc, (int64_t)hw);
+      opu_mem_set(s->mem, o, n, c, 0, 0, (int32_t)CLAMP(r, in->lo, in->hi));
     }
 }
 

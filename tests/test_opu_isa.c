@@ -357,11 +357,15 @@ static void check_conv(uint32_t N, uint32_t IC, uint32_t OC, uint32_t G, uint32_
 }
 
 Test(opu_sim, conv_matches_reference) {
+  for (opu_sim_kernel = 0; opu_sim_kernel < 3; opu_sim_kernel++) {
   check_conv(1, 5, 7, 1, 9, 8, 3, 1, 1, 0, 16, 16);  /* padded tiles */
   check_conv(2, 6, 4, 2, 7, 7, 3, 2, 1, 1, 4, 3);   /* groups, batch, uint8 input, odd PE */
   check_conv(1, 8, 8, 8, 6, 6, 3, 2, 1, 0, 4, 4);   /* depthwise */
   check_conv(1, 33, 17, 1, 1, 1, 1, 1, 0, 1, 16, 16); /* dense as 1x1 */
   check_conv(1, 3, 5, 1, 12, 12, 7, 2, 3, 0, 2, 2);  /* large kernel */
+  check_conv(1, 20, 9, 1, 11, 13, 3, 1, 1, 1, 16, 16); /* more than one pixel block */
+  }
+  opu_sim_kernel = 0;
 }
 
 Test(opu_sim, add_pool_pad_requant_match_reference) {
