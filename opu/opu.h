@@ -48,6 +48,21 @@ GPModule *opu_run_inner(const char *pass, const GPModule *mod, const char *pipel
 const GPOp *opu_op(const char *name);
 /* Whether e is a call of op `name`. */
 bool opu_is_call(const GPExpr *e, const char *name);
+/* Applies spec (patterns, check, rewrite, user; struct_size and abi_version filled here) to
+ * every function of mod without a Compiler, Primitive or Composite attribute, in rounds: type
+ * the module, one GPHostAPI.pattern_rewrite walk per function, until a round rewrites nothing
+ * (at most 64 rounds).  Returns the typed result (a new reference; mod typed when nothing
+ * matched), *total = matches rewritten; NULL + error (a typing failure prefixed with `pass`). */
+GPModule *opu_rewrite_rounds(const char *pass, const GPModule *mod, GPRewriteSpec *spec, int64_t *total);
+/* A call of op `name` with the given attrs of its schema (new reference), or NULL + error;
+ * opu_fold_call: the same call evaluated on constant arguments, a new constant. */
+GPExpr *opu_call(const char *name, int32_t nargs, GPExpr *const *args, int32_t nattrs, const char *const *keys,
+                 const GPAttrValue *vals);
+GPExpr *opu_fold_call(const char *name, int32_t nargs, GPExpr *const *args, int32_t nattrs, const char *const *keys,
+                      const GPAttrValue *vals);
+/* The capture named `name` of m (NULL when absent or unmatched). */
+GPExpr *opu_capture(const GPMatch *m, const char *name);
+
 /* "source:line:col" of e (or "<source>" when e has no location) into buf. */
 const char *opu_where(const GPModule *mod, const GPExpr *e, char *buf, size_t size);
 

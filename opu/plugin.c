@@ -14,7 +14,7 @@
 static const char k_default_set[] =
     "Legalize,SimplifyInference,EliminateCommonSubexpr,CombineParallelConv2D,CombineParallelDense,"
     "FoldConstant,FoldScaleAxis,CanonicalizeCast,CanonicalizeOps,"
-    "ToNCHWLayout,"
+    "ToNCHWLayout,Peephole,CanonicalizeConcatPos,"
     "AnnotateTarget{targets=opu},MergeCompilerRegions,PartitionGraph,"
     "PrintIR,"
     "GenIR";
@@ -32,6 +32,8 @@ static int opu_initialize(const GPHostAPI *host) {
   int (*const regs[])(const GPHostAPI *) = {
       opu_register_target,
       opu_register_to_nchw_layout,
+      opu_register_peephole,
+      opu_register_canonicalize_concat_pos,
       opu_genir_register,
   };
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)

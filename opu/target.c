@@ -8,8 +8,9 @@
  *  - nn.conv2d: NCHW data, OIHW weight that is a constant, out_layout "" or NCHW, out_dtype
  *    unset or float32, any strides / padding / dilation / groups (depthwise included);
  *  - add: two activations of the output's shape (residual add), or an activation and a
- *    constant that is a scalar or per channel (C, 1, 1) / (1, C, 1, 1) on a 4-d output;
- *    multiply: an activation and such a constant;
+ *    constant that is a scalar or varies only along the channel axis 1 of the output ((C, 1, 1)
+ *    or (1, C, 1, 1) on NCHW, (C) on (N, C): a bias); multiply: an activation and such a
+ *    constant;
  *  - nn.relu, clip: any shape;
  *  - nn.max_pool2d, nn.avg_pool2d: NCHW, dilation 1; nn.global_avg_pool2d: NCHW;
  *  - concatenate: 4-d, on the channel axis (1 or -3);
@@ -72,17 +73,19 @@ static bool check_conv2d(const GPCall *c) {
   return c->args[1]->obj.type_index == GP_TI_CONSTANT;
 }
 
-/* a constant that is a scalar, or per channel of a 4-d output: (C, 1, 1) or (1, C, 1, 1) */
+/* a constant that is a scalar, or varies only along the channel axis 1 of the output (rank >= 2):
+ * (C, 1, 1) / (1, C, 1, 1) on (N, C, H, W), (C) / (1, C) on (N, C) -- broadcast onto the output
+ * without growing it */
 static bool per_channel_const(const GPExpr *e, const GPType *out) {
   if (e->obj.type_index != GP_TI_CONSTANT || !is_f32_tensor(e->checked_type)) return false;
   const GPType *t = e->checked_type;
-  int64_t numel = 1;
-  for (int32_t i = 0; i < t->n; i++) numel *= t->tensor.shape[i];
-  if (numel == 1 && t->n <= out->n) return true;
-  if (out->n != 4) return false;
-  int32_t lead = t->n == 3 ? 0 : t->n == 4 ? 1 : -1;
-  if (lead < 0 || (lead == 1 && t->tensor.shape[0] != 1)) return false;
-  return t->tensor.shape[lead] == out->tensor.shape[1] && t->tensor.shape[lead + 1] == 1 && t->tensor.shape[lead + 2] == 1;
+  if (t->n > out->n) return false;
+  for (int32_t i = 0; i < t->n; i++) {
+    int32_t axis = out->n - t->n + i;
+    int64_t d = t->tensor.shape[i];
+    if (d != 1 && (axis != 1 || d != out->tensor.shape[1])) return false;
+  }
+  return true;
 }
 
 static bool same_shape(const GPType *a, const GPType *b) {
@@ -95,7 +98,8 @@ static bool same_shape(const GPType *a, const GPType *b) {
 static bool check_add(const GPCall *c) {
   if (!all_f32(c) || c->nargs != 2) return false;
   const GPType *out = c->base.checked_type;
-  if (per_channel_const(c->args[0], out) || per_channel_const(c->args[1], out)) return true;
+  if (per_channel_const(c->args[1], out) && same_shape(c->args[0]->checked_type, out)) return true;
+  if (per_channel_const(c->args[0], out) && same_shape(c->args[1]->checked_type, out)) return true;
   return same_shape(c->args[0]->checked_type, out) && same_shape(c->args[1]->checked_type, out);
 }
 

@@ -59,3 +59,98 @@ const char *opu_where(const GPModule *mod, const GPExpr *e, char *buf, size_t si
     snprintf(buf, size, "%s", src);
   return buf;
 }
+
+GPExpr *opu_call(const char *name, int32_t nargs, GPExpr *const *args, int32_t nattrs, const char *const *keys,
+                 const GPAttrValue *vals) {
+  const GPOp *op = H->op_get(name);
+  if (!op) return NULL;
+  GPAttrs *attrs = NULL; /* an op without an attribute schema takes none */
+  if (op->num_attrs > 0 && !(attrs = H->op_attrs_new(op, nattrs, keys, vals))) return NULL;
+  GPCall *c = H->call_new((GPExpr *)&op->base, nargs, args, attrs);
+  gp_release(attrs);
+  return c ? &c->base : NULL;
+}
+
+GPExpr *opu_fold_call(const char *name, int32_t nargs, GPExpr *const *args, int32_t nattrs, const char *const *keys,
+                      const GPAttrValue *vals) {
+  GPExpr *c = opu_call(name, nargs, args, nattrs, keys, vals);
+  if (!c) return NULL;
+  GPExpr *r = H->eval_call((const GPCall *)c);
+  gp_release(c);
+  return r;
+}
+
+GPExpr *opu_capture(const GPMatch *m, const char *name) {
+  for (int32_t i = 0; i < m->num_captures; i++)
+    if (strcmp(m->pattern->capture_names[i], name) == 0) return m->captures[i];
+  return NULL;
+}
+
+static bool skipped_function(const GPFunctionExpr *f) {
+  if (!f->attrs) return false;
+  static const char *const keys[] = {"Compiler", "Primitive", "Composite"};
+  for (int i = 0; i < 3; i++)
+    if (H->attrs_get(f->attrs, keys[i])) return true;
+  return false;
+}
+
+/* One round over every function: a new module (or mod retained when nothing matched). */
+static GPModule *round_once(const GPModule *mod, GPRewriteSpec *spec, int64_t *rewritten) {
+  GPModule *out = NULL;
+  *rewritten = 0;
+  for (int32_t i = 0; i < mod->num_functions; i++) {
+    if (skipped_function(mod->funcs[i])) continue;
+    spec->num_rewritten = 0;
+    GPExpr *nf = H->pattern_rewrite(&mod->funcs[i]->base, spec);
+    if (!nf) {
+      gp_release(out);
+      return NULL;
+    }
+    if (nf != &mod->funcs[i]->base) {
+      if (!out && !(out = H->module_copy(mod))) {
+        gp_release(nf);
+        return NULL;
+      }
+      if (H->module_add(out, mod->gvars[i]->name, (GPFunctionExpr *)nf, 1) != 0) {
+        gp_release(nf);
+        gp_release(out);
+        return NULL;
+      }
+    }
+    gp_release(nf);
+    *rewritten += spec->num_rewritten;
+  }
+  return out ? out : (GPModule *)gp_retain((void *)mod);
+}
+
+GPModule *opu_rewrite_rounds(const char *pass, const GPModule *mod, GPRewriteSpec *spec, int64_t *total) {
+  spec->struct_size = sizeof *spec;
+  spec->abi_version = GP_ABI_VERSION;
+  *total = 0;
+  GPModule *cur = (GPModule *)gp_retain((void *)mod);
+  for (int round = 0; round < 64; round++) {
+    GPModule *typed = H->infer_types(cur);
+    gp_release(cur);
+    if (!typed) {
+      char msg[2048];
+      snprintf(msg, sizeof msg, "%s", H->error_message());
+      H->error_set(GP_ERR_PASS, "%s: typing the module: %s", pass, msg);
+      return NULL;
+    }
+    int64_t n = 0;
+    cur = round_once(typed, spec, &n);
+    if (!cur) {
+      gp_release(typed);
+      return NULL;
+    }
+    if (n == 0) {
+      gp_release(cur); /* typed, retained */
+      return typed;
+    }
+    gp_release(typed);
+    *total += n;
+  }
+  GPModule *typed = H->infer_types(cur);
+  gp_release(cur);
+  return typed;
+}

@@ -121,7 +121,7 @@ for name, d, cc, vflags, vld in VARIANTS:
                 opu_unit_objs.append(o)
         w('build %s/plugins/libgp_opu.so: so %s' % (d, ' '.join(opu_objs)))
         w('  cc = %s' % cc)
-        w('  vldflags = %s' % vld)
+        w('  vldflags = %s -Wl,--no-undefined' % vld)
         w('  solibs = -lm')
         outs.append('%s/plugins/libgp_opu.so' % d)
     if CLI:
