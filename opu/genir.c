@@ -324,8 +324,8 @@ static float scale_for(double range, int uns) {
   return (float)s;
 }
 
-static int new_tensor(Comp *c, uint32_t d[4], int uns, float scale, uint32_t *out) {
-  uint64_t bytes = (uint64_t)d[0] * d[1] * d[2] * d[3];
+static int new_tensor_flags(Comp *c, uint32_t d[4], uint32_t flags, float scale, uint32_t *out) {
+  uint64_t esize = (flags & OPU_T_INT32) ? 4 : 1, bytes = (uint64_t)d[0] * d[1] * d[2] * d[3] * esize;
   if (c->act + bytes > UINT32_MAX) {
     H->error_set(GP_ERR_UNSUPPORTED, "%s: @%s needs more than 4 GiB of activation memory", PASS, c->fname);
     return -1;
@@ -337,11 +337,15 @@ static int new_tensor(Comp *c, uint32_t d[4], int uns, float scale, uint32_t *ou
     c->tens = nt;
   }
   uint64_t addr = (c->act + 63) / 64 * 64;
-  c->tens[c->ntens] = (OpuTensor){(uint32_t)addr, d[0], d[1], d[2], d[3], d[1] * d[2] * d[3], uns ? OPU_T_UNSIGNED : 0,
+  c->tens[c->ntens] = (OpuTensor){(uint32_t)addr, d[0], d[1], d[2], d[3], (uint32_t)(d[1] * d[2] * d[3] * esize), flags,
                                   scale};
   c->act = addr + bytes;
   *out = c->ntens++;
   return 0;
+}
+
+static int new_tensor(Comp *c, uint32_t d[4], int uns, float scale, uint32_t *out) {
+  return new_tensor_flags(c, d, uns ? OPU_T_UNSIGNED : 0, scale, out);
 }
 
 static int add_view(Comp *c, OpuTensor t, uint32_t *out) {
@@ -381,6 +385,19 @@ static OpuInstr *emit(Comp *c, uint16_t op, uint32_t in0, uint32_t out) {
 static void set_clamp(Comp *c, OpuInstr *s, const Pending *p) {
   const OpuTensor *o = &c->tens[s->out];
   int32_t lo = opu_tensor_lo(o), hi = opu_tensor_hi(o);
+  if (o->flags & OPU_T_INT32) { /* bounds in units of 2^16 steps, rounded outwards */
+    if (p && p->clamped && p->lo_r > -INFINITY) {
+      double q = floor(p->lo_r / o->scale / 65536.0);
+      lo = q < lo ? lo : q > hi ? hi : (int32_t)q;
+    }
+    if (p && p->clamped && p->hi_r < INFINITY) {
+      double q = floor(p->hi_r / o->scale / 65536.0);
+      hi = q < lo ? lo : q > hi ? hi : (int32_t)q;
+    }
+    s->lo = (int16_t)lo;
+    s->hi = (int16_t)hi;
+    return;
+  }
   if (p && p->clamped) {
     if (p->lo_r > -INFINITY) lo = opu_quantize((float)p->lo_r, o->scale, lo, hi);
     if (p->hi_r < INFINITY) hi = opu_quantize((float)p->hi_r, o->scale, lo, hi);
@@ -560,6 +577,25 @@ static int materialize(Comp *c, int32_t i, uint32_t *out) {
   int uns = pending_unsigned(c, p);
   uint32_t tid;
   if (new_tensor(c, d, uns, scale_for(range_of(c, i), uns), &tid) != 0) return -1;
+  if (emit_pending(c, p, tid) != 0) return -1;
+  n->kind = K_TENSOR;
+  n->tid = tid;
+  *out = tid;
+  return 0;
+}
+
+/* A function result: a pending producer writes it as int32 with 2^24 steps over its calibrated
+ * range (the driver dequantizes; no 8-bit rounding of the logits); anything else is int8. */
+static int materialize_output(Comp *c, int32_t i, uint32_t *out) {
+  Node *n = &c->info[i];
+  if (n->kind < K_PCONV || n->kind > K_PREQ) return materialize(c, i, out);
+  Pending *p = &c->pend[n->pend];
+  uint32_t d[4];
+  dims4(c->nodes[i]->checked_type, d);
+  double r = range_of(c, i);
+  float sc = (float)(r > 0 && isfinite(r) ? r / 16777216.0 : 1.0 / 16777216.0);
+  uint32_t tid;
+  if (new_tensor_flags(c, d, OPU_T_INT32, sc, &tid) != 0) return -1;
   if (emit_pending(c, p, tid) != 0) return -1;
   n->kind = K_TENSOR;
   n->tid = tid;
@@ -1140,7 +1176,7 @@ static Compiled *opu_compile(const GPModule *mod, const GPFunctionExpr *fn, cons
         node_err(&c, f, "the function's result %d is not a float32 tensor", (int)k);
         goto fail;
       }
-      if (materialize(&c, node_of(&c, f), &out->prog.outputs[k]) != 0) goto fail;
+      if (materialize_output(&c, node_of(&c, f), &out->prog.outputs[k]) != 0) goto fail;
       out->out_types[k] = f->checked_type;
     }
   }
@@ -1241,7 +1277,7 @@ static void json_tensor(Buf *b, const char *name, const GPType *t, const OpuProg
   for (int32_t d = 0; d < t->n; d++) txt(b, "%s%lld", d ? ", " : "", (long long)t->tensor.shape[d]);
   txt(b, "], \"dtype\": \"%s\", \"scale\": %.9g, \"zero_point\": 0, \"tensor\": %u, \"addr\": %u, \"nchw\": [%u, %u, %u, %u], "
       "\"batch_stride\": %u}",
-      (x->flags & OPU_T_UNSIGNED) ? "uint8" : "int8", (double)x->scale, id, x->addr, x->n, x->c, x->h, x->w,
+      (x->flags & OPU_T_INT32) ? "int32" : (x->flags & OPU_T_UNSIGNED) ? "uint8" : "int8", (double)x->scale, id, x->addr, x->n, x->c, x->h, x->w,
       x->bstride);
 }
 
@@ -1829,6 +1865,11 @@ static int ext_run(void *self, const GPAny *args, int32_t nargs, GPAny *result) 
     uint32_t hw = t->h * t->w;
     for (uint32_t n = 0; n < t->n; n++)
       for (uint32_t c = 0; c < t->c; c++) {
+        if (t->flags & OPU_T_INT32) { /* x = q * scale, in double then rounded to float */
+          for (uint32_t j = 0; j < hw; j++)
+            *od++ = (float)((double)opu_mem_get(mem, t, n, c, j / t->w, j % t->w) * (double)t->scale);
+          continue;
+        }
         const uint8_t *src = mem + t->addr + (uint64_t)n * t->bstride + (uint64_t)c * hw;
         for (uint32_t j = 0; j < hw; j++) *od++ = (float)(uns ? (int32_t)src[j] : (int32_t)(int8_t)src[j]) * t->scale;
       }

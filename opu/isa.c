@@ -123,7 +123,7 @@ void opu_program_encode(const OpuProgram *p, uint8_t *buf) {
 /* Validation                                                                                  */
 
 static uint64_t tensor_end(const OpuTensor *t) {
-  return (uint64_t)t->addr + (uint64_t)(t->n - 1) * t->bstride + (uint64_t)t->c * t->h * t->w;
+  return (uint64_t)t->addr + (uint64_t)(t->n - 1) * t->bstride + (uint64_t)t->c * t->h * t->w * opu_elem_size(t);
 }
 
 static int same_shape(const OpuTensor *a, const OpuTensor *b) {
@@ -153,6 +153,10 @@ static int check_instr(const OpuProgram *p, uint32_t k, char *err, size_t errlen
     return fail(err, errlen, "instruction %u (%s): tensor id out of range (in0 %u, in1 %u, out %u; %u tensors)", k, nm,
                 s->in0, s->in1, s->out, nt);
   const OpuTensor *a = &p->tensors[s->in0], *o = &p->tensors[s->out];
+  if ((a->flags & OPU_T_INT32) || (s->op == OPU_OP_ADD && (p->tensors[s->in1].flags & OPU_T_INT32)))
+    return fail(err, errlen, "instruction %u (%s): reads an int32 tensor (int32 tensors are outputs only)", k, nm);
+  if ((o->flags & OPU_T_INT32) && s->op != OPU_OP_CONV && s->op != OPU_OP_ADD && s->op != OPU_OP_REQUANT)
+    return fail(err, errlen, "instruction %u (%s): writes an int32 tensor (only CONV, ADD and REQUANT do)", k, nm);
   if (!disjoint(a, o) || (s->op == OPU_OP_ADD && !disjoint(&p->tensors[s->in1], o)))
     return fail(err, errlen, "instruction %u (%s): output t%u overlaps an input", k, nm, s->out);
   int32_t lo = opu_tensor_lo(o), hi = opu_tensor_hi(o);
@@ -229,14 +233,16 @@ int opu_program_validate(const OpuProgram *p, char *err, size_t errlen) {
     const OpuTensor *t = &p->tensors[i];
     if (!t->n || !t->c || !t->h || !t->w)
       return fail(err, errlen, "tensor %u: empty shape %ux%ux%ux%u", i, t->n, t->c, t->h, t->w);
-    uint64_t plane = (uint64_t)t->c * t->h * t->w;
+    uint64_t plane = (uint64_t)t->c * t->h * t->w * opu_elem_size(t);
     if (plane > UINT32_MAX || (t->n > 1 && t->bstride < plane))
       return fail(err, errlen, "tensor %u: batch stride %u below its %llu bytes", i, t->bstride,
                   (unsigned long long)plane);
     if (tensor_end(t) > p->act_bytes)
       return fail(err, errlen, "tensor %u: bytes [%u, %llu) outside activation memory (%u bytes)", i, t->addr,
                   (unsigned long long)tensor_end(t), p->act_bytes);
-    if (t->flags & ~(uint32_t)OPU_T_UNSIGNED) return fail(err, errlen, "tensor %u: unknown flags 0x%x", i, t->flags);
+    if ((t->flags & ~(uint32_t)(OPU_T_UNSIGNED | OPU_T_INT32)) ||
+        (t->flags & (OPU_T_UNSIGNED | OPU_T_INT32)) == (OPU_T_UNSIGNED | OPU_T_INT32))
+      return fail(err, errlen, "tensor %u: unknown flags 0x%x", i, t->flags);
     if (!(t->scale > 0) || !isfinite(t->scale))
       return fail(err, errlen, "tensor %u: scale %g is not a positive finite number", i, (double)t->scale);
   }
@@ -397,7 +403,7 @@ char *opu_program_listing(const OpuProgram *p) {
   for (uint32_t i = 0; i < p->num_tensors; i++) {
     const OpuTensor *t = &p->tensors[i];
     tx(&b, "tensor t%u @0x%08x %ux%ux%ux%u bstride %u %s scale %.9g\n", i, t->addr, t->n, t->c, t->h, t->w,
-       t->bstride, (t->flags & OPU_T_UNSIGNED) ? "u8" : "i8", (double)t->scale);
+       t->bstride, (t->flags & OPU_T_INT32) ? "i32" : (t->flags & OPU_T_UNSIGNED) ? "u8" : "i8", (double)t->scale);
   }
   for (uint32_t i = 0; i < p->num_inputs; i++) tx(&b, "input %u t%u\n", i, p->inputs[i]);
   for (uint32_t i = 0; i < p->num_outputs; i++) tx(&b, "output %u t%u\n", i, p->outputs[i]);

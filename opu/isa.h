@@ -44,15 +44,20 @@ enum {
 };
 
 /* Tensor flags. */
-enum { OPU_T_UNSIGNED = 1u << 0 }; /* bytes are uint8 (0..255), else int8 */
+enum {
+  OPU_T_UNSIGNED = 1u << 0, /* bytes are uint8 (0..255), else int8 */
+  OPU_T_INT32 = 1u << 1     /* 4-byte little-endian int32 elements: only written by CONV, ADD and
+                             * REQUANT, never read by an instruction (high-precision outputs) */
+};
 /* Instruction flags. */
 enum {
   OPU_F_COUNT_PAD = 1u << 0, /* AVGPOOL: divisor counts padding taps */
   OPU_F_DEPTHWISE = 1u << 1  /* CONV: groups == in channels == out channels (depthwise layout) */
 };
 
-/* An activation tensor: N x C x H x W bytes at `addr` of activation memory; channel c of batch
- * item n, row y, column x at addr + n * bstride + (c * H + y) * W + x.  A concatenate's inputs
+/* An activation tensor: N x C x H x W elements at `addr` of activation memory; channel c of
+ * batch item n, row y, column x at addr + n * bstride + ((c * H + y) * W + x) * E, E the element
+ * size (1; 4 for OPU_T_INT32), bstride in bytes.  A concatenate's inputs
  * are views into its output (addr offset by the channel offset, bstride of the whole). */
 typedef struct OpuTensor {
   uint32_t addr, n, c, h, w, bstride, flags;
@@ -166,17 +171,40 @@ extern int opu_sim_kernel;
 /* Execute every instruction once, in order.  threads >= 1. */
 int opu_sim_run(OpuSim *s, int threads, char *err, size_t errlen);
 
+static inline uint32_t opu_elem_size(const OpuTensor *t) { return (t->flags & OPU_T_INT32) ? 4u : 1u; }
+
 /* Read / write element (n, c, y, x) of tensor t in memory as an integer. */
 static inline int32_t opu_mem_get(const uint8_t *mem, const OpuTensor *t, uint32_t n, uint32_t c, uint32_t y,
                                   uint32_t x) {
-  uint8_t b = mem[t->addr + (uint64_t)n * t->bstride + ((uint64_t)c * t->h + y) * t->w + x];
-  return (t->flags & OPU_T_UNSIGNED) ? (int32_t)b : (int32_t)(int8_t)b;
+  const uint8_t *p = mem + t->addr + (uint64_t)n * t->bstride + (((uint64_t)c * t->h + y) * t->w + x) * opu_elem_size(t);
+  if (t->flags & OPU_T_INT32)
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+  return (t->flags & OPU_T_UNSIGNED) ? (int32_t)p[0] : (int32_t)(int8_t)p[0];
 }
 static inline void opu_mem_set(uint8_t *mem, const OpuTensor *t, uint32_t n, uint32_t c, uint32_t y, uint32_t x,
                                int32_t v) {
-  mem[t->addr + (uint64_t)n * t->bstride + ((uint64_t)c * t->h + y) * t->w + x] = (uint8_t)v;
+  uint8_t *p = mem + t->addr + (uint64_t)n * t->bstride + (((uint64_t)c * t->h + y) * t->w + x) * opu_elem_size(t);
+  p[0] = (uint8_t)v;
+  if (t->flags & OPU_T_INT32) {
+    p[1] = (uint8_t)((uint32_t)v >> 8);
+    p[2] = (uint8_t)((uint32_t)v >> 16);
+    p[3] = (uint8_t)((uint32_t)v >> 24);
+  }
 }
-static inline int32_t opu_tensor_lo(const OpuTensor *t) { return (t->flags & OPU_T_UNSIGNED) ? 0 : -128; }
-static inline int32_t opu_tensor_hi(const OpuTensor *t) { return (t->flags & OPU_T_UNSIGNED) ? 255 : 127; }
+/* The range of a tensor's elements. */
+static inline int32_t opu_tensor_lo(const OpuTensor *t) {
+  return (t->flags & OPU_T_INT32) ? INT16_MIN : (t->flags & OPU_T_UNSIGNED) ? 0 : -128;
+}
+static inline int32_t opu_tensor_hi(const OpuTensor *t) {
+  return (t->flags & OPU_T_INT32) ? INT16_MAX : (t->flags & OPU_T_UNSIGNED) ? 255 : 127;
+}
+/* The clamp bounds an instruction's 16-bit lo / hi give for its output: themselves, or for an
+ * int32 output lo * 2^16 and hi * 2^16 + (2^16 - 1) (the full int32 range at -32768, 32767). */
+static inline int32_t opu_clamp_lo(const OpuTensor *o, int16_t lo) {
+  return (o->flags & OPU_T_INT32) ? (int32_t)((uint32_t)(int32_t)lo << 16) : lo;
+}
+static inline int32_t opu_clamp_hi(const OpuTensor *o, int16_t hi) {
+  return (o->flags & OPU_T_INT32) ? (int32_t)(((uint32_t)(int32_t)hi << 16) | 0xffffu) : hi;
+}
 
 #endif /* OPU_ISA_H */

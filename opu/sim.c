@@ -84,17 +84,21 @@ OpuSim *opu_sim_new(const OpuProgram *p, const uint8_t *weights, size_t weight_l
     for (uint32_t oo = 0; oo < oc; oo++) {
       int16_t *row = dw ? cw->w + (size_t)oo * cw->K : NULL;
       int32_t *prow = dw ? NULL : cw->wp + ((size_t)(oo / ocg) * cw->ocgp + oo % ocg) * cw->KP;
-      uint32_t kk = 0;
-      for (uint32_t i = 0; i < icg; i++)
-        for (uint32_t y = 0; y < in->kh; y++)
-          for (uint32_t x = 0; x < in->kw; x++, kk++) {
-            int16_t v = (int8_t)wb[opu_conv_weight_index(oo, i, y, x, oc, icg, g, in->kh, in->kw, dw, p->pe_rows,
-                                                         p->pe_cols)];
-            if (dw)
-              row[kk] = v;
-            else
-              prow[kk / 2] |= (int32_t)((uint32_t)(uint16_t)v << (16 * (kk & 1)));
-          }
+      /* tap (i, yx) of channel oo: base + (i / C) * KK * step + yx * step + i % C */
+      uint32_t kk = 0, KK = (uint32_t)in->kh * in->kw;
+      size_t step = dw ? p->pe_rows : (size_t)p->pe_rows * p->pe_cols;
+      const uint8_t *base =
+          wb + opu_conv_weight_index(oo, 0, 0, 0, oc, icg, g, in->kh, in->kw, dw, p->pe_rows, p->pe_cols);
+      for (uint32_t i = 0; i < icg; i++) {
+        const uint8_t *src = base + (size_t)(i / p->pe_cols) * KK * step + i % p->pe_cols;
+        for (uint32_t yx = 0; yx < KK; yx++, kk++, src += step) {
+          int16_t v = (int8_t)*src;
+          if (dw)
+            row[kk] = v;
+          else
+            prow[kk / 2] |= (int32_t)((uint32_t)(uint16_t)v << (16 * (kk & 1)));
+        }
+      }
       const uint8_t *r = weights + in->q_off + (size_t)oo * OPU_QREC_BYTES;
       cw->rec[3 * oo] = rd32(r);
       cw->rec[3 * oo + 1] = rd32(r + 4);
@@ -242,24 +246,33 @@ typedef struct {
   uint8_t *mem;
   GemmFn gemm;
   uint32_t n, g, ocg, P, Pp;
+  int32_t lo, hi; /* the clamp (opu_clamp_lo / hi) */
 } ConvCtx;
 
-/* output-channel blocks [r0, r1) of 4 */
+/* pixel blocks [r0, r1) of PB, each against every block of 4 output channels (the block's
+ * columns stay in cache while the weights stream) */
 static void conv_blocks(void *vc, uint32_t r0, uint32_t r1) {
   const ConvCtx *c = vc;
   const ConvW *cw = c->cw;
   int32_t acc[4][PB];
-  for (uint32_t b = r0; b < r1; b++) {
-    const int32_t *w = cw->wp + ((size_t)c->g * cw->ocgp + 4 * b) * cw->KP;
-    for (uint32_t p0 = 0; p0 < c->P; p0 += PB) {
+  for (uint32_t pb = r0; pb < r1; pb++) {
+    uint32_t p0 = pb * PB;
+    for (uint32_t b = 0; b < cw->ocgp / 4; b++) {
+      const int32_t *w = cw->wp + ((size_t)c->g * cw->ocgp + 4 * b) * cw->KP;
       c->gemm(w, cw->KP, c->cols, c->Pp, p0, acc);
       for (uint32_t r = 0; r < 4 && 4 * b + r < c->ocg; r++) {
         uint32_t oc = c->g * c->ocg + 4 * b + r;
         const int32_t *rec = cw->rec + 3 * oc;
-        uint8_t *po = c->mem + c->o->addr + (uint64_t)c->n * c->o->bstride + (uint64_t)oc * c->P + p0;
         uint32_t nq = c->P - p0 < PB ? c->P - p0 : PB;
+        if (c->o->flags & OPU_T_INT32) {
+          for (uint32_t q = 0; q < nq; q++)
+            opu_mem_set(c->mem, c->o, c->n, oc, (p0 + q) / c->o->w, (p0 + q) % c->o->w,
+                        opu_requant((int64_t)rec[0] + acc[r][q], rec[1], (unsigned)rec[2], c->lo, c->hi));
+          continue;
+        }
+        uint8_t *po = c->mem + c->o->addr + (uint64_t)c->n * c->o->bstride + (uint64_t)oc * c->P + p0;
         for (uint32_t q = 0; q < nq; q++)
-          po[q] = (uint8_t)opu_requant((int64_t)rec[0] + acc[r][q], rec[1], (unsigned)rec[2], c->in->lo, c->in->hi);
+          po[q] = (uint8_t)opu_requant((int64_t)rec[0] + acc[r][q], rec[1], (unsigned)rec[2], c->lo, c->hi);
       }
     }
   }
@@ -284,7 +297,8 @@ static void depthwise(OpuSim *s, const OpuInstr *in) {
               acc += (int32_t)w[y * in->kw + x] * opu_mem_get(s->mem, a, n, ch, (uint32_t)iy, (uint32_t)ix);
             }
           }
-          opu_mem_set(s->mem, o, n, ch, oy, ox, opu_requant(acc, r[1], (unsigned)r[2], in->lo, in->hi));
+          opu_mem_set(s->mem, o, n, ch, oy, ox,
+                      opu_requant(acc, r[1], (unsigned)r[2], opu_clamp_lo(o, in->lo), opu_clamp_hi(o, in->hi)));
         }
     }
 }
@@ -330,8 +344,9 @@ static int conv(OpuSim *s, const OpuInstr *in, int threads, char *err, size_t er
             }
           }
       }
-      ConvCtx c = {in, o, cw, s->cols, s->mem, gemm, n, gi, o->c / g, P, Pp};
-      par_rows(conv_blocks, &c, cw->ocgp / 4, threads, (uint64_t)P * K * (o->c / g));
+      ConvCtx c = {in, o, cw, s->cols, s->mem, gemm, n, gi, o->c / g, P, Pp, opu_clamp_lo(o, in->lo),
+                   opu_clamp_hi(o, in->hi)};
+      par_rows(conv_blocks, &c, Pp / PB, threads, (uint64_t)P * K * (o->c / g));
     }
   return 0;
 }
@@ -354,10 +369,15 @@ static void add(OpuSim *s, const OpuInstr *in) {
     for (uint32_t c = 0; c < o->c; c++) {
       const uint8_t *pa = plane(s->mem, a, n, c), *pb = plane(s->mem, b, n, c);
       uint8_t *po = (uint8_t *)plane(s->mem, o, n, c);
+      int32_t lo = opu_clamp_lo(o, in->lo), hi = opu_clamp_hi(o, in->hi);
       for (uint32_t i = 0; i < hw; i++) {
         int64_t v = (int64_t)VAL(ua, pa, i) * in->m0 + (int64_t)VAL(ub, pb, i) * in->m1;
         int64_t r = opu_rshift_round(v, in->shift);
-        po[i] = (uint8_t)(int32_t)CLAMP(r, in->lo, in->hi);
+        int32_t q = (int32_t)CLAMP(r, lo, hi);
+        if (o->flags & OPU_T_INT32)
+          opu_mem_set(s->mem, o, n, c, i / o->w, i % o->w, q);
+        else
+          po[i] = (uint8_t)q;
       }
     }
 }
@@ -370,7 +390,14 @@ static void requant(OpuSim *s, const OpuInstr *in) {
     for (uint32_t c = 0; c < o->c; c++) {
       const uint8_t *pa = plane(s->mem, a, n, c);
       uint8_t *po = (uint8_t *)plane(s->mem, o, n, c);
-      for (uint32_t i = 0; i < hw; i++) po[i] = (uint8_t)opu_requant(VAL(ua, pa, i), in->m0, in->shift, in->lo, in->hi);
+      int32_t lo = opu_clamp_lo(o, in->lo), hi = opu_clamp_hi(o, in->hi);
+      for (uint32_t i = 0; i < hw; i++) {
+        int32_t q = opu_requant(VAL(ua, pa, i), in->m0, in->shift, lo, hi);
+        if (o->flags & OPU_T_INT32)
+          opu_mem_set(s->mem, o, n, c, i / o->w, i % o->w, q);
+        else
+          po[i] = (uint8_t)q;
+      }
     }
 }
 
