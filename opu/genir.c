@@ -762,6 +762,9 @@ static int do_conv(Comp *c, int32_t i, const GPCall *call, int dense) {
                       tmp.kh, tmp.kw, (long long)st[0], (long long)st[1], (long long)pad[0], (long long)pad[1],
                       (long long)pad[2], (long long)pad[3], OPU_MAX_KERNEL);
   }
+  if ((uint64_t)xd[1] / (tmp.groups ? tmp.groups : 1) * tmp.kh * tmp.kw > OPU_MAX_TAPS)
+    return node_err(c, &call->base, "%llu taps per output; the OPU's int32 accumulator takes at most %u",
+                    (unsigned long long)xd[1] / (tmp.groups ? tmp.groups : 1) * tmp.kh * tmp.kw, OPU_MAX_TAPS);
   uint32_t in;
   if (materialize(c, node_of(c, call->args[0]), &in) != 0) return -1;
   Pending *p = new_pending(c, K_PCONV, i);

@@ -185,6 +185,9 @@ static int check_instr(const OpuProgram *p, uint32_t k, char *err, size_t errlen
     if (g < 1 || a->c % g || o->c % g)
       return fail(err, errlen, "instruction %u (CONV): groups %u does not divide channels %u -> %u", k, g, a->c, o->c);
     int dw = (s->flags & OPU_F_DEPTHWISE) != 0;
+    if ((uint64_t)(a->c / g) * s->kh * s->kw > OPU_MAX_TAPS)
+      return fail(err, errlen, "instruction %u (CONV): %llu taps per output, more than %u", k,
+                  (unsigned long long)(a->c / g) * s->kh * s->kw, OPU_MAX_TAPS);
     if (dw && !(g == a->c && g == o->c))
       return fail(err, errlen, "instruction %u (CONV): depthwise needs groups == in == out channels", k);
     uint64_t wb = opu_conv_weight_bytes(o->c, a->c / g, g, s->kh, s->kw, dw, p->pe_rows, p->pe_cols);

@@ -31,6 +31,7 @@
 #define OPU_MAX_IO 256u
 #define OPU_MAX_KERNEL 64u
 #define OPU_MAX_STRIDE 64u
+#define OPU_MAX_TAPS 32768u /* taps per CONV output: keeps the int32 accumulator exact */
 
 enum {
   OPU_OP_CONV = 1,     /* conv2d (incl. groups / depthwise; dense as 1x1), bias, requant, clamp */
