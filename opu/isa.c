@@ -249,6 +249,9 @@ int opu_program_validate(const OpuProgram *p, char *err, size_t errlen) {
     if (!(t->scale > 0) || !isfinite(t->scale))
       return fail(err, errlen, "tensor %u: scale %g is not a positive finite number", i, (double)t->scale);
   }
+  if (p->num_inputs > OPU_MAX_IO || p->num_outputs > OPU_MAX_IO || p->num_outputs == 0)
+    return fail(err, errlen, "%u inputs and %u outputs: the OPU takes up to %u of each (and at least one output)",
+                p->num_inputs, p->num_outputs, OPU_MAX_IO);
   for (uint32_t i = 0; i < p->num_inputs + p->num_outputs; i++) {
     uint32_t id = i < p->num_inputs ? p->inputs[i] : p->outputs[i - p->num_inputs];
     if (id >= p->num_tensors)
