@@ -11,8 +11,10 @@
  * ctx_instrument_unregister), plugins_load_default and pass_register_packed, and queries and
  * ONNX import for hosts without the command (GPHostAPI.pass_list, onnx_import, object_retain,
  * object_release; GPOnnxImportOptions), pass output checks (ctx_set_check_immutable),
- * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file) and plugin
- * dependencies (GPHostAPI.plugin_require).
+ * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file), plugin
+ * dependencies (GPHostAPI.plugin_require) and external codegen (GPEvalOptions.external ..
+ * observe_user: graphpass.ext.<Compiler>.run and value observers; GPHostAPI.tensor_read,
+ * eval_random_inputs).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -826,6 +828,27 @@ typedef struct GPEvalOptions {
   int32_t num_threads;
   size_t peak_bytes;   /* out: the most bytes of intermediate tensors alive at once */
   int64_t ops_run;     /* out: op calls evaluated */
+  /* ---- ABI 1.3 (external codegen): read by a 1.3 host only when GP_HAS_FIELD(opts,
+   * GPEvalOptions, observe_user); zero-filled means off ---- */
+  /* 1: a call of a global function whose attrs have Compiler="X" runs the global function
+   * `graphpass.ext.X.run` when one is registered (the body is evaluated when none is), called
+   * with args [the callee (GPFunctionExpr*, borrowed, as GP_TI_FUNCTION_EXPR), then one
+   * GP_TI_DLTENSOR_PTR per parameter (borrowed CPU tensors, valid for the call; compact or
+   * strided with byte_offset)], returning a GPTensor (GP_TI_TENSOR, owned by the result) for a
+   * tensor-typed function or a GPArray of GPTensors (its fields in order) for a tuple-typed one;
+   * the evaluator checks each against the function's declared result type (GP_ERR_VALUE naming
+   * the function otherwise) and prefixes a failure with the calling node.  0: bodies are
+   * evaluated (the float reference, e.g. for calibration or --verify-numerics). */
+  int32_t external;
+  int32_t reserved13;
+  /* Called (when non-NULL) with each value as it is computed: the result of every op call, and
+   * each parameter of every function frame as it is bound (node = the GPVar), in every frame
+   * (global functions, closures; external bodies only when evaluated).  `node` is the node of
+   * the module being evaluated (borrowed), `value` the tensor (borrowed, valid for the call;
+   * tuple results are reported field by field with the same node and field = 0, 1, ...; a plain
+   * tensor with field = -1).  Non-zero stops the evaluation with that error (set it). */
+  int (*observe)(void *user, const GPExpr *node, int32_t field, const DLTensor *value);
+  void *observe_user;
 } GPEvalOptions;
 
 /* Options of GPHostAPI.onnx_import (since 1.3; caller-owned, read during the call only).
@@ -1198,6 +1221,20 @@ struct GPHostAPI {
    * the plugin and the path looked at; a failing load keeps that load's error, prefixed with
    * "plugin_require(<name>)". */
   int (*plugin_require)(const char *name);
+
+  /* ---- ABI 1.3 (external codegen: what an accelerator vendor's codegen and runtime need):
+   * read only when GP_HAS_FIELD(host, GPHostAPI, eval_random_inputs) ---- */
+
+  /* A tensor from a file: .npy (versions 1.0-3.0) or, for a name ending in .pb, an ONNX
+   * TensorProto.  New reference, or NULL + GP_ERR_IO / GP_ERR_PARSE naming the path (e.g.
+   * calibration inputs a pass reads from a path in its config). */
+  GPTensor *(*tensor_read)(const char *path);
+  /* The deterministic inputs of function `name` (NULL: "main") of mod for `seed`, the ones
+   * --verify-numerics uses (floats uniform in [-1, 1), integers in [0, 10), bools 0/1): one per
+   * parameter, each must have a static tensor type (GP_ERR_VALUE naming it).  *inputs is a host
+   * array (free with `free`) of *num_inputs new references. */
+  int (*eval_random_inputs)(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
+                            int32_t *num_inputs);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

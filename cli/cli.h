@@ -87,5 +87,8 @@ int cmd_dot(int argc, char **argv);
 
 /* graphpass eval (cli/eval_cmd.c) */
 int cmd_eval(int argc, char **argv);
+/* --calibrate NAME=FILE options into the GenIR.calibrate config ("NAME=FILE;...") unless a
+ * --config set it (cli/eval_cmd.c); -1 + error. */
+int calibrate_config(GPPassContext *ctx, const char *const *cal, int ncal);
 
 #endif /* GP_CLI_H */

@@ -3,6 +3,7 @@
  * Exit status as `opt`: 0 success; 1 bad input (file, text, inputs, evaluation); 2 usage. */
 #include "cli.h"
 #include "../eval/eval.h"
+#include "../registry/registry.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -83,18 +84,76 @@ static void list_params(GPBuf *b, const GPFunctionExpr *fn) {
   if (!fn->nparams) gp_buf_puts(b, "none");
 }
 
+/* --calibrate NAME=FILE options as the GenIR.calibrate config value "NAME=FILE;NAME=FILE"
+ * (unless --config sets it); -1 + error on a malformed one. */
+int calibrate_config(GPPassContext *ctx, const char *const *cal, int ncal) {
+  if (!ncal || gp_strmap_get(&ctx->config, "GenIR.calibrate")) return 0;
+  GPBuf b = {0};
+  for (int i = 0; i < ncal; i++) {
+    const char *eq = strchr(cal[i], '=');
+    if (!eq || eq == cal[i] || !eq[1] || strchr(cal[i], ';')) {
+      gp_buf_free(&b);
+      gp_error_set(GP_ERR_VALUE, "--calibrate '%s' is not NAME=FILE (.npy or .pb; no ';')", cal[i]);
+      return -1;
+    }
+    gp_buf_printf(&b, "%s%s", i ? ";" : "", cal[i]);
+  }
+  int rc = gp_ctx_set_config(ctx, "GenIR.calibrate", b.data);
+  gp_buf_free(&b);
+  return rc;
+}
+
+/* eval --target T: the context that compiles for T (opt-level, --config, --calibrate). */
+static GPPassContext *compile_ctx(const char *target, const char *opt_level, const char *const *config, int nconfig,
+                                  const char *const *cal, int ncal) {
+  GPPassContext *ctx = gp_ctx_new();
+  ctx->out = stderr;
+  if (gp_ctx_set_target(ctx, target) != 0) goto fail;
+  if (opt_level) {
+    char *end;
+    long lvl = strtol(opt_level, &end, 10);
+    if (*end || end == opt_level || lvl < 0 || lvl > INT32_MAX) {
+      gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not a non-negative integer", opt_level);
+      goto fail;
+    }
+    if (gp_ctx_set_opt_level(ctx, (int32_t)lvl) != 0) goto fail;
+  }
+  for (int i = 0; i < nconfig; i++) {
+    char *kv = gp_strdup(config[i]);
+    char *eq = strchr(kv, '=');
+    if (!eq) {
+      gp_free(kv);
+      gp_error_set(GP_ERR_VALUE, "--config '%s' is not key=value", config[i]);
+      goto fail;
+    }
+    *eq = 0;
+    int rc = gp_ctx_set_config(ctx, kv, eq + 1);
+    gp_free(kv);
+    if (rc != 0) goto fail;
+  }
+  if (calibrate_config(ctx, cal, ncal) != 0) goto fail;
+  /* the module a set prints for its codegen (PrintIR) is not what eval is about */
+  if (!gp_strmap_get(&ctx->config, "PrintIR.file") && gp_ctx_set_config(ctx, "PrintIR.file", "/dev/null") != 0)
+    gp_error_clear();
+  return ctx;
+fail:
+  gp_ctx_free(ctx);
+  return NULL;
+}
+
 int cmd_eval(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
-  const char *input = NULL, *outdir = NULL, *seed_text = NULL, *threads_text = NULL, *params = NULL;
-  const char *bind[MAX_BINDINGS];
-  int nbind = 0;
+  const char *input = NULL, *outdir = NULL, *seed_text = NULL, *threads_text = NULL, *params = NULL, *opt_level = NULL;
+  const char *bind[MAX_BINDINGS], *cal[MAX_BINDINGS], *config[64];
+  int nbind = 0, ncal = 0, nconfig = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
     if (strcmp(a, "-o") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--random-inputs") == 0 ||
         strcmp(a, "--plugin") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--shape") == 0 ||
-        strcmp(a, "--params") == 0) {
+        strcmp(a, "--params") == 0 || strcmp(a, "--target") == 0 || strcmp(a, "--calibrate") == 0 ||
+        strcmp(a, "--config") == 0 || strcmp(a, "--opt-level") == 0) {
       if (!has) {
         die_usage("eval: %s needs a value", a);
         return EV_USAGE;
@@ -104,6 +163,22 @@ int cmd_eval(int argc, char **argv) {
         outdir = v;
       } else if (strcmp(a, "--params") == 0) {
         params = v;
+      } else if (strcmp(a, "--target") == 0) {
+        po.target = v;
+      } else if (strcmp(a, "--opt-level") == 0) {
+        opt_level = v;
+      } else if (strcmp(a, "--calibrate") == 0) {
+        if (ncal == MAX_BINDINGS) {
+          die_usage("eval: too many --calibrate options (at most %s)", "256");
+          return EV_USAGE;
+        }
+        cal[ncal++] = v;
+      } else if (strcmp(a, "--config") == 0) {
+        if (nconfig == 64) {
+          die_usage("eval: too many --config options (at most %s)", "64");
+          return EV_USAGE;
+        }
+        config[nconfig++] = v;
       } else if (strcmp(a, "--random-inputs") == 0) {
         seed_text = v;
       } else if (strcmp(a, "--threads") == 0) {
@@ -169,6 +244,10 @@ int cmd_eval(int argc, char **argv) {
       die_usage("eval: --input '%s' is not NAME=FILE (.npy or .pb)", bind[k]);
       return EV_USAGE;
     }
+  if ((ncal || nconfig || opt_level) && !po.target) {
+    die_usage("eval: %s need --target (they configure its compilation)", "--calibrate, --config and --opt-level");
+    return EV_USAGE;
+  }
   if (load_plugins(&po) != 0) return report(EV_INPUT);
 
   int code = EV_INPUT;
@@ -178,6 +257,19 @@ int cmd_eval(int argc, char **argv) {
   int32_t np = 0, nrnd = 0, nout = 0;
   mod = load_module_params(input, &shapes, params);
   if (!mod) goto fail;
+  if (po.target) { /* compile for the target: its set, then external functions on its runner */
+    GPPassContext *ctx = compile_ctx(po.target, opt_level, config, nconfig, cal, ncal);
+    if (!ctx) {
+      code = report(EV_USAGE);
+      goto done;
+    }
+    GPModule *compiled = gp_run_pipeline(mod, NULL, ctx);
+    gp_ctx_free(ctx);
+    if (!compiled) goto fail;
+    gp_release(mod);
+    mod = compiled;
+    opts.external = 1;
+  }
   fn = gp_module_lookup(mod, "main");
   if (!fn) {
     gp_error_set(GP_ERR_NOT_FOUND, "%s: the module has no @main to evaluate", input);

@@ -28,9 +28,11 @@ static const char usage_text[] =
     "                 [--stats] [--no-types] [--no-default-plugins]\n"
     "                 [--verify-numerics [--rtol X] [--atol Y] [--seed N]]\n"
     "                 [--shape NAME=D,D,...]... [--target-ops NAME=op,op,...]...\n"
+    "                 [--calibrate NAME=FILE]...\n"
     "       graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]\n"
     "                 [--params FILE] [--plugin FILE]... [--threads N] [--no-default-plugins]\n"
-    "                 [--shape NAME=D,...]...\n"
+    "                 [--shape NAME=D,...]... [--target T [--opt-level N] [--config key=value]...\n"
+    "                 [--calibrate NAME=FILE]...]\n"
     "       graphpass dot INPUT [--function F] [--pipeline P] [--target T] [--opt-level N] [-o FILE]\n"
     "                 [--params FILE] [--plugin FILE]... [--no-default-plugins] [--shape NAME=D,...]...\n"
     "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
@@ -47,7 +49,10 @@ static const char usage_text[] =
     "--opt-set S runs the target's optimization set S (see `graphpass targets`) instead of its\n"
     "default set; an unknown set is an error listing the target's sets.\n"
     "--target-ops NAME=op,op,... marks the ops a BYOC target NAME supports (op attribute target.NAME)\n"
-    "for AnnotateTarget, and adds NAME to AnnotateTarget.targets unless --config sets that key.\n";
+    "for AnnotateTarget, and adds NAME to AnnotateTarget.targets unless --config sets that key.\n"
+    "--calibrate NAME=FILE (.npy/.pb; repeatable) gives GenIR (target opu) the calibration input of\n"
+    "@main's parameter NAME (config GenIR.calibrate).  eval --target T compiles with T's set first,\n"
+    "then runs its external functions (Compiler=\"T\") through graphpass.ext.T.run (the OPU simulator).\n";
 
 void die_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "graphpass: ");
@@ -345,8 +350,8 @@ static int cmd_opt(int argc, char **argv) {
   bool print_changed = false, bisect_numerics = false;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
-  const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32], *target_ops[32];
-  int ndisable = 0, nrequire = 0, nconfig = 0, npbefore = 0, npafter = 0, ntarget_ops = 0;
+  const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32], *target_ops[32], *cal[256];
+  int ndisable = 0, nrequire = 0, nconfig = 0, npbefore = 0, npafter = 0, ntarget_ops = 0, ncal = 0;
   bool time_passes = false, pba = false, paa = false, verify_each = false, explain = false, stats = false,
        types = true;
   for (int i = 0; i < argc; i++) {
@@ -383,6 +388,7 @@ static int cmd_opt(int argc, char **argv) {
     else if (strcmp(a, "--disable") == 0) TAKE_LIST(disable, ndisable);
     else if (strcmp(a, "--require") == 0) TAKE_LIST(require, nrequire);
     else if (strcmp(a, "--config") == 0) TAKE_LIST(config, nconfig);
+    else if (strcmp(a, "--calibrate") == 0) TAKE_LIST(cal, ncal);
     else if (strcmp(a, "--plugin") == 0) TAKE_LIST(po.plugins, po.nplugins);
     else if (strcmp(a, "--target-ops") == 0) TAKE_LIST(target_ops, ntarget_ops);
     else if (strcmp(a, "--print-before") == 0) TAKE_LIST(pbefore, npbefore);
@@ -500,6 +506,7 @@ static int cmd_opt(int argc, char **argv) {
     if (rc != 0) goto usage_error;
   }
   if (ntarget_ops && apply_target_ops(ctx, target_ops, ntarget_ops) != 0) goto usage_error;
+  if (calibrate_config(ctx, cal, ncal) != 0) goto usage_error;
   /* --explain and --time-passes are instruments, registered as a host registers its own. */
   if (explain) {
     GPInstrument ex = gp_instrument_explain(stderr);

@@ -32,6 +32,7 @@
  */
 #include "eval/eval.h"
 #include "eval/kernel.h"
+#include "registry/registry.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -134,7 +135,25 @@ typedef struct Ctx {
   size_t capins;
   const GPType **types;
   size_t captypes;
+  /* ABI 1.3 options: external functions and the value observer */
+  bool external;
+  int (*observe)(void *user, const GPExpr *node, int32_t field, const DLTensor *value);
+  void *observe_user;
 } Ctx;
+
+/* Report v (computed for node) to the observer; -1 when it stops the evaluation. */
+static int observe_val(Ctx *C, const GPExpr *node, const Val *v) {
+  if (!C->observe) return 0;
+  int rc = 0;
+  if (v->kind == V_TENSOR) {
+    rc = C->observe(C->observe_user, node, -1, &v->t->dl);
+  } else if (v->kind == V_TUPLE) {
+    for (int32_t j = 0; j < v->n && rc == 0; j++)
+      if (v->items[j]->kind == V_TENSOR) rc = C->observe(C->observe_user, node, j, &v->items[j]->t->dl);
+  }
+  if (rc != 0 && gp_error_kind() == GP_OK) gp_error_set(GP_ERR_VALUE, "eval: the value observer stopped the evaluation");
+  return rc != 0 ? -1 : 0;
+}
 
 static void live_add(Ctx *C, size_t b) {
   C->live += b;
@@ -695,6 +714,11 @@ static int push_frame(Ctx *C, FnInfo *fi, Val **args, Val *closure, int32_t ret_
     for (int32_t i = 0; i < fi->fn->nparams; i++) val_release(C, args[i]);
     return -1;
   }
+  for (int32_t i = 0; C->observe && i < fi->fn->nparams; i++)
+    if (observe_val(C, &fi->fn->params[i]->base, args[i]) != 0) {
+      for (int32_t j = 0; j < fi->fn->nparams; j++) val_release(C, args[j]);
+      return -1;
+    }
   Plan *P = fi->plan;
   size_t n = fi->ni.n;
   /* nested frames of a big function: bound their memory before it runs out */
@@ -837,9 +861,115 @@ static int step_op_call(Ctx *C, int32_t fidx, int32_t p, const GPCall *call) {
   } else {
     res = val_tensor(C, outs[0], true);
   }
+  if (observe_val(C, &call->base, res) != 0) {
+    val_release(C, res);
+    return -1;
+  }
   for (int32_t i = 0; i < nargs; i++) use(C, F, gp_ni_kid(ni, p, i + 1));
   store(C, F, p, res);
   return 0;
+}
+
+static bool tensor_matches(const GPType *want, const GPTensor *t);
+
+/* The global function `graphpass.ext.<Compiler>.run` for a callee with a Compiler attribute
+ * (new reference), or NULL (no error) when external calls are off or none is registered. */
+static GPPackedFunc *external_runner(Ctx *C, const GPFunctionExpr *fn, const char **compiler) {
+  if (!C->external || !fn->attrs) return NULL;
+  const GPAttrValue *c = gp_attrs_get(fn->attrs, "Compiler");
+  if (!c || c->kind != GP_ATTR_STR || !c->s || !c->s[0]) return NULL;
+  GPBuf b = {0};
+  gp_buf_printf(&b, "graphpass.ext.%s.run", c->s);
+  GPPackedFunc *f = gp_func_get(b.data);
+  gp_buf_free(&b);
+  *compiler = c->s;
+  return f;
+}
+
+/* One result tensor of an external function against its declared type. */
+static int external_check(const FnInfo *callee, const GPType *want, const GPAny *got, int32_t field) {
+  if (got->type_index != GP_TI_TENSOR || !got->v_obj) {
+    gp_error_set(GP_ERR_VALUE, "@%s: the external runner returned %s for result %d, not a tensor", callee->gname,
+                 got->type_index == GP_TI_NONE ? "None" : "another kind of value", (int)field);
+    return -1;
+  }
+  const GPTensor *t = (const GPTensor *)got->v_obj;
+  if (!want || want->kind != GP_TYPE_TENSOR || !tensor_matches(want, t) || !t->dl.data) {
+    char *ws = want ? type_str(want) : gp_strdup("?");
+    char *gs = type_str(gp_tensor_type(t));
+    gp_error_set(GP_ERR_VALUE, "@%s: the external runner returned %s for result %d; the function's type says %s",
+                 callee->gname, gs, (int)field, ws);
+    gp_free(ws);
+    gp_free(gs);
+    return -1;
+  }
+  return 0;
+}
+
+/* Run a call of an external function through its runner; stores the result at p. */
+static int step_external(Ctx *C, int32_t fidx, int32_t p, const GPCall *call, FnInfo *callee, GPPackedFunc *f,
+                         const char *compiler) {
+  Frame *F = &C->frames[fidx];
+  const GPNodeIndex *ni = &F->fi->ni;
+  int32_t n = call->nargs;
+  GPAny *args = gp_calloc((size_t)n + 1, sizeof(GPAny));
+  args[0].type_index = GP_TI_FUNCTION_EXPR;
+  args[0].v_obj = &callee->fn->base.obj;
+  for (int32_t i = 0; i < n; i++) {
+    Val *v = slot_get(C, F, gp_ni_kid(ni, p, i + 1), p);
+    if (!v) {
+      gp_free(args);
+      return -1;
+    }
+    if (v->kind != V_TENSOR) {
+      gp_free(args);
+      gp_error_set(GP_ERR_UNSUPPORTED, "@%s (Compiler=\"%s\"): argument %d is a %s; external functions take tensors",
+                   callee->gname, compiler, (int)i, kind_word(v));
+      prefix_node(C, F->fi, &call->base);
+      return -1;
+    }
+    args[i + 1].type_index = GP_TI_DLTENSOR_PTR;
+    args[i + 1].v_ptr = &v->t->dl;
+  }
+  GPAny res = {0};
+  int rc = f->call(f->self, args, n + 1, &res);
+  gp_free(args);
+  if (rc != 0) {
+    if (gp_error_kind() == GP_OK) gp_error_set(GP_ERR_INTERNAL, "the runner failed without an error message");
+    gp_error_prefix("graphpass.ext.%s.run(@%s)", compiler, callee->gname);
+    prefix_node(C, F->fi, &call->base);
+    gp_any_clear(&res);
+    return -1;
+  }
+  const GPType *rt = callee->fn->ret_type ? callee->fn->ret_type : callee->fn->body->checked_type;
+  Val *out = NULL;
+  if (rt && rt->kind == GP_TYPE_TUPLE) {
+    const GPArray *arr = res.type_index == GP_TI_ARRAY ? (const GPArray *)res.v_obj : NULL;
+    if (!arr || arr->size != rt->n) {
+      gp_error_set(GP_ERR_VALUE, "@%s: the external runner returned %s; the function's result is a tuple of %d",
+                   callee->gname, arr ? "an array of another length" : "no array", (int)rt->n);
+      goto bad;
+    }
+    out = val_new(V_TUPLE);
+    out->items = gp_malloc((size_t)(arr->size ? arr->size : 1) * sizeof(Val *));
+    for (int32_t j = 0; j < rt->n; j++) {
+      if (external_check(callee, rt->tuple.fields[j], &arr->items[j], j) != 0) goto bad;
+      out->items[out->n++] = val_tensor(C, gp_retain(arr->items[j].v_obj), true);
+    }
+  } else {
+    if (external_check(callee, rt, &res, 0) != 0) goto bad;
+    out = val_tensor(C, gp_retain(res.v_obj), true);
+  }
+  gp_any_clear(&res);
+  C->ops++;
+  for (int32_t i = 0; i < n; i++) use(C, F, gp_ni_kid(ni, p, i + 1));
+  store(C, F, p, out);
+  return 0;
+bad:
+  if (out) val_release(C, out);
+  gp_any_clear(&res);
+  prefix_node(C, F->fi, &call->base);
+  return -1;
 }
 
 static int step_call(Ctx *C, int32_t fidx, int32_t p) {
@@ -856,6 +986,13 @@ static int step_call(Ctx *C, int32_t fidx, int32_t p) {
     if (!callee) {
       prefix_node(C, fi, &call->base);
       return -1;
+    }
+    const char *compiler = NULL;
+    GPPackedFunc *ext = external_runner(C, callee->fn, &compiler);
+    if (ext) {
+      int rc = call->nargs == callee->fn->nparams ? step_external(C, fidx, p, call, callee, ext, compiler) : -2;
+      gp_release(ext);
+      if (rc != -2) return rc;
     }
   } else {
     closure = slot_get(C, F, gp_ni_kid(ni, p, 0), p);
@@ -1204,6 +1341,11 @@ int gp_eval_function(const GPModule *m, const char *name, int32_t nin, GPTensor 
   C.source = mod->source_name ? mod->source_name : "<module>";
   C.threads = gp_eval_default_threads();
   if (opts && GP_HAS_FIELD(opts, GPEvalOptions, num_threads) && opts->num_threads > 0) C.threads = opts->num_threads;
+  if (opts && GP_HAS_FIELD(opts, GPEvalOptions, observe_user)) {
+    C.external = opts->external != 0;
+    C.observe = opts->observe;
+    C.observe_user = opts->observe_user;
+  }
   int rc = -1;
   Val *result = NULL;
   FnInfo *entry = fninfo_get(&C, mod->funcs[fi0], mod->gvars[fi0]->name);

@@ -16,9 +16,8 @@ static const char k_default_set[] =
     "FoldConstant,FoldScaleAxis,CanonicalizeCast,CanonicalizeOps,"
     "ToNCHWLayout,Peephole,CanonicalizeConcatPos,"
     "AnnotateTarget{targets=opu},MergeCompilerRegions,PartitionGraph,"
-    "PrintIR"
-    /* GenIR goes here: ",GenIR" (opu_genir_register in opu/genir.c, registered below) */
-    ;
+    "PrintIR,"
+    "GenIR";
 
 static int opu_initialize(const GPHostAPI *host) {
   if (!host || GP_ABI_MAJOR_OF(host->abi_version) != GP_ABI_VERSION_MAJOR ||
@@ -35,6 +34,7 @@ static int opu_initialize(const GPHostAPI *host) {
       opu_register_to_nchw_layout,
       opu_register_peephole,
       opu_register_canonicalize_concat_pos,
+      opu_genir_register,
   };
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
     if (regs[i](host) != 0) return -1;

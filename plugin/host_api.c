@@ -10,6 +10,7 @@
 #include "../registry/registry.h"
 #include "plugin.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- adapters: ABI int flags vs internal bool, argument order, ops init */
@@ -96,6 +97,44 @@ static int h_eval_function(const GPModule *mod, const char *name, int32_t num_in
                            GPEvalOptions *opts) {
   gp_ops_init();
   return gp_eval_function(mod, name, num_inputs, inputs, outputs, num_outputs, opts);
+}
+
+static GPTensor *h_tensor_read(const char *path) {
+  gp_ops_init();
+  if (!path) {
+    gp_error_set(GP_ERR_VALUE, "tensor_read: path is NULL");
+    return NULL;
+  }
+  size_t n = strlen(path);
+  if (n >= 3 && strcmp(path + n - 3, ".pb") == 0) return gp_onnx_read_tensor_file(path, NULL);
+  return gp_npy_read(path);
+}
+
+static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
+                                int32_t *num_inputs) {
+  gp_ops_init();
+  if (!mod || !inputs || !num_inputs) {
+    gp_error_set(GP_ERR_VALUE, "eval_random_inputs: mod, inputs and num_inputs must not be NULL");
+    return -1;
+  }
+  *inputs = NULL;
+  *num_inputs = 0;
+  GPTensor **ins = NULL;
+  int32_t n = 0;
+  if (gp_eval_random_inputs(mod, name, seed, &ins, &n) != 0) return -1;
+  /* the table promises a block freed with `free` */
+  GPTensor **out = malloc((size_t)(n ? n : 1) * sizeof *out);
+  if (!out) {
+    for (int32_t i = 0; i < n; i++) gp_release(ins[i]);
+    gp_free(ins);
+    gp_error_set(GP_ERR_MEMORY, "eval_random_inputs: out of memory");
+    return -1;
+  }
+  for (int32_t i = 0; i < n; i++) out[i] = ins[i];
+  gp_free(ins);
+  *inputs = out;
+  *num_inputs = n;
+  return 0;
 }
 
 static DLManagedTensor *h_tensor_to_dlpack(GPTensor *t) {
@@ -327,6 +366,8 @@ static const GPHostAPI k_host_api = {
     /* ABI 1.3 */
     .tensor_drop_pages = gp_tensor_drop_pages,
     .plugin_require = gp_plugin_require,
+    .tensor_read = h_tensor_read,
+    .eval_random_inputs = h_eval_random_inputs,
 };
 
 const GPHostAPI *gp_host_api(void) {

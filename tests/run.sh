@@ -74,6 +74,19 @@ if [ -d "$shared" ]; then
   fi
   if ! tail -n 1 "$clog" | grep -q ' passed, '; then echo "tests/run.sh: the conformance run did not finish (exit $rc); see $clog" >&2; bad=1; fi
   [ "$bad" = 0 ] || { echo "tests/run.sh: ONNX conformance failed; see $clog" >&2; exit 1; }
+  # the light models with random weights on the OPU: simulator vs float (cosine >= 0.99, same
+  # top-1); plain build only (the simulator's arithmetic is covered under the sanitizers by the
+  # unit tests)
+  if [ "$variant" = plain ]; then
+    olog=$dir/tests/opu_light.log
+    if "$dir/bin/bench_opu" --check --runs 1 "$shared/light" > "$olog" 2>&1; then
+      echo "opu light models (simulator vs float): all within cosine 0.99 and the same top-1"
+    else
+      cat "$olog" >&2
+      echo "tests/run.sh: the OPU accuracy check failed; see $olog" >&2
+      exit 1
+    fi
+  fi
 else
   echo "onnx conformance: skipped: $shared is absent (it holds ONNX's test data; see README)"
 fi

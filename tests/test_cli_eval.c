@@ -4,6 +4,7 @@
 #include "test_helpers.h"
 #include "eval/eval.h"
 
+#include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -253,4 +254,69 @@ Test(cli_eval, usage_errors_exit_2) {
   cr_assert_eq(gp(&out, "--help"), 0);
   cr_assert(strstr(out, "graphpass eval INPUT [--input NAME=FILE]... [--random-inputs SEED] [-o DIR]"), "%s", out);
   gp_free(out);
+}
+
+/* eval --target opu: compiled with the opu set, the opu functions on the simulator; outputs
+ * written as eval writes them, close to the float ones; --calibrate files; usage errors. */
+#define OPU_SMALL "tests/data/opu/small_weights.relay"
+
+Test(cli_eval, target_opu_runs_the_simulator) {
+  char *dir = tmp_dir("opu"), *out = NULL;
+  int rc = gp(&out, "eval " OPU_SMALL " --random-inputs 4 -o %s/f", dir);
+  cr_assert_eq(rc, 0, "%s", out);
+  gp_free(out);
+  rc = gp(&out, "eval " OPU_SMALL " --random-inputs 3 -o %s/cal", dir);
+  cr_assert_eq(rc, 0, "%s", out);
+  gp_free(out);
+  /* calibrate on one input (seed 3's), evaluate on another (seed 4's) */
+  rc = gp(&out, "eval " OPU_SMALL " --target opu --calibrate data=%s/cal/output_0.npy --random-inputs 4 -o %s/q", dir,
+          dir);
+  cr_assert_neq(rc, 0, "calibrating with a file of the output's shape must fail: %s", out);
+  cr_assert(strstr(out, "data"), "%s", out);
+  gp_free(out);
+  GPBuf p = {0};
+  gp_buf_printf(&p, "%s/cal_in.npy", dir);
+  GPModule *m = th_parse_file(OPU_SMALL);
+  GPTensor **rin = NULL;
+  int32_t nr = 0;
+  cr_assert_eq(gp_eval_random_inputs(m, "main", 3, &rin, &nr), 0);
+  cr_assert_eq(gp_npy_write(p.data, rin[0]), 0);
+  rc = gp(&out, "eval " OPU_SMALL " --target opu --calibrate data=%s --random-inputs 4 -o %s/q", p.data, dir);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "output 0: shape (1, 4) dtype float32"), "%s", out);
+  gp_free(out);
+  GPBuf fq = {0}, ff = {0};
+  gp_buf_printf(&fq, "%s/q/output_0.npy", dir);
+  gp_buf_printf(&ff, "%s/f/output_0.npy", dir);
+  GPTensor *q = gp_npy_read(fq.data), *f = gp_npy_read(ff.data);
+  cr_assert(q && f, "%s", gp_error_message());
+  double num = 0, da = 0, db = 0;
+  for (int i = 0; i < 4; i++) {
+    double a = ((float *)q->dl.data)[i], b = ((float *)f->dl.data)[i];
+    num += a * b;
+    da += a * a;
+    db += b * b;
+  }
+  cr_assert(num / sqrt(da * db) > 0.99, "cosine %f", num / sqrt(da * db));
+  cr_assert(memcmp(q->dl.data, f->dl.data, 4 * sizeof(float)) != 0, "the simulator did not run");
+  /* usage: --calibrate without --target */
+  rc = gp(&out, "eval " OPU_SMALL " --calibrate data=%s --random-inputs 4", p.data);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "need --target"), "%s", out);
+  gp_free(out);
+  /* opt --calibrate with a bad item */
+  rc = gp(&out, "opt " OPU_SMALL " --target opu --calibrate data -o /dev/null");
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "--calibrate 'data' is not NAME=FILE"), "%s", out);
+  gp_free(out);
+  gp_release(q);
+  gp_release(f);
+  gp_release(rin[0]);
+  gp_free(rin);
+  gp_release(m);
+  gp_buf_free(&p);
+  gp_buf_free(&fq);
+  gp_buf_free(&ff);
+  rm_rf(dir);
+  gp_free(dir);
 }

@@ -28,6 +28,8 @@ TESTS = g('tests/test_*.c')
 TEST_PLUGINS = g('tests/plugins/*.c')
 # the OPU vendor plugin: built from abi/graphpass.h alone (-I abi), like an out-of-tree plugin
 OPU_PLUGIN = g('opu/*.c')
+# the OPU's ISA, quantization and simulator, also linked into the tests (tests/test_opu_isa.c)
+OPU_UNIT = ['opu/isa.c', 'opu/quant.c', 'opu/sim.c']
 BENCH = g('bench/*.c')
 # plugins built against the released ABI headers (tests/abi/graphpass-1.<m>.h)
 ABI_COMPAT = g('tests/abi/plugin_*.c')
@@ -128,6 +130,7 @@ for name, d, cc, vflags, vld in VARIANTS:
     w('  vldflags = %s' % vld)
     w('  solibs = -lm')
     outs = ['%s/lib/libgraphpass.so' % d, '%s/lib/%s' % (d, SONAME), '%s/lib/%s' % (d, SOFILE), '%s/plugins/libgp_std.so' % d, '%s/lib/libgraphpass_core.a' % d]
+    opu_unit_objs = []
     if OPU_PLUGIN:
         opu_objs = []
         for s in OPU_PLUGIN:
@@ -137,6 +140,8 @@ for name, d, cc, vflags, vld in VARIANTS:
             w('  vflags = %s' % vflags)
             w('  base_cflags = -std=c11 -g -fPIC -fvisibility=hidden -pthread $warn -Iabi')
             opu_objs.append(o)
+            if s in OPU_UNIT:
+                opu_unit_objs.append(o)
         w('build %s/plugins/libgp_opu.so: so %s' % (d, ' '.join(opu_objs)))
         w('  cc = %s' % cc)
         w('  vldflags = %s -Wl,--no-undefined' % vld)
@@ -203,12 +208,12 @@ for name, d, cc, vflags, vld in VARIANTS:
         base = os.path.basename(s)[:-2]
         o = c(s)
         test_objs.append(o)
-        w('build %s/tests/%s: link %s %s/lib/libgraphpass_core.a' % (d, base, o, d))
+        w('build %s/tests/%s: link %s %s %s/lib/libgraphpass_core.a' % (d, base, o, ' '.join(opu_unit_objs), d))
         w('  cc = %s' % cc)
         w('  vldflags = %s' % vld)
         w('  linklibs = -lcriterion $libs')
     if TESTS:
-        w('build %s/tests/gp_tests: link %s %s/lib/libgraphpass_core.a' % (d, ' '.join(test_objs), d))
+        w('build %s/tests/gp_tests: link %s %s %s/lib/libgraphpass_core.a' % (d, ' '.join(test_objs), ' '.join(opu_unit_objs), d))
         w('  cc = %s' % cc)
         w('  vldflags = %s' % vld)
         w('  linklibs = -lcriterion $libs')
