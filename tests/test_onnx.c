@@ -1075,6 +1075,8 @@ Test(onnx, host_api_onnx_import) {
   gp_release(w);
   gp_release(wt);
   gp_free(buf);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Opsets before 7: broadcasting by the `broadcast` / `axis` attributes                         */
 
