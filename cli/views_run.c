@@ -36,7 +36,7 @@ typedef struct PassRec {
   char *name;
   int64_t run; /* K, 0 when it did not run */
   int32_t depth;
-  bool ran, changed;
+  bool ran, changed, failed;
   char *reason, *notes, *diff, *svg, *svg_note;
   double ms;
 } PassRec;
@@ -289,6 +289,7 @@ static int v_after(void *user, const GPPassEvent *ev) {
     r->run = ran ? k : 0;
     r->depth = ev->depth;
     r->ran = ran;
+    r->failed = ev->failed != 0;
     r->ms = (double)ev->elapsed_ns / 1e6;
     if (ev->reason) r->reason = gp_strdup(ev->reason);
     if (ev->num_notes) {
@@ -392,7 +393,7 @@ int views_write_report(Views *v, const char *title) {
     const PassRec *r = v->recs.items[i];
     GPBuf nm = {0};
     ps[i] = (GPReportPass){.name = r->name, .index = r->run, .depth = r->depth, .ran = r->ran,
-                           .changed = r->changed && r->depth == 0,
+                           .changed = r->changed && r->depth == 0, .failed = r->failed,
                            .reason = r->reason, .ms = r->ms, .notes = r->notes, .diff = r->diff, .svg = r->svg,
                            .svg_note = r->svg_note};
     if (r->depth) { /* a run a pass started itself: say so */

@@ -162,6 +162,17 @@ Test(params, cli_round_trip_is_bit_exact) {
   gp_params_free(&pa);
   gp_release(back);
   gp_release(full);
+  /* eval reads the params too: the same outputs as from the text with metadata */
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "%s eval %s/a.relay --params %s/a.params --random-inputs 3 && %s eval %s/full.relay --random-inputs 3",
+                bin, dir, dir, bin, dir);
+  rc = th_run(cmd.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  char *second = strstr(out, "output 0:");
+  cr_assert(second && (second = strstr(second + 1, "output 0:")), "%s", out);
+  size_t first_len = (size_t)(second - out);
+  cr_assert(first_len > 0 && strncmp(out, second, first_len) == 0, "eval with --params differs:\n%s", out);
+  gp_free(out);
   /* the text's own metadata entry and a params entry for one index clash */
   gp_buf_free(&cmd);
   gp_buf_printf(&cmd, "%s opt %s/full.relay --input-params %s/a.params --pipeline InferType -o /dev/null", bin, dir,

@@ -494,3 +494,24 @@ Test(views, report_of_a_run_loads_in_the_browser_and_names_every_pass) {
   unlink(html);
   gp_free(html);
 }
+
+Test(views, report_of_a_failed_run_names_the_failure) {
+  char *html = write_tmp("", ".html");
+  GPBuf a = {0};
+  gp_buf_printf(&a, "examples/resnet_block.relay --pipeline SimplifyInference,TestSkewRelu,FuseOps --verify-numerics "
+                    "--report %s -o /dev/null",
+                html);
+  char *out;
+  int rc = run_opt(a.data, &out);
+  cr_assert_eq(rc, 3, "%s", out);
+  gp_free(out);
+  char *page = th_read(html, NULL);
+  cr_assert(strstr(page, "<span class=\"status-err\">pass TestSkewRelu changed the numbers of @main output 0"),
+            "the run's error is the status");
+  cr_assert(strstr(page, "<tr class=\"ran failed\"><td class=\"num\">3</td><td class=\"name\">TestSkewRelu</td><td><b>failed"),
+            "the failed pass is marked");
+  gp_free(page);
+  gp_buf_free(&a);
+  unlink(html);
+  gp_free(html);
+}

@@ -46,7 +46,7 @@ static const char css[] =
     "th,td{border:1px solid #e0e0e8;padding:3px 8px;text-align:left;vertical-align:top}"
     "th{background:#f0f0f6}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "td.note details{border:0;padding:0;margin:0}td.note summary{font-weight:400;color:#446}"
-    "tr.skipped td{color:#8a8a99}tr.changed td.name{font-weight:600}"
+    "tr.skipped td{color:#8a8a99}tr.failed td{background:#fff0f0}tr.changed td.name{font-weight:600}"
     ".bar{display:inline-block;height:9px;background:#6c7ae0;vertical-align:middle;margin-right:6px}"
     ".status-ok{color:#8fe39a}.status-err{color:#ffb4b4}"
     "pre{background:#fff;border:1px solid #e0e0e8;padding:8px;overflow:auto;max-height:70vh;font-size:12px}"
@@ -159,13 +159,13 @@ void gp_report_html(GPBuf *out, const GPReport *r) {
   for (int64_t i = 0; i < r->npasses; i++) {
     const GPReportPass *p = &r->passes[i];
     gp_buf_printf(out, "<tr class=\"%s%s\"><td class=\"num\">", p->ran ? "ran" : "skipped",
-                  p->changed ? " changed" : "");
+                  p->changed ? " changed" : p->failed ? " failed" : "");
     if (p->ran) gp_buf_printf(out, "%lld", (long long)p->index);
     gp_buf_puts(out, "</td><td class=\"name\">");
     if (p->changed) gp_buf_printf(out, "<a href=\"#pass-%lld\">", (long long)i);
     esc(out, p->name);
     if (p->changed) gp_buf_puts(out, "</a>");
-    gp_buf_printf(out, "</td><td>%s", p->ran ? "ran" : "skipped");
+    gp_buf_printf(out, "</td><td>%s", p->failed ? "<b>failed</b>" : p->ran ? "ran" : "skipped");
     if (p->reason) {
       gp_buf_puts(out, " (");
       esc(out, p->reason);

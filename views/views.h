@@ -44,6 +44,7 @@ typedef struct GPReportPass {
   int32_t depth;        /* 0, or 1 + for a run a pass started itself (its time is in that pass's) */
   bool ran;
   bool changed;         /* the module changed */
+  bool failed;          /* the pass, or a check after it, failed (the run stopped there) */
   const char *reason;   /* why it ran or was skipped; may be NULL */
   double ms;            /* time in the pass */
   const char *notes;    /* explain notes, one per line; may be NULL */
