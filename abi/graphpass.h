@@ -787,7 +787,9 @@ typedef struct GPRunEvent {
  *                                  item already skipped), or -1 to stop the run with the
  *                                  thread's error set;
  *     note                         once per note the pass left, after the pass returns;
- *     after_pass                   for every item; 0, or -1 to stop the run with the error set;
+ *     after_pass                   for every item; 0, or -1 to stop the run with the error set
+ *                                  (ignored after a failed item: the run fails with the pass's
+ *                                  error);
  *   run_end                        once, when run_begin ran, whether the run succeeded or not.
  * A run stopped by a callback fails with its error prefixed "instrument NAME: ".  Callbacks run
  * on the thread that called run_pipeline; they may call the host table (print a module,
@@ -1175,6 +1177,21 @@ struct GPHostAPI {
  * data / kernel layouts; the pass inserts the layout_transforms its arguments need), or None to
  * keep the call. */
 #define GP_OP_ATTR_ALTER_OP_LAYOUT "FTVMAlterOpLayout"
+
+/* The config key of EliminateCommonSubexpr's skip predicate (TVM's fskip).  Its value names a
+ * global function (func_register), e.g. `EliminateCommonSubexpr{skip=graphpass.cse_skip_int32_cast}`
+ * in a pipeline (the llvm default set does this) or ctx_set_config(ctx, GP_CSE_SKIP_KEY, name).
+ * The function is looked up when the pass starts (GP_ERR_NOT_FOUND naming it when no function has
+ * that name) and called as a GPPackedFunc once per candidate node:
+ *   args:   [node]: a GPCall (type_index GP_TI_CALL) or a GPTupleGetItem
+ *           (GP_TI_TUPLE_GET_ITEM), borrowed, its children already rewritten; nargs == 1;
+ *   result: a bool (GP_TI_BOOL; GP_TI_INT is accepted, non-zero = true): true leaves the node
+ *           alone (it is neither replaced nor offered as a candidate), false lets the pass
+ *           merge it with an equal earlier node;
+ *   error:  -1 with the thread's error set, or a result of another type, fails the pass with
+ *           an error naming the function and the node (file:line:col).
+ * The standard plugin registers graphpass.cse_skip_int32_cast: true for cast(dtype="int32"). */
+#define GP_CSE_SKIP_KEY "EliminateCommonSubexpr.skip"
 
 /* Print flags. */
 enum {

@@ -18,7 +18,7 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_PASS = 3 };
 static const char usage_text[] =
     "usage: graphpass passes [--plugin FILE]... [--target T]\n"
     "       graphpass targets [--plugin FILE]... [--no-default-plugins]\n"
-    "       graphpass opt INPUT [-o OUTPUT] [--target T] [--opt-level N] [--pipeline P]\n"
+    "       graphpass opt INPUT [-o OUTPUT] [--target T] [--opt-level N] [--pipeline P | --opt-set S]\n"
     "                 [--disable A,B] [--require A,B] [--config key=value]... [--plugin FILE]...\n"
     "                 [--time-passes] [--print-before-all] [--print-after-all]\n"
     "                 [--print-before A,B] [--print-after A,B] [--verify-each] [--explain]\n"
@@ -38,6 +38,8 @@ static const char usage_text[] =
     "--verify-numerics evaluates @main on deterministic inputs (from --seed, default 0) before\n"
     "the first pass and after each pass, and fails naming the first pass whose outputs differ\n"
     "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n"
+    "--opt-set S runs the target's optimization set S (see `graphpass targets`) instead of its\n"
+    "default set; an unknown set is an error listing the target's sets.\n"
     "--target-ops NAME=op,op,... marks the ops a BYOC target NAME supports (op attribute target.NAME)\n"
     "for AnnotateTarget, and adds NAME to AnnotateTarget.targets unless --config sets that key.\n";
 
@@ -315,7 +317,7 @@ done:
 static int cmd_opt(int argc, char **argv) {
   PluginOpts po = {0};
   ShapeOpts shapes = {0};
-  const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL;
+  const char *input = NULL, *output = NULL, *pipeline = NULL, *opt_level = NULL, *opt_set = NULL;
   const char *rtol = NULL, *atol = NULL, *seed = NULL;
   bool verify_numerics = false;
   const char *disable[32], *require[32], *config[64], *pbefore[32], *pafter[32], *target_ops[32];
@@ -345,6 +347,7 @@ static int cmd_opt(int argc, char **argv) {
     else if (strcmp(a, "--target") == 0) TAKE(po.target);
     else if (strcmp(a, "--opt-level") == 0) TAKE(opt_level);
     else if (strcmp(a, "--pipeline") == 0) TAKE(pipeline);
+    else if (strcmp(a, "--opt-set") == 0) TAKE(opt_set);
     else if (strcmp(a, "--disable") == 0) TAKE_LIST(disable, ndisable);
     else if (strcmp(a, "--require") == 0) TAKE_LIST(require, nrequire);
     else if (strcmp(a, "--config") == 0) TAKE_LIST(config, nconfig);
@@ -395,6 +398,11 @@ static int cmd_opt(int argc, char **argv) {
   int code = EXIT_OK;
   GPModule *mod = NULL, *out = NULL;
   if (po.target && gp_ctx_set_target(ctx, po.target) != 0) goto usage_error;
+  if (opt_set && pipeline) {
+    gp_error_set(GP_ERR_VALUE, "--opt-set %s and --pipeline both say what to run; give one", opt_set);
+    goto usage_error;
+  }
+  if (opt_set && gp_ctx_set_opt_set(ctx, opt_set) != 0) goto usage_error;
   if (opt_level) {
     char *end;
     long lvl = strtol(opt_level, &end, 10);

@@ -27,6 +27,13 @@ if [ "$variant" = plain ]; then
   sh tests/run_python.sh || { echo "tests/run.sh: the Python suite failed" >&2; exit 1; }
 fi
 
+# Out-of-tree use: a staged install (PREFIX, DESTDIR), a host and a plugin built with pkg-config
+# alone against it and against the build tree (graphpass-uninstalled.pc).  The plain build only:
+# the sanitizer builds' library needs their runtime to link against.
+if [ "$variant" = plain ]; then
+  sh tests/install_check.sh "$dir" || exit 1
+fi
+
 # ONNX conformance over ../shared/onnx (node, simple, light) when it is present: any FAIL fails
 # the run (SKIP is allowed: what we do not claim to support).  The light models also run with
 # --verify-numerics.

@@ -252,3 +252,56 @@ Test(cli, kernel_bound_pass_explained_and_filtered) {
   gp_buf_free(&b);
   gp_free(plugin);
 }
+
+Test(cli, opt_set_chooses_a_targets_set) {
+  char *plugin = th_path("tests/plugins/libext_plugin.so");
+  char *out;
+  GPBuf b = {0};
+  /* with GP_EXT_PLUGIN_EXTRAS the test plugin registers llvm's set "ext_set" = ExtFcFuse */
+  gp_buf_printf(&b, "env GP_EXT_PLUGIN_EXTRAS=1 %s/bin/graphpass opt examples/resnet_block.relay --plugin %s "
+                    "--opt-set ext_set --explain -o /dev/null",
+                th_build_dir(), plugin);
+  int rc = th_run(b.data, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: ExtFcFuse: skipped (target 'llvm' has no kernel 'fc_int8')\n"), "%s", out);
+  cr_assert_null(strstr(out, "explain: FuseOps"), "only the set's passes run: %s", out);
+  gp_free(out);
+  /* the default set by name is the same as none */
+  rc = run("opt examples/resnet_block.relay --opt-set default --explain -o /dev/null", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "explain: FuseOps: ran"), "%s", out);
+  gp_free(out);
+  /* an unknown set: a usage error listing the target's sets */
+  rc = run("opt examples/resnet_block.relay --opt-set fast -o /dev/null", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "graphpass: error: target 'llvm' has no optimization set 'fast' (sets: default)"), "%s", out);
+  gp_free(out);
+  rc = run("opt examples/resnet_block.relay --opt-set default --pipeline FuseOps -o /dev/null", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "--opt-set default and --pipeline both say what to run"), "%s", out);
+  gp_free(out);
+  rc = run("opt examples/resnet_block.relay --opt-set", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "opt: --opt-set needs a value"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&b);
+  gp_free(plugin);
+}
+
+Test(cli, explain_and_time_passes_are_instruments) {
+  char *out;
+  int rc = run("opt examples/resnet_block.relay --pipeline FoldConstant,CanonicalizeOps,FuseOps --explain "
+               "--time-passes -o /dev/null",
+               NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  /* one line per planned item, in order, skipped ones included; the report after the run */
+  const char *fc = strstr(out, "explain: FoldConstant: ran\n");
+  const char *co = strstr(out, "explain: CanonicalizeOps: skipped (opt-level 3 > context opt-level 2)\n");
+  const char *it = strstr(out, "explain: InferType: ran (required by FuseOps)\n");
+  const char *fo = strstr(out, "explain: FuseOps: ran\n");
+  const char *rep = strstr(out, "pipeline: ");
+  cr_assert(fc && co && it && fo && rep && fc < co && co < it && it < fo && fo < rep, "%s", out);
+  cr_assert(strstr(rep, "\tFuseOps: "), "%s", out);
+  cr_assert_null(strstr(rep, "\tCanonicalizeOps: "), "skipped passes are not timed: %s", out);
+  gp_free(out);
+}

@@ -51,6 +51,8 @@ typedef struct Item {
 typedef struct Rec {
   Item items[64];
   int n;
+  char target[32];
+  int32_t opt_level;
   int begins, ends, end_failed, num_items, deleted;
   uint64_t run_ns;
   const char *veto;  /* a pass to veto in before_pass */
@@ -77,6 +79,8 @@ static int rec_begin(void *user, const GPRunEvent *ev) {
     r->begins++;
     r->num_items = ev->num_items;
     snprintf(r->pipeline, sizeof r->pipeline, "%s", ev->pipeline);
+    snprintf(r->target, sizeof r->target, "%s", ev->target);
+    r->opt_level = ev->opt_level;
     cr_assert_not_null(ev->module);
   }
   return 0;
@@ -213,6 +217,28 @@ Test(instruments, every_item_ran_or_skipped_with_its_reason_timing_and_notes) {
   cr_assert_eq(r.deleted, 0);
   H->ctx_free(ctx);
   cr_assert_eq(r.deleted, 1, "the context owns the user data");
+}
+
+Test(instruments, the_run_event_names_the_set_that_runs) {
+  Rec r = {0};
+  GPPassContext *ctx = H->ctx_new();
+  cr_assert_eq(H->ctx_set_opt_level(ctx, 1), 0);
+  GPInstrument ins = recorder(&r, "rec");
+  cr_assert_eq(H->ctx_instrument_register(ctx, &ins), 0);
+  GPModule *m = model();
+  GPModule *out = H->run_pipeline(m, NULL, ctx); /* llvm's default set */
+  cr_assert(out, "%s", H->error_message());
+  char *set = H->opt_set_get("llvm", NULL);
+  cr_assert_str_eq(r.pipeline, set);
+  H->free(set);
+  cr_assert_str_eq(r.target, "llvm");
+  cr_assert_eq(r.opt_level, 1);
+  cr_assert_gt(r.num_items, 10);
+  cr_assert_eq(r.n, r.num_items, "every planned item reaches the instrument");
+  for (int i = 0; i < r.n; i++) cr_assert_eq(r.items[i].index, i);
+  gp_release(out);
+  gp_release(m);
+  H->ctx_free(ctx);
 }
 
 Test(instruments, unchanged_module_and_no_notes_without_instruments) {

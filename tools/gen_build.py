@@ -27,6 +27,16 @@ CLI = g('cli/*.c')
 TESTS = g('tests/test_*.c')
 TEST_PLUGINS = g('tests/plugins/*.c')
 BENCH = g('bench/*.c')
+# plugins built against the released ABI headers (tests/abi/graphpass-1.<m>.h)
+ABI_COMPAT = g('tests/abi/plugin_*.c')
+# the library's file name carries the ABI version: libgraphpass.so.<major>.<minor>, SONAME
+# libgraphpass.so.<major>, with the symlinks libgraphpass.so.<major> and libgraphpass.so
+import re
+_hdr = open('abi/graphpass.h').read()
+ABI_MAJOR = re.search(r'#define GP_ABI_VERSION_MAJOR (\d+)', _hdr).group(1)
+ABI_MINOR = re.search(r'#define GP_ABI_VERSION_MINOR (\d+)', _hdr).group(1)
+SONAME = 'libgraphpass.so.%s' % ABI_MAJOR
+SOFILE = 'libgraphpass.so.%s.%s' % (ABI_MAJOR, ABI_MINOR)
 EXAMPLES = g('examples/*.c')
 
 VARIANTS = [
@@ -60,8 +70,11 @@ w('rule link')
 w('  command = $cc -pthread $vldflags -o $out $in $linklibs')
 w('  description = LINK $out')
 w('rule pc')
-w('  command = sh scripts/gen_pc.sh $prefix > $out')
+w('  command = sh scripts/gen_pc.sh --uninstalled $dir > $out')
 w('  description = GEN $out')
+w('rule symlink')
+w('  command = ln -sf $target $out')
+w('  description = LN $out')
 w('rule protoc')
 w('  command = protoc-c --c_out=build/gen $in')
 w('  description = PROTOC $in')
@@ -72,7 +85,7 @@ w('rule tsan')
 w('  command = sh tests/tsan/run_tsan.sh')
 w('  pool = console')
 w('rule install')
-w('  command = sh scripts/install.sh $prefix')
+w('  command = sh scripts/install.sh')
 w('  pool = console')
 w('')
 
@@ -93,16 +106,20 @@ for name, d, cc, vflags, vld in VARIANTS:
     common_objs = [c(s) for s in COMMON]
     core_objs = [c(s) for s in CORE + [GEN_C]] + common_objs
     w('build %s/lib/libgraphpass_core.a: ar %s' % (d, ' '.join(core_objs)))
-    w('build %s/lib/libgraphpass.so: so %s' % (d, ' '.join(core_objs)))
+    w('build %s/lib/%s: so %s' % (d, SOFILE, ' '.join(core_objs)))
     w('  cc = %s' % cc)
-    w('  vldflags = %s -Wl,-soname,libgraphpass.so -Wl,--no-undefined' % vld)
+    w('  vldflags = %s -Wl,-soname,%s -Wl,--no-undefined' % (vld, SONAME))
     w('  solibs = $libs')
+    w('build %s/lib/%s: symlink | %s/lib/%s' % (d, SONAME, d, SOFILE))
+    w('  target = %s' % SOFILE)
+    w('build %s/lib/libgraphpass.so: symlink | %s/lib/%s' % (d, d, SONAME))
+    w('  target = %s' % SONAME)
     std_objs = [c(s) for s in STD_PLUGIN] + common_objs
     w('build %s/plugins/libgp_std.so: so %s' % (d, ' '.join(std_objs)))
     w('  cc = %s' % cc)
     w('  vldflags = %s' % vld)
     w('  solibs = -lm')
-    outs = ['%s/lib/libgraphpass.so' % d, '%s/plugins/libgp_std.so' % d, '%s/lib/libgraphpass_core.a' % d]
+    outs = ['%s/lib/libgraphpass.so' % d, '%s/lib/%s' % (d, SONAME), '%s/lib/%s' % (d, SOFILE), '%s/plugins/libgp_std.so' % d, '%s/lib/libgraphpass_core.a' % d]
     if CLI:
         cli_objs = [c(s) for s in CLI]
         w('build %s/bin/graphpass: link %s %s/lib/libgraphpass_core.a' % (d, ' '.join(cli_objs), d))
@@ -132,10 +149,21 @@ for name, d, cc, vflags, vld in VARIANTS:
         w('  cc = %s' % cc)
         w('  vldflags = %s' % vld)
         outs.append('%s/tests/plugins/lib%s_major2.so' % (d, base))
+    for s in ABI_COMPAT:
+        base = os.path.basename(s)[:-2]
+        o = '%s/obj/%s.o' % (d, s[:-2])
+        w('build %s: cc %s' % (o, s))
+        w('  cc = %s' % cc)
+        w('  vflags = %s' % vflags)
+        w('  base_cflags = -std=c11 -g -fPIC -fvisibility=hidden $warn')  # the old header only
+        w('build %s/tests/abi/lib%s.so: so %s' % (d, base, o))
+        w('  cc = %s' % cc)
+        w('  vldflags = %s' % vld)
+        outs.append('%s/tests/abi/lib%s.so' % (d, base))
     for s in EXAMPLES:
         base = os.path.basename(s)[:-2]
         o = c(s)
-        w('build %s/bin/%s: link %s | %s/lib/libgraphpass.so' % (d, base, o, d))
+        w('build %s/bin/%s: link %s | %s/lib/libgraphpass.so %s/lib/%s' % (d, base, o, d, d, SONAME))
         w('  cc = %s' % cc)
         w("  vldflags = %s -L%s/lib -Wl,-rpath,'$$ORIGIN/../lib'" % (vld, d))
         w('  linklibs = -lgraphpass')
@@ -163,9 +191,10 @@ for name, d, cc, vflags, vld in VARIANTS:
         w('  vldflags = %s' % vld)
         w('  linklibs = -lcriterion $libs')
         outs.append('%s/tests/gp_tests' % d)
-    w('build %s/graphpass.pc: pc | scripts/gen_pc.sh' % d)
-    w('  prefix = /usr/local')
-    outs.append('%s/graphpass.pc' % d)
+    # pkg-config for building against this tree: PKG_CONFIG_PATH=<dir> pkg-config graphpass
+    w('build %s/graphpass-uninstalled.pc: pc | scripts/gen_pc.sh abi/graphpass.h' % d)
+    w('  dir = %s' % d)
+    outs.append('%s/graphpass-uninstalled.pc' % d)
     w('build %s: phony %s' % ('all' if name == 'plain' else name, ' '.join(outs)))
     tname = 'test' if name == 'plain' else 'test-' + name
     if name != 'clang':
@@ -174,8 +203,8 @@ for name, d, cc, vflags, vld in VARIANTS:
     w('')
 
 w('build test-tsan: tsan')
+# PREFIX (default /usr/local) and DESTDIR from the environment: PREFIX=/opt/gp DESTDIR=/tmp/stage ninja install
 w('build install: install | all')
-w('  prefix = /usr/local')
 w('default all')
 open('build.ninja', 'w').write('\n'.join(L) + '\n')
 print('wrote build.ninja: %d core, %d plugin, %d cli, %d tests' % (len(CORE), len(STD_PLUGIN), len(CLI), len(TESTS)))
