@@ -73,15 +73,24 @@ class PassEvent:
     def __getattr__(self, k):
         return getattr(self.record, k)
 
+    def _live(self):
+        if self._ev is None:
+            raise ValueError("a PassEvent's modules are readable only during its callback (keep the Module)")
+        return self._ev
+
     @property
     def module(self):
+        """The module the pass is (or would have been) given."""
         from .module import Module
-        return Module(retain(self._ev.module)) if self._ev.module else None
+        p = self._live().module
+        return Module(retain(p)) if p else None
 
     @property
     def result(self):
+        """after_pass: the module the pass returned (None when skipped or failed)."""
         from .module import Module
-        return Module(retain(self._ev.result)) if self._ev.result else None
+        p = self._live().result
+        return Module(retain(p)) if p else None
 
     def __repr__(self):
         return "<PassEvent %s>" % (self.record,)
@@ -152,31 +161,43 @@ def _run_begin(user, ev):
 
 
 def _before_pass(user, ev):
-    inst = _callables.get(user)
+    inst, pe = _callables.get(user), None
     try:
-        return 1 if inst.before_pass(PassEvent(ev.contents)) else 0
+        pe = PassEvent(ev.contents)
+        return 1 if inst.before_pass(pe) else 0
     except BaseException:
         return _fail(inst, "before_pass")
+    finally:
+        if pe is not None:
+            pe._ev = None  # the host's event is gone after the callback
 
 
 def _note(user, ev, text):
-    inst = _callables.get(user)
+    inst, pe = _callables.get(user), None
     try:
-        inst.note(PassEvent(ev.contents), _s(text))
+        pe = PassEvent(ev.contents)
+        inst.note(pe, _s(text))
     except BaseException as e:
         try:
             inst.errors.append(e)
         except BaseException:
             pass
+    finally:
+        if pe is not None:
+            pe._ev = None
 
 
 def _after_pass(user, ev):
-    inst = _callables.get(user)
+    inst, pe = _callables.get(user), None
     try:
-        inst.after_pass(PassEvent(ev.contents))
+        pe = PassEvent(ev.contents)
+        inst.after_pass(pe)
         return 0
     except BaseException:
         return _fail(inst, "after_pass")
+    finally:
+        if pe is not None:
+            pe._ev = None
 
 
 def _run_end(user, ev):

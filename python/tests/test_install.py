@@ -58,3 +58,10 @@ def test_pip_install_into_a_venv_offline(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0].startswith(str(venv))
+    # without GRAPHPASS_LIBRARY, through pkg-config (the build tree's graphpass-uninstalled.pc)
+    if shutil.which("pkg-config") and os.path.exists(os.path.join(ROOT, "build", "graphpass-uninstalled.pc")):
+        r = subprocess.run([py, "-c", SMOKE], cwd=str(tmp_path),
+                           env=_env(PKG_CONFIG_PATH=os.path.join(ROOT, "build")),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert os.path.realpath(r.stdout.split()[1]) == os.path.realpath(LIB)

@@ -67,6 +67,7 @@ class Veto(gp.Instrument):
     def after_pass(self, ev):
         if ev.name == "InferType":
             assert ev.result is not None and ev.module is not None
+            self.kept = ev
 
     def run_end(self, run):
         self.runs.append(("end", run.failed))
@@ -82,6 +83,9 @@ def test_python_instrument_can_veto():
     assert v.runs == [("begin", "InferType,FoldConstant", 2), ("end", False)]
     fc = [r for r in rec if r.name == "FoldConstant"][0]
     assert not fc.ran and fc.reason == "skipped by instrument 'py.veto'"
+    assert v.kept.name == "InferType" and v.kept.ran  # the record outlives the callback
+    with pytest.raises(ValueError):
+        v.kept.module  # the host's event does not
 
 
 def test_instrument_exception_stops_the_run():

@@ -1,6 +1,7 @@
 """Repeated use frees every host object exactly once: the wrappers' live count, the NumPy
 arrays' reference counts and the process's resident memory come back."""
 import gc
+import os
 import sys
 
 import numpy as np
@@ -69,7 +70,8 @@ def test_repeated_use_is_leak_free():
         assert len(_callables) == callables  # every packed function and instrument was deleted once
         assert sys.getrefcount(x) == rx and sys.getrefcount(w) == rw
         grown = _rss_kb() - rss
-        assert grown < 4096, "resident memory grew by %d KiB over 300 rounds" % grown
+        if not os.environ.get("GRAPHPASS_TEST_SANITIZED"):  # ASan's quarantine holds freed memory
+            assert grown < 4096, "resident memory grew by %d KiB over 300 rounds" % grown
     finally:
         gp.unregister_pass("PyLeakPass")
         gp.unregister_pass("PyLeakBoom")
