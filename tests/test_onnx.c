@@ -1273,4 +1273,11 @@ Test(onnx, mapped_file_weights_are_views) {
   gp_free(w);
   gp_free(bools);
   rmdir(dir);
+  /* any other tensor keeps its values: the hint is for file-backed views only */
+  GPTensor *own = gp_tensor_alloc(GP_DT_F32, 1, (int64_t[]){4096}, true);
+  for (int i = 0; i < 4096; i++) ((float *)own->dl.data)[i] = (float)i;
+  gp_host_api()->tensor_drop_pages(own);
+  gp_host_api()->tensor_drop_pages(NULL);
+  for (int i = 0; i < 4096; i++) cr_assert_eq(((float *)own->dl.data)[i], (float)i);
+  gp_release(own);
 }

@@ -171,8 +171,8 @@ void *ox_alloc(OxImporter *im, size_t size);
 
 #define GP_OX_MAX_RANK 64
 /* A TensorProto as a new tensor.  raw_data is taken over (the proto's field is cleared), not
- * copied; external data is mapped from base_dir/location (shared when aligned to the element
- * size, else copied).  NULL + error naming the tensor. */
+ * copied; external data is mapped from base_dir/location and viewed in place.  NULL + error
+ * naming the tensor. */
 GPTensor *ox_tensor_from_proto(Gponnx__TensorProto *tp, const char *base_dir);
 
 /* A mapped file, refcounted: the importer holds one reference while it runs and every tensor

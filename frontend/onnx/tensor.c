@@ -1,5 +1,6 @@
 /* tensor.c -- ONNX TensorProto -> GPTensor: dtypes, the typed data fields, raw_data (taken over
- * without a copy), external data files (mapped; shared without a copy when aligned). */
+ * from the parsed message, or viewed in the mapped model file: ox_tensor_from_proto_view),
+ * external data files (mapped and viewed); views at any alignment, copied only to convert. */
 #include "frontend/onnx/onnx_impl.h"
 #include "common/checked.h"
 
