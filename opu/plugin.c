@@ -17,7 +17,8 @@ static const char k_default_set[] =
     "ToNCHWLayout,Peephole,CanonicalizeConcatPos,"
     "AnnotateTarget{targets=opu},MergeCompilerRegions,PartitionGraph,"
     "PrintIR"
-    /* GenIR goes here: ",GenIR" (opu_genir_register in opu/genir.c, registered below) */
+    /* GenIR goes here: ",GenIR" -- opu_genir_register (opu/genir.c, declared in opu.h) is then
+     * added at the end of regs[] in opu_initialize, before the set is registered */
     ;
 
 static int opu_initialize(const GPHostAPI *host) {
