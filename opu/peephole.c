@@ -329,12 +329,9 @@ static int peephole(void *self, const GPAny *args, int32_t nargs, GPAny *result)
   int64_t total = 0;
   GPModule *cur = opu_rewrite_rounds(PASS_NAME, mod, &spec, &total);
   if (!cur) return -1;
+  run.count[P_T3A] += run.count[P_T3B]; /* one transformer, two argument orders */
   for (int i = 0; i < N_PATTERNS; i++)
-    if (run.count[i] && i != P_T3B)
-      H->ctx_note(ctx, "%s: %lld rewritten", k_transformer[i],
-                  (long long)(run.count[i] + (i == P_T3A ? run.count[P_T3B] : 0)));
-  if (!run.count[P_T3A] && run.count[P_T3B])
-    H->ctx_note(ctx, "%s: %lld rewritten", k_transformer[P_T3B], (long long)run.count[P_T3B]);
+    if (i != P_T3B && run.count[i]) H->ctx_note(ctx, "%s: %lld rewritten", k_transformer[i], (long long)run.count[i]);
   GPModule *out = opu_run_inner(PASS_NAME, cur, "InferType,FoldScaleAxis,FoldConstant", ctx);
   gp_release(cur);
   return opu_return_module(result, out);

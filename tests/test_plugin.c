@@ -673,6 +673,17 @@ Test(symbols, std_plugin_exports_and_imports) {
   gp_free(lib);
 }
 
+/* The OPU vendor plugin (opu/): only its entry out, only libc / libm in -- the host's services
+ * come through the GPHostAPI table. */
+Test(symbols, opu_plugin_exports_and_imports) {
+  char *lib = vpath("plugins/libgp_opu.so");
+  if (!exists(lib)) {
+    cr_skip_test("%s not built yet: skipping the symbol check", lib);
+  }
+  check_plugin_symbols(lib);
+  gp_free(lib);
+}
+
 Test(symbols, test_plugin_exports_and_imports) {
   char *lib = ext_path();
   cr_assert(exists(lib), "%s missing", lib);
