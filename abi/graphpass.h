@@ -971,7 +971,10 @@ struct GPHostAPI {
   int (*ctx_require)(GPPassContext *ctx, const char *pass_name);
 
   /* Run a pipeline string (NULL: the target's default set) on `mod`; a new module on success,
-   * NULL + error (GP_ERR_PASS naming the pass) on failure; `mod` is never changed. */
+   * NULL + error (GP_ERR_PASS naming the pass) on failure; `mod` is never changed.  Every
+   * module a pass returns is verified (since 1.3: a NULL function, an unbound var... fails the
+   * run naming the pass), and so is the input's function table after each pass; see
+   * ctx_set_check_immutable for the structural check of the input. */
   GPModule *(*run_pipeline)(const GPModule *mod, const char *pipeline, GPPassContext *ctx);
 
   /* Plugins: load a shared object by path (checks versions, calls its initialize; the passes it

@@ -73,4 +73,12 @@ static inline bool gp_count_fits(int64_t count, size_t elem_bytes, size_t avail)
   return gp_count_bytes(count, elem_bytes, &b) && b <= avail;
 }
 
+/* A double as int64_t without undefined behaviour: NaN is 0, values beyond the range saturate. */
+static inline int64_t gp_f64_to_i64_sat(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
 #endif

@@ -9,6 +9,7 @@
  * The table holds no reference: a set is removed by its deleter.  A lookup under the lock takes
  * a reference only while the count is not zero, so a set being freed is never handed out. */
 #include "ir.h"
+#include "../common/checked.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -316,7 +317,7 @@ int64_t gp_attrs_int(const GPAttrs *a, const char *key, int64_t dflt) {
   const GPAttrValue *v = gp_attrs_get(a, key);
   if (!v) return dflt;
   if (v->kind == GP_ATTR_INT || v->kind == GP_ATTR_BOOL) return v->i;
-  if (v->kind == GP_ATTR_FLOAT) return (int64_t)v->f;
+  if (v->kind == GP_ATTR_FLOAT) return gp_f64_to_i64_sat(v->f);
   return dflt;
 }
 

@@ -282,7 +282,7 @@ GPTensor *gp_tensor_scalar_f64(DLDataType dtype, double v) {
     *(uint8_t *)p = (uint8_t)gp_f32_to_narrow_float(dtype, (float)v, false, 1);
   } else {
     gp_release(t);
-    return gp_tensor_scalar_i64(dtype, (int64_t)v);
+    return gp_tensor_scalar_i64(dtype, gp_f64_to_i64_sat(v)); /* out of range: saturated */
   }
   return t;
 }

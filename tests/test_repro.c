@@ -132,3 +132,20 @@ Test(repro, print_nested_within_bounded_memory, .timeout = 120) {
   unlink(n2000);
   gp_free(n2000);
 }
+
+/* The printer's internal escapes (ir/print.c) never come from names: a control byte in a var
+ * name prints as '?', and the text around it is intact. */
+Test(repro, print_names_with_control_bytes) {
+  GPVar *v = gp_var_new("a\x01" "b\x02" "c\x03", NULL);
+  GPExpr *args[1] = {&v->base};
+  GPCall *c = gp_call_new((GPExpr *)gp_op_get("negative"), 1, args, NULL);
+  GPVar *params[1] = {v};
+  GPFunctionExpr *f = gp_function_new(1, params, &c->base, NULL, NULL);
+  char *out = gp_print_expr(&f->base, 0);
+  cr_assert(out);
+  cr_assert(strstr(out, "fn (%a?b?c?) {\n  negative(%a?b?c?)\n}"), "%s", out);
+  gp_free(out);
+  gp_release(f);
+  gp_release(c);
+  gp_release(v);
+}

@@ -25,6 +25,7 @@
  * runtime values.  A few converters use ops of the other groups (round, max/min, comparisons,
  * scatter_elements); they check with have_op() and report GP_ERR_UNSUPPORTED naming the op
  * when it is missing. */
+#include "common/checked.h"
 #include "frontend/onnx/onnx_impl.h"
 
 #include "eval/kernel.h"
@@ -1152,7 +1153,7 @@ static int cv_mel(OxImporter *im, const OxNode *n, GPExpr **out) {
     return -1;
   if (!(nm >= 1 && nm <= 4096 && dl >= 1 && dl <= (1 << 20) && sr >= 1))
     return ox_unsupported("MelWeightMatrix with num_mel_bins %g, dft_length %g, sample_rate %g", nm, dl, sr);
-  int64_t M = (int64_t)nm, L = (int64_t)dl, S = (int64_t)sr, bins = L / 2 + 1;
+  int64_t M = (int64_t)nm, L = (int64_t)dl, S = gp_f64_to_i64_sat(sr), bins = L / 2 + 1;
   int64_t *fb = ox_alloc(im, (size_t)(M + 2) * sizeof(int64_t));
   double lm = 2595 * log10(1 + lo / 700), hm = 2595 * log10(1 + hi / 700), step = (hm - lm) / (double)(M + 2);
   for (int64_t i = 0; i < M + 2; i++) {
@@ -1236,7 +1237,7 @@ static int cv_dft(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (ox_in(n, 2)) {
       double a;
       if (ox_const_scalar(im, n->in[2], "axis", &a) != 0) return -1;
-      axis = (int64_t)a;
+      axis = gp_f64_to_i64_sat(a);
     }
   } else {
     axis = ox_attr_int(n, "axis", 1);
@@ -1325,10 +1326,10 @@ static int cv_stft(OxImporter *im, const OxNode *n, GPExpr **out) {
   bool onesided = ox_attr_int(n, "onesided", 1) != 0;
   if (gp_error_kind() != GP_OK) return -1;
   int64_t B = xs[0], len = xs[1];
-  int64_t fl = fld > 0 ? (int64_t)fld : nwin > 0 ? nwin : 0;
+  int64_t fl = fld > 0 ? gp_f64_to_i64_sat(fld) : nwin > 0 ? nwin : 0;
   if (fl < 1 || fl > len || !(stepd >= 1)) return ox_invalid("bad frame_length / frame_step for a signal of %lld", (long long)len);
   if (nwin > 0 && nwin != fl) return ox_invalid("window has %lld values, frame_length is %lld", (long long)nwin, (long long)fl);
-  int64_t step = (int64_t)stepd, frames = (len - fl) / step + 1, K = onesided ? fl / 2 + 1 : fl;
+  int64_t step = gp_f64_to_i64_sat(stepd), frames = (len - fl) / step + 1, K = onesided ? fl / 2 + 1 : fl;
   if (frames * K * len > (1 << 24)) return ox_unsupported("STFT of %lld frames", (long long)frames);
   /* one matrix over the whole signal: row (f, k) holds the windowed DFT row at offset f * step */
   double *base = ox_alloc(im, (size_t)fl * sizeof(double));
