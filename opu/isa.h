@@ -166,8 +166,9 @@ void opu_sim_free(OpuSim *s);
 /* The activation memory (act_bytes): the driver writes quantized inputs at their tensors and
  * reads outputs from theirs. */
 uint8_t *opu_sim_memory(OpuSim *s);
-/* Test hook: the convolution kernel the simulator uses (0: the best the CPU has; 1: portable C;
- * 2: AVX2 when the CPU has it).  Every kernel gives the same bits. */
+/* Test hook: the convolution kernel the simulator uses (0: the best the CPU has, AVX512-VNNI
+ * first; 1: portable C; 2: AVX2; 3: AVX-512BW without VNNI; 2 and 3 when the CPU has them).
+ * Every kernel gives the same bits. */
 extern int opu_sim_kernel;
 /* Execute every instruction once, in order.  threads >= 1. */
 int opu_sim_run(OpuSim *s, int threads, char *err, size_t errlen);

@@ -224,6 +224,27 @@ __attribute__((target("avx512f,avx512bw"))) static void gemm_avx512(const int32_
     _mm512_storeu_si512((void *)&acc[r][16], a[r][1]);
   }
 }
+
+/* the same with AVX512-VNNI: vpdpwssd is madd and add in one instruction (exact: no saturation) */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(const int32_t *w, uint32_t KP,
+                                                                              const int16_t *cols, uint32_t Pp,
+                                                                              uint32_t p0, int32_t acc[4][PB]) {
+  __m512i a[4][2];
+  for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = _mm512_setzero_si512();
+  for (uint32_t kp = 0; kp < KP; kp++) {
+    const int16_t *x = cols + ((size_t)kp * Pp + p0) * 2;
+    __m512i x0 = _mm512_loadu_si512((const void *)x), x1 = _mm512_loadu_si512((const void *)(x + 32));
+    for (int r = 0; r < 4; r++) {
+      __m512i wv = _mm512_set1_epi32(w[(size_t)r * KP + kp]);
+      a[r][0] = _mm512_dpwssd_epi32(a[r][0], wv, x0);
+      a[r][1] = _mm512_dpwssd_epi32(a[r][1], wv, x1);
+    }
+  }
+  for (int r = 0; r < 4; r++) {
+    _mm512_storeu_si512((void *)&acc[r][0], a[r][0]);
+    _mm512_storeu_si512((void *)&acc[r][16], a[r][1]);
+  }
+}
 #endif
 
 int opu_sim_kernel = 0;
@@ -232,6 +253,8 @@ static GemmFn gemm_pick(void) {
   if (opu_sim_kernel == 1) return gemm_c;
 #ifdef OPU_X86
   if (opu_sim_kernel == 2 && __builtin_cpu_supports("avx2")) return gemm_avx2;
+  if (opu_sim_kernel == 3 && __builtin_cpu_supports("avx512bw")) return gemm_avx512;
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw")) return gemm_vnni;
   if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f")) return gemm_avx512;
   if (__builtin_cpu_supports("avx2")) return gemm_avx2;
 #endif

@@ -357,7 +357,7 @@ static void check_conv(uint32_t N, uint32_t IC, uint32_t OC, uint32_t G, uint32_
 }
 
 Test(opu_sim, conv_matches_reference) {
-  for (opu_sim_kernel = 0; opu_sim_kernel < 3; opu_sim_kernel++) {
+  for (opu_sim_kernel = 0; opu_sim_kernel < 4; opu_sim_kernel++) {
   check_conv(1, 5, 7, 1, 9, 8, 3, 1, 1, 0, 16, 16);  /* padded tiles */
   check_conv(2, 6, 4, 2, 7, 7, 3, 2, 1, 1, 4, 3);   /* groups, batch, uint8 input, odd PE */
   check_conv(1, 8, 8, 8, 6, 6, 3, 2, 1, 0, 4, 4);   /* depthwise */
