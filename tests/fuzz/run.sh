@@ -4,8 +4,8 @@
 # reproducers of past findings (tests/data/repro/<kind>/, tests/fuzz/regress/<name>/: each is
 # run first, so a regression fails at once) and the inputs this run finds (a scratch directory
 # under build/fuzz/work/, discarded).  Any crash, sanitizer report, leak or timeout fails.
-#   GP_FUZZ_RUNS   executions per harness (default: relay and pipeline 60000, onnx 100000, pattern
-#                  and npy 200000: about 3 minutes in all on the CI machine)
+#   GP_FUZZ_RUNS   executions per harness (default: relay and pipeline 200000, onnx 300000, pattern
+#                  and npy 500000: with the build, about 3 minutes in all on the CI machine)
 #   GP_FUZZ_ONLY   run just this harness (e.g. relay)
 # A longer run of one harness by hand (what the README's numbers come from):
 #   build/fuzz/bin/fuzz_relay -jobs=1 -max_total_time=600 -max_len=4096 build/fuzz/work/relay \
@@ -27,7 +27,7 @@ for h in relay onnx pipeline pattern npy; do
     npy) dirs="$dirs tests/data/repro/npy"; maxlen=512 ;;
     *) maxlen=512 ;;
   esac
-  case $h in relay|pipeline) runs=${GP_FUZZ_RUNS:-60000} ;; onnx) runs=${GP_FUZZ_RUNS:-100000} ;; *) runs=${GP_FUZZ_RUNS:-200000} ;; esac
+  case $h in relay|pipeline) runs=${GP_FUZZ_RUNS:-200000} ;; onnx) runs=${GP_FUZZ_RUNS:-300000} ;; *) runs=${GP_FUZZ_RUNS:-500000} ;; esac
   log=build/fuzz/work/$h.log
   start=$(date +%s)
   if "$bin" -runs="$runs" -max_len=$maxlen -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
