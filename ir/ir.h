@@ -478,6 +478,9 @@ GPExpr *gp_infer_expr(GPExpr *e);
 /* 0 when well formed; else -1 with GP_ERR_VERIFY naming the function and node.  Starts with
  * gp_module_check_shape. */
 int gp_verify(const GPModule *m);
+/* gp_verify of only the functions of m that are not (pointer-equal to) old's function of the
+ * same name: what a pass made, when its input `old` was well formed.  old may be NULL (all). */
+int gp_verify_new(const GPModule *m, const GPModule *old);
 /* The module's own fields, in O(number of functions): a count within its capacity, every
  * global var and function present (non-NULL), a function expression, named uniquely.  0, or -1
  * with GP_ERR_VERIFY "verify: module: <what>". */

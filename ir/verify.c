@@ -561,7 +561,9 @@ int gp_module_check_shape(const GPModule *m) {
   return rc;
 }
 
-int gp_verify(const GPModule *m) {
+int gp_verify(const GPModule *m) { return gp_verify_new(m, NULL); }
+
+int gp_verify_new(const GPModule *m, const GPModule *old) {
   if (!m) {
     gp_error_set(GP_ERR_VALUE, "verify: NULL module");
     return -1;
@@ -574,6 +576,7 @@ int gp_verify(const GPModule *m) {
   V.cur_fn = -1;
   int rc = 0;
   for (int32_t i = 0; i < m->num_functions && rc == 0; i++) {
+    if (old && gp_module_lookup(old, m->gvars[i]->name) == m->funcs[i]) continue; /* verified before */
     V.cur_fn = i;
     GPExpr *root = &m->funcs[i]->base;
     push(&V, root, root->line, root->col, -1);

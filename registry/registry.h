@@ -227,7 +227,8 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
 /* Checks around one pass (registry/pass_check.c).  Before the pass, gp_pass_snap_take records
  * the input's function table (and, with ctx->check_immutable or verify_each, its structural
  * hash); after it, gp_pass_snap_check fails (GP_ERR_PASS naming the pass) when the input
- * changed or the returned module is ill-formed (gp_verify, unless it is the input itself).
+ * changed or the returned module is ill-formed (gp_module_check_shape; and gp_verify_new of
+ * the functions it made, for a pass whose origin is not the "std" plugin; see pass_check.c).
  * gp_pass_snap_free releases the snapshot either way. */
 typedef struct GPPassSnap {
   const GPModule *in;
@@ -235,8 +236,9 @@ typedef struct GPPassSnap {
   void **table; /* gvars then funcs, as they were */
   bool hashed;
   uint64_t hash;
+  bool verify; /* gp_verify_new of the output: a pass from outside the host and its std plugin */
 } GPPassSnap;
-void gp_pass_snap_take(GPPassSnap *s, const GPModule *in, const GPPassContext *ctx);
+void gp_pass_snap_take(GPPassSnap *s, const GPModule *in, const GPPassContext *ctx, const char *origin);
 int gp_pass_snap_check(GPPassSnap *s, const char *pass, const GPModule *out);
 void gp_pass_snap_free(GPPassSnap *s);
 

@@ -645,7 +645,7 @@ static void run_leave(GPPassContext *ctx, int32_t depth, GPVec *outer_notes) {
 /* call_pass with the checks of registry/pass_check.c around it. */
 static GPModule *call_pass_checked(GPPassContext *ctx, Node *nd, GPModule *cur) {
   GPPassSnap snap;
-  gp_pass_snap_take(&snap, cur, ctx);
+  gp_pass_snap_take(&snap, cur, ctx, nd->e->origin);
   GPModule *next = call_pass(ctx, nd, cur);
   if (next && gp_pass_snap_check(&snap, nd->e->info.name, next) != 0) {
     gp_release(next);
