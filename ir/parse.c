@@ -1806,6 +1806,10 @@ enum { M_STMT, M_EXPR, M_HAVE, M_DELIVER };
 
 static bool attr_start(Parser *P) { return cur(P)->kind == T_IDENT && peek(P, 1)->kind == T_EQ; }
 
+/* The value stack from `base` on: NULL while nothing was ever pushed (no pointer arithmetic on
+ * a NULL stack). */
+static GPExpr **vals_at(Parser *P, size_t base) { return P->ve ? P->ve + base : NULL; }
+
 /* Build the call of frame fi (args on the value stack) and pop it. New reference or NULL. */
 static GPExpr *finish_call(Parser *P) {
   Frame *f = &P->fr[P->nfr - 1];
@@ -1815,7 +1819,7 @@ static GPExpr *finish_call(Parser *P) {
     f->attrs = gp_op_attrs_new((const GPOp *)f->a, 0, NULL, NULL); /* defaults */
     if (!f->attrs) return fail_core(P, f->line, f->col, NULL), NULL;
   }
-  GPCall *c = gp_call_new(f->a, (int32_t)n, P->ve + f->vbase, f->attrs);
+  GPCall *c = gp_call_new(f->a, (int32_t)n, vals_at(P, f->vbase), f->attrs);
   if (!c) return fail_core(P, f->line, f->col, NULL), NULL;
   GPExpr *e = locate(&c->base, f->line, f->col);
   vtrunc(P, f->vbase);
@@ -1827,7 +1831,7 @@ static GPExpr *finish_tuple(Parser *P) {
   Frame *f = &P->fr[P->nfr - 1];
   size_t n = P->nve - f->vbase;
   if (n > (size_t)INT32_MAX) return fail(P, f->line, f->col, "tuple is too large"), NULL;
-  GPTuple *tu = gp_tuple_new((int32_t)n, P->ve + f->vbase);
+  GPTuple *tu = gp_tuple_new((int32_t)n, vals_at(P, f->vbase));
   if (!tu) return fail_core(P, f->line, f->col, NULL), NULL;
   GPExpr *e = locate(&tu->base, f->line, f->col);
   vtrunc(P, f->vbase);

@@ -763,3 +763,16 @@ Test(parse, narrow_and_unsigned_dtypes_round_trip) {
   gp_free(s);
   gp_release(m);
 }
+
+/* A call without arguments as the first value of a function (found by fuzz_relay: the value
+ * stack was still NULL and its address was computed from it, undefined behaviour that UBSan
+ * reports); the truncated text is an error at its end, the complete one parses. */
+Test(parse, call_without_arguments_before_any_value) {
+  GPModule *m = parse_str("\ndef @mY (){sinh()");
+  cr_assert_null(m);
+  cr_assert(strstr(gp_error_message(), "t.relay:2:18: error: expected '}'"), "%s", gp_error_message());
+  gp_error_clear();
+  m = parse_str("def @f() { zeros(shape=[2], dtype=\"float32\") }");
+  cr_assert(m, "%s", gp_error_message());
+  gp_release(m);
+}
