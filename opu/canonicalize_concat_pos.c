@@ -204,20 +204,7 @@ int opu_register_canonicalize_concat_pos(const GPHostAPI *host) {
       return -1;
     }
   }
-  static const char *const targets[] = {"opu"};
-  static const char *const required[] = {"InferType"};
-  GPPassInfo info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  info.abi_version = GP_ABI_VERSION;
-  info.name = PASS_NAME;
-  info.opt_level = 0;
-  info.kind = GP_PASS_TRANSFORM;
-  info.targets = targets;
-  info.num_targets = 1;
-  info.required = required;
-  info.num_required = 1;
-  info.func = canonicalize_concat_pos;
+  GPPassInfo info = opu_pass_info(PASS_NAME, canonicalize_concat_pos, NULL, true);
   info.self_deleter = release_patterns;
   info.help = "OPU: a channel-wise op (relu, clip, per-channel add / multiply by a constant, ...) that is the only "
               "consumer of a concatenate moves onto each of its inputs.";

@@ -1960,7 +1960,6 @@ int opu_genir_register(const GPHostAPI *host) {
                     "external functions in the evaluator)");
     return -1;
   }
-  static const char *const targets[] = {"opu"};
   static const char *const required[] = {"PartitionGraph"};
   GPConfigKey keys[4];
   memset(keys, 0, sizeof keys);
@@ -1973,20 +1972,11 @@ int opu_genir_register(const GPHostAPI *host) {
                           "deterministic inputs of --verify-numerics"};
   keys[3] = (GPConfigKey){"seed", GP_TI_INT, {.type_index = GP_TI_INT, .v_int64 = 0},
                           "seed of the deterministic calibration inputs"};
-  GPPassInfo info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  info.abi_version = GP_ABI_VERSION;
-  info.name = PASS;
-  info.opt_level = 0;
-  info.kind = GP_PASS_TRANSFORM;
+  GPPassInfo info = opu_pass_info(PASS, genir, NULL, false);
   info.required = required;
   info.num_required = 1;
-  info.targets = targets;
-  info.num_targets = 1;
   info.config_keys = keys;
   info.num_config_keys = 4;
-  info.func = genir;
   info.self_deleter = genir_deleter;
   info.help = "OPU codegen: calibrate, quantize (int8 per-channel weights, per-tensor activations) and emit each "
               "Compiler=\"opu\" function's instruction stream and weight blob (docs/OPU.md).";

@@ -36,6 +36,10 @@ int opu_genir_register(const GPHostAPI *host);
 
 /* ---- helpers shared by the passes (opu/util.c) ---- */
 
+/* The descriptor of an OPU pass: a transform bound to target "opu", opt-level 0, with `name`,
+ * `func` and `help` (static strings); requires InferType when `typed`.  The caller adds config
+ * keys or a self_deleter before pass_register. */
+GPPassInfo opu_pass_info(const char *name, GPPackedCFunc func, const char *help, bool typed);
 /* Unpacks a pass's arguments [module (borrowed), context (opaque)]; -1 + GP_ERR_VALUE. */
 int opu_pass_args(const char *pass, const GPAny *args, int32_t nargs, GPModule **mod, GPPassContext **ctx);
 /* Stores mod (a new reference, consumed) as a pass result; -1 when mod is NULL. */

@@ -353,20 +353,7 @@ int opu_register_peephole(const GPHostAPI *host) {
       return -1;
     }
   }
-  static const char *const targets[] = {"opu"};
-  static const char *const required[] = {"InferType"};
-  GPPassInfo info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  info.abi_version = GP_ABI_VERSION;
-  info.name = PASS_NAME;
-  info.opt_level = 0;
-  info.kind = GP_PASS_TRANSFORM;
-  info.targets = targets;
-  info.num_targets = 1;
-  info.required = required;
-  info.num_required = 1;
-  info.func = peephole;
+  GPPassInfo info = opu_pass_info(PASS_NAME, peephole, NULL, true);
   info.self_deleter = release_patterns;
   info.help = "OPU: (conv + c1) * c2 into the weights, constant add chains, add of a channel concatenate as "
               "adds of padded inputs, dense (<= 2048 inputs) as a 1x1 conv2d; then FoldScaleAxis, FoldConstant.";

@@ -77,17 +77,7 @@ static int to_nchw_layout(void *self, const GPAny *args, int32_t nargs, GPAny *r
 }
 
 int opu_register_to_nchw_layout(const GPHostAPI *host) {
-  static const char *const targets[] = {"opu"};
-  GPPassInfo info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  info.abi_version = GP_ABI_VERSION;
-  info.name = PASS_NAME;
-  info.opt_level = 0;
-  info.kind = GP_PASS_TRANSFORM;
-  info.targets = targets;
-  info.num_targets = 1;
-  info.func = to_nchw_layout;
+  GPPassInfo info = opu_pass_info(PASS_NAME, to_nchw_layout, NULL, false);
   info.help = "OPU: NHWC convolution graphs to NCHW with OIHW weights (ConvertLayout underneath, "
               "layout_transforms only at the boundaries; constant weights folded).";
   return host->pass_register(&info, 0);

@@ -154,3 +154,22 @@ GPModule *opu_rewrite_rounds(const char *pass, const GPModule *mod, GPRewriteSpe
   gp_release(cur);
   return typed;
 }
+
+GPPassInfo opu_pass_info(const char *name, GPPackedCFunc func, const char *help, bool typed) {
+  static const char *const targets[] = {"opu"};
+  static const char *const required[] = {"InferType"};
+  GPPassInfo info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  info.abi_version = GP_ABI_VERSION;
+  info.name = name;
+  info.opt_level = 0;
+  info.kind = GP_PASS_TRANSFORM;
+  info.targets = targets;
+  info.num_targets = 1;
+  info.required = typed ? required : NULL;
+  info.num_required = typed ? 1 : 0;
+  info.func = func;
+  info.help = help;
+  return info;
+}
