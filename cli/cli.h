@@ -82,6 +82,12 @@ int views_write_report(Views *v, const char *title);
 int views_bisect_numerics(const GPModule *mod, const char *pipeline, GPPassContext *ctx, const ViewOpts *o,
                           double rtol, double atol, uint64_t seed);
 
+/* The context options every subcommand that runs passes takes (cli/load.c): --opt-level TEXT
+ * (a non-negative integer; the context checks the range) and --config key=value, each
+ * applied to ctx; -1 + error (GP_ERR_VALUE naming the option, or the context's). */
+int ctx_opt_level_text(GPPassContext *ctx, const char *text);
+int ctx_configs(GPPassContext *ctx, const char *const *config, int n);
+
 /* graphpass dot (cli/dot_cmd.c) */
 int cmd_dot(int argc, char **argv);
 

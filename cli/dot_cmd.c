@@ -84,14 +84,9 @@ int cmd_dot(int argc, char **argv) {
       code = report(D_USAGE);
       goto done;
     }
-    if (opt_level) {
-      char *end;
-      long lvl = strtol(opt_level, &end, 10);
-      if (*end || end == opt_level || lvl < 0 || lvl > INT32_MAX || gp_ctx_set_opt_level(ctx, (int32_t)lvl) != 0) {
-        if (!gp_error_kind()) gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not a non-negative integer", opt_level);
-        code = report(D_USAGE);
-        goto done;
-      }
+    if (opt_level && ctx_opt_level_text(ctx, opt_level) != 0) {
+      code = report(D_USAGE);
+      goto done;
     }
     if (pipeline || opt_level || po.target) {
       run = gp_run_pipeline(mod, pipeline, ctx);

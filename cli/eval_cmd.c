@@ -109,28 +109,7 @@ static GPPassContext *compile_ctx(const char *target, const char *opt_level, con
   GPPassContext *ctx = gp_ctx_new();
   ctx->out = stderr;
   if (gp_ctx_set_target(ctx, target) != 0) goto fail;
-  if (opt_level) {
-    char *end;
-    long lvl = strtol(opt_level, &end, 10);
-    if (*end || end == opt_level || lvl < 0 || lvl > INT32_MAX) {
-      gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not a non-negative integer", opt_level);
-      goto fail;
-    }
-    if (gp_ctx_set_opt_level(ctx, (int32_t)lvl) != 0) goto fail;
-  }
-  for (int i = 0; i < nconfig; i++) {
-    char *kv = gp_strdup(config[i]);
-    char *eq = strchr(kv, '=');
-    if (!eq) {
-      gp_free(kv);
-      gp_error_set(GP_ERR_VALUE, "--config '%s' is not key=value", config[i]);
-      goto fail;
-    }
-    *eq = 0;
-    int rc = gp_ctx_set_config(ctx, kv, eq + 1);
-    gp_free(kv);
-    if (rc != 0) goto fail;
-  }
+  if ((opt_level && ctx_opt_level_text(ctx, opt_level) != 0) || ctx_configs(ctx, config, nconfig) != 0) goto fail;
   if (calibrate_config(ctx, cal, ncal) != 0) goto fail;
   /* the module a set prints for its codegen (PrintIR) is not what eval is about */
   if (!gp_strmap_get(&ctx->config, "PrintIR.file") && gp_ctx_set_config(ctx, "PrintIR.file", "/dev/null") != 0)

@@ -92,3 +92,30 @@ GPTensor *load_tensor(const char *path) {
 int write_module(const GPModule *m, const char *path, const char *params, bool types) {
   return gp_save_text_params(m, (types ? GP_PRINT_TYPES : 0) | GP_PRINT_METADATA, path, params);
 }
+
+int ctx_opt_level_text(GPPassContext *ctx, const char *text) {
+  char *end;
+  long lvl = strtol(text, &end, 10);
+  if (*end || end == text || lvl < 0 || lvl > INT32_MAX) {
+    gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not a non-negative integer", text);
+    return -1;
+  }
+  return gp_ctx_set_opt_level(ctx, (int32_t)lvl);
+}
+
+int ctx_configs(GPPassContext *ctx, const char *const *config, int n) {
+  for (int i = 0; i < n; i++) {
+    char *kv = gp_strdup(config[i]);
+    char *eq = strchr(kv, '=');
+    if (!eq) {
+      gp_free(kv);
+      gp_error_set(GP_ERR_VALUE, "--config '%s' is not key=value", config[i]);
+      return -1;
+    }
+    *eq = 0;
+    int rc = gp_ctx_set_config(ctx, kv, eq + 1);
+    gp_free(kv);
+    if (rc != 0) return -1;
+  }
+  return 0;
+}

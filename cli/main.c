@@ -463,15 +463,7 @@ static int cmd_opt(int argc, char **argv) {
     goto usage_error;
   }
   if (opt_set && gp_ctx_set_opt_set(ctx, opt_set) != 0) goto usage_error;
-  if (opt_level) {
-    char *end;
-    long lvl = strtol(opt_level, &end, 10);
-    if (*end || end == opt_level || lvl < 0 || lvl > INT32_MAX) { /* the context checks the range */
-      gp_error_set(GP_ERR_VALUE, "--opt-level '%s' is not a non-negative integer", opt_level);
-      goto usage_error;
-    }
-    if (gp_ctx_set_opt_level(ctx, (int32_t)lvl) != 0) goto usage_error;
-  }
+  if (opt_level && ctx_opt_level_text(ctx, opt_level) != 0) goto usage_error;
   for (int i = 0; i < ndisable; i++)
     if (each_name(ctx, disable[i], gp_ctx_disable) != 0) goto usage_error;
   for (int i = 0; i < nrequire; i++)
@@ -492,19 +484,7 @@ static int cmd_opt(int argc, char **argv) {
     }
     gp_pass_entry_release(e);
   }
-  for (int i = 0; i < nconfig; i++) {
-    char *kv = gp_strdup(config[i]);
-    char *eq = strchr(kv, '=');
-    if (!eq) {
-      gp_free(kv);
-      gp_error_set(GP_ERR_VALUE, "--config '%s' is not key=value", config[i]);
-      goto usage_error;
-    }
-    *eq = 0;
-    int rc = gp_ctx_set_config(ctx, kv, eq + 1);
-    gp_free(kv);
-    if (rc != 0) goto usage_error;
-  }
+  if (ctx_configs(ctx, config, nconfig) != 0) goto usage_error;
   if (ntarget_ops && apply_target_ops(ctx, target_ops, ntarget_ops) != 0) goto usage_error;
   if (calibrate_config(ctx, cal, ncal) != 0) goto usage_error;
   /* --explain and --time-passes are instruments, registered as a host registers its own. */

@@ -34,7 +34,7 @@ static float bits_f32(uint32_t u) {
   return f;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+int opu_errf(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -147,82 +147,82 @@ static int check_instr(const OpuProgram *p, uint32_t k, char *err, size_t errlen
   const OpuInstr *s = &p->instrs[k];
   const char *nm = op_name(s->op);
   if (s->op < 1 || s->op > OPU_OP_LAST)
-    return fail(err, errlen, "instruction %u: unknown opcode %u", k, (unsigned)s->op);
+    return opu_errf(err, errlen, "instruction %u: unknown opcode %u", k, (unsigned)s->op);
   uint32_t nt = p->num_tensors;
   if (s->in0 >= nt || s->out >= nt || (s->op == OPU_OP_ADD && s->in1 >= nt))
-    return fail(err, errlen, "instruction %u (%s): tensor id out of range (in0 %u, in1 %u, out %u; %u tensors)", k, nm,
+    return opu_errf(err, errlen, "instruction %u (%s): tensor id out of range (in0 %u, in1 %u, out %u; %u tensors)", k, nm,
                 s->in0, s->in1, s->out, nt);
   const OpuTensor *a = &p->tensors[s->in0], *o = &p->tensors[s->out];
   if ((a->flags & OPU_T_INT32) || (s->op == OPU_OP_ADD && (p->tensors[s->in1].flags & OPU_T_INT32)))
-    return fail(err, errlen, "instruction %u (%s): reads an int32 tensor (int32 tensors are outputs only)", k, nm);
+    return opu_errf(err, errlen, "instruction %u (%s): reads an int32 tensor (int32 tensors are outputs only)", k, nm);
   if ((o->flags & OPU_T_INT32) && s->op != OPU_OP_CONV && s->op != OPU_OP_ADD && s->op != OPU_OP_REQUANT)
-    return fail(err, errlen, "instruction %u (%s): writes an int32 tensor (only CONV, ADD and REQUANT do)", k, nm);
+    return opu_errf(err, errlen, "instruction %u (%s): writes an int32 tensor (only CONV, ADD and REQUANT do)", k, nm);
   if (!disjoint(a, o) || (s->op == OPU_OP_ADD && !disjoint(&p->tensors[s->in1], o)))
-    return fail(err, errlen, "instruction %u (%s): output t%u overlaps an input", k, nm, s->out);
+    return opu_errf(err, errlen, "instruction %u (%s): output t%u overlaps an input", k, nm, s->out);
   int32_t lo = opu_tensor_lo(o), hi = opu_tensor_hi(o);
   if (s->lo < lo || s->hi > hi || s->lo > s->hi)
-    return fail(err, errlen, "instruction %u (%s): clamp [%d, %d] not inside t%u's range [%d, %d]", k, nm, s->lo, s->hi,
+    return opu_errf(err, errlen, "instruction %u (%s): clamp [%d, %d] not inside t%u's range [%d, %d]", k, nm, s->lo, s->hi,
                 s->out, lo, hi);
   unsigned allowed = s->op == OPU_OP_CONV ? OPU_F_DEPTHWISE : s->op == OPU_OP_AVGPOOL ? OPU_F_COUNT_PAD : 0;
-  if (s->flags & ~allowed) return fail(err, errlen, "instruction %u (%s): unknown flags 0x%x", k, nm, s->flags);
-  if (a->n != o->n) return fail(err, errlen, "instruction %u (%s): batch %u -> %u", k, nm, a->n, o->n);
+  if (s->flags & ~allowed) return opu_errf(err, errlen, "instruction %u (%s): unknown flags 0x%x", k, nm, s->flags);
+  if (a->n != o->n) return opu_errf(err, errlen, "instruction %u (%s): batch %u -> %u", k, nm, a->n, o->n);
   int windowed = s->op == OPU_OP_CONV || s->op == OPU_OP_MAXPOOL || s->op == OPU_OP_AVGPOOL;
   if (windowed) {
     if (s->kh < 1 || s->kw < 1 || s->kh > OPU_MAX_KERNEL || s->kw > OPU_MAX_KERNEL || s->sh < 1 || s->sw < 1 ||
         s->sh > OPU_MAX_STRIDE || s->sw > OPU_MAX_STRIDE || s->pt >= s->kh || s->pb >= s->kh || s->pl >= s->kw ||
         s->pr >= s->kw)
-      return fail(err, errlen, "instruction %u (%s): bad window (kernel %ux%u, stride %ux%u, pad %u,%u,%u,%u)", k, nm,
+      return opu_errf(err, errlen, "instruction %u (%s): bad window (kernel %ux%u, stride %ux%u, pad %u,%u,%u,%u)", k, nm,
                   s->kh, s->kw, s->sh, s->sw, s->pt, s->pl, s->pb, s->pr);
     int exact = s->op == OPU_OP_CONV;
     if (!window_ok(a->h, o->h, s->kh, s->sh, s->pt, s->pb, exact) ||
         !window_ok(a->w, o->w, s->kw, s->sw, s->pl, s->pr, exact))
-      return fail(err, errlen, "instruction %u (%s): output %ux%u does not follow from input %ux%u and the window", k,
+      return opu_errf(err, errlen, "instruction %u (%s): output %ux%u does not follow from input %ux%u and the window", k,
                   nm, o->h, o->w, a->h, a->w);
   }
   switch (s->op) {
   case OPU_OP_CONV: {
     uint32_t g = s->groups;
     if (g < 1 || a->c % g || o->c % g)
-      return fail(err, errlen, "instruction %u (CONV): groups %u does not divide channels %u -> %u", k, g, a->c, o->c);
+      return opu_errf(err, errlen, "instruction %u (CONV): groups %u does not divide channels %u -> %u", k, g, a->c, o->c);
     int dw = (s->flags & OPU_F_DEPTHWISE) != 0;
     if ((uint64_t)(a->c / g) * s->kh * s->kw > OPU_MAX_TAPS)
-      return fail(err, errlen, "instruction %u (CONV): %llu taps per output, more than %u", k,
+      return opu_errf(err, errlen, "instruction %u (CONV): %llu taps per output, more than %u", k,
                   (unsigned long long)(a->c / g) * s->kh * s->kw, OPU_MAX_TAPS);
     if (dw && !(g == a->c && g == o->c))
-      return fail(err, errlen, "instruction %u (CONV): depthwise needs groups == in == out channels", k);
+      return opu_errf(err, errlen, "instruction %u (CONV): depthwise needs groups == in == out channels", k);
     uint64_t wb = opu_conv_weight_bytes(o->c, a->c / g, g, s->kh, s->kw, dw, p->pe_rows, p->pe_cols);
     if ((uint64_t)s->w_off + wb > p->weight_bytes || (uint64_t)s->q_off + (uint64_t)o->c * OPU_QREC_BYTES > p->weight_bytes)
-      return fail(err, errlen, "instruction %u (CONV): weights [%u, +%llu) or records [%u, +%u) outside the %u-byte blob",
+      return opu_errf(err, errlen, "instruction %u (CONV): weights [%u, +%llu) or records [%u, +%u) outside the %u-byte blob",
                   k, s->w_off, (unsigned long long)wb, s->q_off, o->c * OPU_QREC_BYTES, p->weight_bytes);
     break;
   }
   case OPU_OP_ADD:
     if (!same_shape(a, o) || !same_shape(&p->tensors[s->in1], o))
-      return fail(err, errlen, "instruction %u (ADD): operand shapes differ", k);
+      return opu_errf(err, errlen, "instruction %u (ADD): operand shapes differ", k);
     if (s->m0 < 0 || s->m1 < 0 || s->shift > 63)
-      return fail(err, errlen, "instruction %u (ADD): bad multipliers %d, %d or shift %u", k, s->m0, s->m1, s->shift);
+      return opu_errf(err, errlen, "instruction %u (ADD): bad multipliers %d, %d or shift %u", k, s->m0, s->m1, s->shift);
     break;
   case OPU_OP_REQUANT:
-    if (!same_shape(a, o)) return fail(err, errlen, "instruction %u (REQUANT): operand shapes differ", k);
+    if (!same_shape(a, o)) return opu_errf(err, errlen, "instruction %u (REQUANT): operand shapes differ", k);
     if (s->m0 < 0 || s->shift > 63)
-      return fail(err, errlen, "instruction %u (REQUANT): bad multiplier %d or shift %u", k, s->m0, s->shift);
+      return opu_errf(err, errlen, "instruction %u (REQUANT): bad multiplier %d or shift %u", k, s->m0, s->shift);
     break;
   case OPU_OP_PAD:
     if ((uint64_t)a->c + s->groups + s->q_off != o->c || (uint64_t)a->h + s->pt + s->pb != o->h ||
         (uint64_t)a->w + s->pl + s->pr != o->w)
-      return fail(err, errlen, "instruction %u (PAD): output %ux%ux%u is not the input %ux%ux%u plus the pads", k, o->c,
+      return opu_errf(err, errlen, "instruction %u (PAD): output %ux%ux%u is not the input %ux%ux%u plus the pads", k, o->c,
                   o->h, o->w, a->c, a->h, a->w);
     if ((a->flags & OPU_T_UNSIGNED) != (o->flags & OPU_T_UNSIGNED) || s->m0 < lo || s->m0 > hi)
-      return fail(err, errlen, "instruction %u (PAD): signedness differs or fill %d outside [%d, %d]", k, s->m0, lo, hi);
+      return opu_errf(err, errlen, "instruction %u (PAD): signedness differs or fill %d outside [%d, %d]", k, s->m0, lo, hi);
     break;
   case OPU_OP_MAXPOOL:
   case OPU_OP_AVGPOOL:
   case OPU_OP_GAVGPOOL:
-    if (a->c != o->c) return fail(err, errlen, "instruction %u (%s): channels %u -> %u", k, nm, a->c, o->c);
+    if (a->c != o->c) return opu_errf(err, errlen, "instruction %u (%s): channels %u -> %u", k, nm, a->c, o->c);
     if ((a->flags & OPU_T_UNSIGNED) != (o->flags & OPU_T_UNSIGNED))
-      return fail(err, errlen, "instruction %u (%s): input and output signedness differ", k, nm);
+      return opu_errf(err, errlen, "instruction %u (%s): input and output signedness differ", k, nm);
     if (s->op == OPU_OP_GAVGPOOL && (o->h != 1 || o->w != 1))
-      return fail(err, errlen, "instruction %u (GAVGPOOL): output is %ux%u, not 1x1", k, o->h, o->w);
+      return opu_errf(err, errlen, "instruction %u (GAVGPOOL): output is %ux%u, not 1x1", k, o->h, o->w);
     break;
   default: break;
   }
@@ -231,31 +231,31 @@ static int check_instr(const OpuProgram *p, uint32_t k, char *err, size_t errlen
 
 int opu_program_validate(const OpuProgram *p, char *err, size_t errlen) {
   if (p->pe_rows < 1 || p->pe_cols < 1 || p->pe_rows > 256 || p->pe_cols > 256)
-    return fail(err, errlen, "PE array %ux%u outside 1..256", p->pe_rows, p->pe_cols);
+    return opu_errf(err, errlen, "PE array %ux%u outside 1..256", p->pe_rows, p->pe_cols);
   for (uint32_t i = 0; i < p->num_tensors; i++) {
     const OpuTensor *t = &p->tensors[i];
     if (!t->n || !t->c || !t->h || !t->w)
-      return fail(err, errlen, "tensor %u: empty shape %ux%ux%ux%u", i, t->n, t->c, t->h, t->w);
+      return opu_errf(err, errlen, "tensor %u: empty shape %ux%ux%ux%u", i, t->n, t->c, t->h, t->w);
     uint64_t plane = (uint64_t)t->c * t->h * t->w * opu_elem_size(t);
     if (plane > UINT32_MAX || (t->n > 1 && t->bstride < plane))
-      return fail(err, errlen, "tensor %u: batch stride %u below its %llu bytes", i, t->bstride,
+      return opu_errf(err, errlen, "tensor %u: batch stride %u below its %llu bytes", i, t->bstride,
                   (unsigned long long)plane);
     if (tensor_end(t) > p->act_bytes)
-      return fail(err, errlen, "tensor %u: bytes [%u, %llu) outside activation memory (%u bytes)", i, t->addr,
+      return opu_errf(err, errlen, "tensor %u: bytes [%u, %llu) outside activation memory (%u bytes)", i, t->addr,
                   (unsigned long long)tensor_end(t), p->act_bytes);
     if ((t->flags & ~(uint32_t)(OPU_T_UNSIGNED | OPU_T_INT32)) ||
         (t->flags & (OPU_T_UNSIGNED | OPU_T_INT32)) == (OPU_T_UNSIGNED | OPU_T_INT32))
-      return fail(err, errlen, "tensor %u: unknown flags 0x%x", i, t->flags);
+      return opu_errf(err, errlen, "tensor %u: unknown flags 0x%x", i, t->flags);
     if (!(t->scale > 0) || !isfinite(t->scale))
-      return fail(err, errlen, "tensor %u: scale %g is not a positive finite number", i, (double)t->scale);
+      return opu_errf(err, errlen, "tensor %u: scale %g is not a positive finite number", i, (double)t->scale);
   }
   if (p->num_inputs > OPU_MAX_IO || p->num_outputs > OPU_MAX_IO || p->num_outputs == 0)
-    return fail(err, errlen, "%u inputs and %u outputs: the OPU takes up to %u of each (and at least one output)",
+    return opu_errf(err, errlen, "%u inputs and %u outputs: the OPU takes up to %u of each (and at least one output)",
                 p->num_inputs, p->num_outputs, OPU_MAX_IO);
   for (uint32_t i = 0; i < p->num_inputs + p->num_outputs; i++) {
     uint32_t id = i < p->num_inputs ? p->inputs[i] : p->outputs[i - p->num_inputs];
     if (id >= p->num_tensors)
-      return fail(err, errlen, "%s %u: tensor id %u out of range (%u tensors)", i < p->num_inputs ? "input" : "output",
+      return opu_errf(err, errlen, "%s %u: tensor id %u out of range (%u tensors)", i < p->num_inputs ? "input" : "output",
                   i < p->num_inputs ? i : i - p->num_inputs, id, p->num_tensors);
   }
   for (uint32_t k = 0; k < p->num_instrs; k++)
@@ -277,17 +277,17 @@ void opu_program_free(OpuProgram *p) {
 int opu_program_decode(const uint8_t *buf, size_t len, OpuProgram *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   if (!buf || len < OPU_HEADER_BYTES)
-    return fail(err, errlen, "program of %zu bytes is shorter than the %d-byte header", len, OPU_HEADER_BYTES);
+    return opu_errf(err, errlen, "program of %zu bytes is shorter than the %d-byte header", len, OPU_HEADER_BYTES);
   if (get32(buf) != OPU_MAGIC)
-    return fail(err, errlen, "bad magic 0x%08x at byte 0 (want 0x%08x, \"OPU1\")", get32(buf), OPU_MAGIC);
+    return opu_errf(err, errlen, "bad magic 0x%08x at byte 0 (want 0x%08x, \"OPU1\")", get32(buf), OPU_MAGIC);
   uint16_t maj = get16(buf + 4), min = get16(buf + 6);
   if (maj != OPU_VERSION_MAJOR)
-    return fail(err, errlen, "program version %u.%u: this decoder reads major version %d", maj, min,
+    return opu_errf(err, errlen, "program version %u.%u: this decoder reads major version %d", maj, min,
                 OPU_VERSION_MAJOR);
   if (get32(buf + 36) != OPU_HEADER_BYTES)
-    return fail(err, errlen, "header size field (byte 36) is %u, want %d", get32(buf + 36), OPU_HEADER_BYTES);
+    return opu_errf(err, errlen, "header size field (byte 36) is %u, want %d", get32(buf + 36), OPU_HEADER_BYTES);
   for (int i = 40; i < OPU_HEADER_BYTES; i++)
-    if (buf[i]) return fail(err, errlen, "reserved header byte %d is not zero", i);
+    if (buf[i]) return opu_errf(err, errlen, "reserved header byte %d is not zero", i);
   OpuProgram p = {0};
   p.ver_major = maj;
   p.ver_minor = min;
@@ -301,18 +301,18 @@ int opu_program_decode(const uint8_t *buf, size_t len, OpuProgram *out, char *er
   p.num_outputs = get32(buf + 32);
   if (p.num_tensors > OPU_MAX_TENSORS || p.num_instrs > OPU_MAX_INSTRS || p.num_inputs > OPU_MAX_IO ||
       p.num_outputs > OPU_MAX_IO || p.num_outputs == 0)
-    return fail(err, errlen, "counts out of range: %u tensors, %u instructions, %u inputs, %u outputs", p.num_tensors,
+    return opu_errf(err, errlen, "counts out of range: %u tensors, %u instructions, %u inputs, %u outputs", p.num_tensors,
                 p.num_instrs, p.num_inputs, p.num_outputs);
   size_t need = opu_program_size(&p);
   if (len != need)
-    return fail(err, errlen, "program is %zu bytes; its counts say %zu (truncated or trailing bytes)", len, need);
+    return opu_errf(err, errlen, "program is %zu bytes; its counts say %zu (truncated or trailing bytes)", len, need);
   p.tensors = calloc(p.num_tensors ? p.num_tensors : 1, sizeof *p.tensors);
   p.instrs = calloc(p.num_instrs ? p.num_instrs : 1, sizeof *p.instrs);
   p.inputs = calloc(p.num_inputs ? p.num_inputs : 1, 4);
   p.outputs = calloc(p.num_outputs, 4);
   if (!p.tensors || !p.instrs || !p.inputs || !p.outputs) {
     opu_program_free(&p);
-    return fail(err, errlen, "out of memory decoding a program of %zu bytes", len);
+    return opu_errf(err, errlen, "out of memory decoding a program of %zu bytes", len);
   }
   const uint8_t *q = buf + OPU_HEADER_BYTES;
   for (uint32_t i = 0; i < p.num_tensors; i++, q += OPU_TENSOR_BYTES) {
@@ -354,7 +354,7 @@ int opu_program_decode(const uint8_t *buf, size_t len, OpuProgram *out, char *er
     for (int b = 58; b < OPU_INSTR_BYTES; b++)
       if (q[b]) {
         opu_program_free(&p);
-        return fail(err, errlen, "instruction %u: reserved byte %d (stream offset %zu) is not zero", i, b,
+        return opu_errf(err, errlen, "instruction %u: reserved byte %d (stream offset %zu) is not zero", i, b,
                     (size_t)(q - buf) + (size_t)b);
       }
   }

@@ -100,6 +100,9 @@ void opu_program_encode(const OpuProgram *p, uint8_t *buf);
 /* Decode and validate: header, counts, every tensor inside act_bytes, every instruction's
  * opcode, operands, shapes and blob ranges (given weight_bytes).  On success *out owns its
  * arrays (opu_program_free). */
+/* Writes the printf-style message into err (errlen bytes; either may be 0/NULL) and returns -1:
+ * how the decoder, the validator and the simulator report (opu/isa.c). */
+int opu_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int opu_program_decode(const uint8_t *buf, size_t len, OpuProgram *out, char *err, size_t errlen);
 void opu_program_free(OpuProgram *p);
 /* The text listing (malloc'd, NUL-terminated); NULL when out of memory. */

@@ -25,16 +25,6 @@ struct OpuSim {
   size_t cols_cap;
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 static int32_t rd32(const uint8_t *p) {
   return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
@@ -55,7 +45,7 @@ void opu_sim_free(OpuSim *s) {
 
 OpuSim *opu_sim_new(const OpuProgram *p, const uint8_t *weights, size_t weight_len, char *err, size_t errlen) {
   if (weight_len < p->weight_bytes) {
-    fail(err, errlen, "weight blob of %zu bytes is smaller than the program's %u", weight_len, p->weight_bytes);
+    opu_errf(err, errlen, "weight blob of %zu bytes is smaller than the program's %u", weight_len, p->weight_bytes);
     return NULL;
   }
   OpuSim *s = calloc(1, sizeof *s);
@@ -104,7 +94,7 @@ OpuSim *opu_sim_new(const OpuProgram *p, const uint8_t *weights, size_t weight_l
       cw->rec[3 * oo + 1] = rd32(r + 4);
       cw->rec[3 * oo + 2] = rd32(r + 8);
       if (cw->rec[3 * oo + 1] < 0 || cw->rec[3 * oo + 2] < 0 || cw->rec[3 * oo + 2] > 63) {
-        fail(err, errlen, "instruction %u (CONV): channel %u record has multiplier %d, shift %d (need m >= 0, 0 <= shift <= 63)",
+        opu_errf(err, errlen, "instruction %u (CONV): channel %u record has multiplier %d, shift %d (need m >= 0, 0 <= shift <= 63)",
              k, oo, cw->rec[3 * oo + 1], cw->rec[3 * oo + 2]);
         opu_sim_free(s);
         return NULL;
@@ -113,7 +103,7 @@ OpuSim *opu_sim_new(const OpuProgram *p, const uint8_t *weights, size_t weight_l
   }
   return s;
 oom:
-  fail(err, errlen, "out of memory building the simulator");
+  opu_errf(err, errlen, "out of memory building the simulator");
   opu_sim_free(s);
   return NULL;
 }
@@ -339,7 +329,7 @@ static int conv(OpuSim *s, const OpuInstr *in, int threads, char *err, size_t er
   size_t need = (size_t)KP * Pp * 2;
   if (need > s->cols_cap) {
     int16_t *nc = realloc(s->cols, need * sizeof(int16_t));
-    if (!nc) return fail(err, errlen, "out of memory (%zu bytes of im2col)", need * sizeof(int16_t));
+    if (!nc) return opu_errf(err, errlen, "out of memory (%zu bytes of im2col)", need * sizeof(int16_t));
     s->cols = nc;
     s->cols_cap = need;
   }
@@ -523,7 +513,7 @@ int opu_sim_run(OpuSim *s, int threads, char *err, size_t errlen) {
     case OPU_OP_GAVGPOOL: gavgpool(s, in); break;
     case OPU_OP_REQUANT: requant(s, in); break;
     case OPU_OP_PAD: pad(s, in); break;
-    default: return fail(err, errlen, "instruction %u: unknown opcode %u", k, (unsigned)in->op);
+    default: return opu_errf(err, errlen, "instruction %u: unknown opcode %u", k, (unsigned)in->op);
     }
   }
   return 0;
