@@ -1016,8 +1016,9 @@ struct GPHostAPI {
    * op. */
   GPExpr *(*eval_call)(const GPCall *call);
   /* Evaluate function `name` of mod (NULL: "main") on the given inputs, one per parameter, in
-   * order; each must match the parameter's type (shape, dtype; else GP_ERR_VALUE naming the
-   * parameter and both types).  On success *outputs is a host array (free with `free`) of
+   * order (a tuple-typed parameter, e.g. an imported ONNX sequence, takes its fields'
+   * tensors, nested tuples flattened, in order); each must match the parameter's type
+   * (shape, dtype; else GP_ERR_VALUE naming the parameter and both types).  On success *outputs is a host array (free with `free`) of
    * *num_outputs new tensor references: the result, or the fields of a tuple result in order
    * (nested tuples flattened).  opts may be NULL. */
   int (*eval_function)(const GPModule *mod, const char *name, int32_t num_inputs,

@@ -8,7 +8,12 @@
  *   PASS name
  *   FAIL name: <why: the output, its largest absolute and relative error; or the error>
  *   SKIP name: <what we do not support>
- * then "N passed, N failed, N skipped".  Exit status 0 only when nothing failed (2: usage).
+ * then the skips counted by reason ("skipped: N x <reason>", the reason being the message's
+ * last part, without the test's path and node), then "N passed, N failed, N skipped".  Exit
+ * status 0 only when nothing failed (2: usage).  Test data of a sequence- or optional-typed
+ * graph input or output is a SequenceProto / OptionalProto (the model's declared type says
+ * which); its tensors are compared flattened, in order, after the structure (how many tensors
+ * each output holds).
  * Outputs are compared as ONNX's runner does: |got - want| <= atol + rtol * |want| with rtol 1e-3,
  * atol 1e-7; dtype and shape must match exactly. */
 #include "cli.h"
@@ -31,6 +36,8 @@ typedef struct {
   bool verify_numerics;
   double rtol, atol;
   int counts[3];
+  GPStrMap reasons; /* skip reason -> count (as a pointer-sized integer) */
+  GPVec reason_keys; /* the reasons in first-seen order (borrowed from the map's keys) */
 } Run;
 
 typedef struct {
@@ -104,9 +111,23 @@ static char *light_output(const char *model) {
 /* ------------------------------------------------------------------------------------------ */
 /* Running one test                                                                            */
 
+/* The reason a skip message gives: its last part after ": " (the path, the node and the
+ * input it names stripped). */
+static const char *skip_reason(const char *why) {
+  const char *r = why;
+  for (const char *p = strstr(why, ": "); p; p = strstr(p + 2, ": ")) r = p + 2;
+  return r;
+}
+
 static void result(Run *r, int kind, const char *name, const char *why) {
   static const char *const tag[] = {"PASS", "FAIL", "SKIP"};
   r->counts[kind]++;
+  if (kind == R_SKIP) {
+    const char *reason = skip_reason(why ? why : "no reason given");
+    intptr_t c = (intptr_t)gp_strmap_get(&r->reasons, reason);
+    gp_strmap_put(&r->reasons, reason, (void *)(c + 1));
+    if (!c) gp_vec_push(&r->reason_keys, gp_strdup(reason));
+  }
   if (why) printf("%s %s: %s\n", tag[kind], name, why);
   else printf("%s %s\n", tag[kind], name);
   fflush(stdout);
@@ -122,30 +143,77 @@ static void result_error(Run *r, const char *name) {
   gp_error_clear();
 }
 
-/* Read input_K.pb / output_K.pb (K = 0, 1, ...) of a data set directory. */
-static int read_tensors(const char *dir, const char *prefix, GPTensor ***out, int32_t *n) {
-  *out = NULL;
-  *n = 0;
+/* The test data of one side (input_K.pb or output_K.pb, K = 0, 1, ...), each read as the
+ * model declares it (kinds[K]; a tensor past the declared ones). */
+typedef struct Values {
+  int32_t n;
+  GPOnnxValue **v;
+  int32_t nflat;
+  GPTensor **flat;         /* the tensors of all values in order (borrowed from v) */
+  GPTensor **tensors;      /* per value: its tensor, or NULL for a sequence / optional */
+  const GPOnnxValue **structured; /* per value: NULL for a tensor, else the value */
+} Values;
+
+static void values_free(Values *vs) {
+  for (int32_t i = 0; i < vs->n; i++) gp_onnx_value_free(vs->v[i]);
+  gp_free(vs->v);
+  gp_free(vs->flat);
+  gp_free(vs->tensors);
+  gp_free(vs->structured);
+  *vs = (Values){0};
+}
+
+static int read_values(const char *dir, const char *prefix, const GPOnnxValueKind *kinds, int32_t nkinds, Values *vs) {
+  *vs = (Values){0};
   for (int k = 0;; k++) {
     GPBuf b = {0};
     gp_buf_printf(&b, "%s/%s_%d.pb", dir, prefix, k);
     char *p = gp_buf_take(&b);
     if (!is_file(p)) {
       gp_free(p);
-      return 0;
+      break;
     }
-    GPTensor *t = gp_onnx_read_tensor_file(p, NULL);
+    GPOnnxValue *v = gp_onnx_read_value_file(p, k < nkinds ? kinds[k] : GP_ONNX_TENSOR);
     gp_free(p);
-    if (!t) return -1;
-    *out = gp_realloc(*out, (size_t)(k + 1) * sizeof **out);
-    (*out)[k] = t;
-    *n = k + 1;
+    if (!v) {
+      values_free(vs);
+      return -1;
+    }
+    vs->v = gp_realloc(vs->v, (size_t)(k + 1) * sizeof *vs->v);
+    vs->v[vs->n++] = v;
   }
+  int32_t total = 0;
+  for (int32_t i = 0; i < vs->n; i++) total = gp_onnx_value_leaves(vs->v[i], NULL, total);
+  size_t n1 = (size_t)(vs->n ? vs->n : 1);
+  vs->flat = gp_malloc((size_t)(total ? total : 1) * sizeof *vs->flat);
+  vs->tensors = gp_calloc(n1, sizeof *vs->tensors);
+  vs->structured = gp_calloc(n1, sizeof *vs->structured);
+  for (int32_t i = 0; i < vs->n; i++) {
+    vs->nflat = gp_onnx_value_leaves(vs->v[i], vs->flat, vs->nflat);
+    if (vs->v[i]->kind == GP_ONNX_TENSOR) vs->tensors[i] = vs->v[i]->tensor;
+    else vs->structured[i] = vs->v[i];
+  }
+  return 0;
 }
 
 static void free_tensors(GPTensor **t, int32_t n) {
   for (int32_t i = 0; i < n; i++) gp_release(t[i]);
   gp_free(t);
+}
+
+/* Tensors a value of type t holds (a tuple's fields flattened). */
+static int32_t type_leaves(const GPType *t) {
+  GPVec st = {0};
+  int32_t n = 0;
+  gp_vec_push(&st, (void *)t);
+  while (st.len) {
+    const GPType *x = gp_vec_pop(&st);
+    if (x->kind == GP_TYPE_TUPLE)
+      for (int32_t i = 0; i < x->n; i++) gp_vec_push(&st, (void *)x->tuple.fields[i]);
+    else n++;
+  }
+  gp_vec_free(&st);
+  return n;
 }
 
 static GPPassContext *make_ctx(const Run *r) {
@@ -170,20 +238,39 @@ static void fmt_shape(GPBuf *b, const GPTensor *t) {
 }
 
 /* Import (with the inputs' values), optimize, evaluate, compare.  `only_first` compares output
- * 0 only (light models). */
-static void run_one(Run *r, const char *name, const char *model, GPTensor **ins, int32_t nin,
-                    GPTensor **want, int32_t nwant, bool only_first) {
-  GPOnnxOptions o = {.nvalues = nin, .values = ins};
+ * 0 only (light models).  in: the test's inputs; want: the expected outputs, flattened, and
+ * per output how many tensors it holds (want_leaves, nouts of them; NULL: not checked). */
+static void run_one(Run *r, const char *name, const char *model, const Values *in, GPTensor **want, int32_t nwant,
+                    const int32_t *want_leaves, int32_t nouts, bool only_first) {
+  GPOnnxOptions o = {.nvalues = in->n, .values = in->tensors, .structured = in->structured};
+  int32_t nin = in->nflat;
+  GPTensor *const *ins = in->flat;
   GPModule *m = gp_onnx_import_file(model, &o), *opt = NULL;
   GPTensor **got = NULL;
   int32_t ngot = 0;
   GPPassContext *ctx = NULL;
   if (!m) goto error;
   GPFunctionExpr *fn = gp_module_lookup(m, "main");
-  if (fn->nparams != nin) {
+  if (fn->nparams != in->n) {
     gp_error_set(GP_ERR_VALUE, "the model has %d inputs that are not initializers, the test gives %d",
-                 (int)fn->nparams, (int)nin);
+                 (int)fn->nparams, (int)in->n);
     goto error;
+  }
+  if (want_leaves) {
+    /* the structure: each output holds as many tensors as the test's (a sequence's length,
+     * whether an optional holds a value) */
+    const GPType *rt = fn->ret_type ? fn->ret_type : fn->body->checked_type;
+    for (int32_t k = 0; rt && k < nouts; k++) {
+      const GPType *ot = nouts == 1 ? rt : rt->kind == GP_TYPE_TUPLE && k < rt->n ? rt->tuple.fields[k] : NULL;
+      int32_t have = ot ? type_leaves(ot) : -1;
+      if (have != want_leaves[k]) {
+        GPBuf b = {0};
+        gp_buf_printf(&b, "output %d holds %d tensors, the test expects %d", (int)k, (int)have, (int)want_leaves[k]);
+        result(r, R_FAIL, name, b.data);
+        gp_buf_free(&b);
+        goto done;
+      }
+    }
   }
   ctx = make_ctx(r);
   if (!ctx) goto error;
@@ -247,8 +334,11 @@ static void run_test_dir(Run *r, const char *dir) {
   const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
   char *model = join(dir, "model.onnx");
   StrList entries = {0};
-  if (list_dir(dir, &entries) != 0) {
+  GPOnnxValueKind *ikinds = NULL, *okinds = NULL;
+  int32_t nik = 0, nok = 0;
+  if (list_dir(dir, &entries) != 0 || gp_onnx_io_kinds(model, &nik, &ikinds, &nok, &okinds) != 0) {
     result_error(r, name);
+    sl_free(&entries);
     gp_free(model);
     return;
   }
@@ -256,14 +346,13 @@ static void run_test_dir(Run *r, const char *dir) {
   for (size_t i = 0; i < entries.n; i++) {
     if (strncmp(entries.items[i], "test_data_set_", 14) != 0) continue;
     char *set = join(dir, entries.items[i]);
-    GPTensor **ins = NULL, **outs = NULL;
-    int32_t nin = 0, nout = 0;
+    Values ins = {0}, outs = {0};
     GPBuf tname = {0};
     gp_buf_puts(&tname, name);
     if (sets) gp_buf_printf(&tname, "/%s", entries.items[i]);
-    if (read_tensors(set, "input", &ins, &nin) != 0 || read_tensors(set, "output", &outs, &nout) != 0) {
-      /* Test data that is not a tensor (sequences, optionals) fails to read; when the model
-       * itself is something we do not support, that is the reason to give. */
+    if (read_values(set, "input", ikinds, nik, &ins) != 0 || read_values(set, "output", okinds, nok, &outs) != 0) {
+      /* Test data we cannot read (string tensors); when the model itself is something we do
+       * not support, that is the reason to give. */
       char *why = gp_strdup(gp_error_message());
       int32_t kind = gp_error_kind();
       GPModule *probe = gp_onnx_import_file(model, NULL);
@@ -271,12 +360,15 @@ static void run_test_dir(Run *r, const char *dir) {
       gp_release(probe);
       gp_free(why);
       result_error(r, tname.data);
+    } else {
+      int32_t *leaves = gp_malloc((size_t)(outs.n ? outs.n : 1) * sizeof *leaves);
+      for (int32_t k = 0; k < outs.n; k++) leaves[k] = gp_onnx_value_leaves(outs.v[k], NULL, 0);
+      run_one(r, tname.data, model, &ins, outs.flat, outs.nflat, leaves, outs.n, false);
+      gp_free(leaves);
     }
-    else
-      run_one(r, tname.data, model, ins, nin, outs, nout, false);
     sets++;
-    free_tensors(ins, nin);
-    free_tensors(outs, nout);
+    values_free(&ins);
+    values_free(&outs);
     gp_buf_free(&tname);
     gp_free(set);
   }
@@ -284,6 +376,8 @@ static void run_test_dir(Run *r, const char *dir) {
     gp_error_set(GP_ERR_VALUE, "%s: no test_data_set_* directory", dir);
     result_error(r, name);
   }
+  gp_free(ikinds);
+  gp_free(okinds);
   sl_free(&entries);
   gp_free(model);
 }
@@ -319,7 +413,13 @@ static void run_light(Run *r, const char *model, const char *expected) {
   }
   gp_release(m);
   m = NULL;
-  run_one(r, name, model, ins, nin, &want, 1, true);
+  {
+    GPTensor **tens = gp_calloc((size_t)(nin ? nin : 1), sizeof *tens);
+    for (int32_t i = 0; i < nin; i++) tens[i] = ins[i];
+    Values in = {.n = nin, .nflat = nin, .flat = ins, .tensors = tens};
+    run_one(r, name, model, &in, &want, 1, NULL, 1, true);
+    gp_free(tens);
+  }
   goto done;
 error:
   result_error(r, name);
@@ -383,6 +483,8 @@ static int run_path(Run *r, const char *path) {
   return rc;
 }
 
+static void print_reasons(Run *r);
+
 int cmd_onnx_test(int argc, char **argv) {
   PluginOpts po = {0};
   Run r = {.opt_level = -1, .rtol = 1e-3, .atol = 1e-7};
@@ -435,7 +537,36 @@ int cmd_onnx_test(int argc, char **argv) {
   }
   if (load_plugins(&po) != 0) return report(OT_USAGE);
   for (int i = 0; i < npaths; i++)
-    if (run_path(&r, paths[i]) != 0) return report(OT_USAGE);
+    if (run_path(&r, paths[i]) != 0) {
+      int rc = report(OT_USAGE);
+      print_reasons(&r);
+      return rc;
+    }
+  print_reasons(&r);
   printf("%d passed, %d failed, %d skipped\n", r.counts[R_PASS], r.counts[R_FAIL], r.counts[R_SKIP]);
   return r.counts[R_FAIL] ? OT_FAIL : OT_OK;
+}
+
+/* The skips by reason, most frequent first (ties in first-seen order); frees the tally. */
+static void print_reasons(Run *rp) {
+  Run r = *rp;
+  size_t nr = r.reason_keys.len;
+  for (size_t i = 1; i < nr; i++)
+    for (size_t j = i; j > 0; j--) {
+      intptr_t a = (intptr_t)gp_strmap_get(&r.reasons, r.reason_keys.items[j - 1]);
+      intptr_t b = (intptr_t)gp_strmap_get(&r.reasons, r.reason_keys.items[j]);
+      if (a >= b) break;
+      void *t = r.reason_keys.items[j - 1];
+      r.reason_keys.items[j - 1] = r.reason_keys.items[j];
+      r.reason_keys.items[j] = t;
+    }
+  for (size_t i = 0; i < nr; i++) {
+    printf("skipped: %d x %s\n", (int)(intptr_t)gp_strmap_get(&r.reasons, r.reason_keys.items[i]),
+           (const char *)r.reason_keys.items[i]);
+    gp_free(r.reason_keys.items[i]);
+  }
+  gp_vec_free(&r.reason_keys);
+  gp_strmap_free(&r.reasons);
+  rp->reason_keys = (GPVec){0};
+  rp->reasons = (GPStrMap){0};
 }

@@ -35,6 +35,7 @@
 #include "registry/registry.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1226,38 +1227,111 @@ static bool tensor_matches(const GPType *want, const GPTensor *t) {
   return true;
 }
 
-static int check_inputs(const char *name, const GPFunctionExpr *fn, int32_t nin, GPTensor *const *inputs) {
-  if (nin != fn->nparams) {
-    GPBuf b = {0};
-    for (int32_t i = 0; i < fn->nparams; i++) gp_buf_printf(&b, "%s%%%s", i ? ", " : "", var_name(fn->params[i]));
-    gp_error_set(GP_ERR_VALUE, "@%s: expected %d input%s (%s), got %d", name, (int)fn->nparams,
-                 fn->nparams == 1 ? "" : "s", b.data ? b.data : "", (int)nin);
-    gp_buf_free(&b);
-    return -1;
+/* The tensor types of a parameter's type in order (a tuple's fields flattened, depth first;
+ * NULL -- no annotation -- is one tensor of any type), appended to out; -1 for a function
+ * type. */
+static int param_leaves(const GPType *t, GPVec *out) {
+  GPVec st = {0};
+  gp_vec_push(&st, (void *)t);
+  int rc = 0;
+  while (st.len) {
+    const GPType *x = gp_vec_pop(&st);
+    if (!x || x->kind == GP_TYPE_TENSOR) gp_vec_push(out, (void *)x);
+    else if (x->kind == GP_TYPE_TUPLE)
+      for (int32_t i = x->n; i-- > 0;) gp_vec_push(&st, (void *)x->tuple.fields[i]);
+    else rc = -1;
   }
-  for (int32_t i = 0; i < nin; i++) {
-    const GPVar *pv = fn->params[i];
-    const GPTensor *t = inputs ? inputs[i] : NULL;
-    if (!t) {
-      gp_error_set(GP_ERR_VALUE, "@%s: input %%%s is NULL", name, var_name(pv));
+  gp_vec_free(&st);
+  return rc;
+}
+
+/* The inputs are the parameters' tensors in order: one per tensor-typed parameter, a tuple-typed
+ * parameter's fields flattened (as gp_eval_function gives a tuple result). */
+static int check_inputs(const char *name, const GPFunctionExpr *fn, int32_t nin, GPTensor *const *inputs) {
+  GPVec leaves = {0};
+  GPVec owner = {0}; /* the parameter of each leaf */
+  for (int32_t i = 0; i < fn->nparams; i++) {
+    size_t before = leaves.len;
+    if (param_leaves(param_type(fn->params[i]), &leaves) != 0) {
+      gp_error_set(GP_ERR_UNSUPPORTED, "@%s: parameter %%%s is a function (the inputs are tensors)", name,
+                   var_name(fn->params[i]));
+      gp_vec_free(&leaves);
+      gp_vec_free(&owner);
       return -1;
     }
-    const GPType *want = param_type(pv);
+    for (size_t k = before; k < leaves.len; k++) gp_vec_push(&owner, (void *)fn->params[i]);
+  }
+  int rc = -1;
+  if ((size_t)nin != leaves.len) {
+    GPBuf b = {0};
+    for (int32_t i = 0; i < fn->nparams; i++) gp_buf_printf(&b, "%s%%%s", i ? ", " : "", var_name(fn->params[i]));
+    if (leaves.len != (size_t)fn->nparams)
+      gp_error_set(GP_ERR_VALUE, "@%s: expected %zu input tensors (%s, tuples flattened), got %d", name, leaves.len,
+                   b.data ? b.data : "", (int)nin);
+    else
+      gp_error_set(GP_ERR_VALUE, "@%s: expected %d input%s (%s), got %d", name, (int)fn->nparams,
+                   fn->nparams == 1 ? "" : "s", b.data ? b.data : "", (int)nin);
+    gp_buf_free(&b);
+    goto out;
+  }
+  for (int32_t i = 0; i < nin; i++) {
+    const GPVar *pv = owner.items[i];
+    const GPTensor *t = inputs ? inputs[i] : NULL;
+    bool field = param_type(pv) && param_type(pv)->kind == GP_TYPE_TUPLE;
+    char what[48] = "";
+    if (field) snprintf(what, sizeof what, " (input tensor %d)", (int)i);
+    if (!t) {
+      gp_error_set(GP_ERR_VALUE, "@%s: input %%%s%s is NULL", name, var_name(pv), what);
+      goto out;
+    }
+    const GPType *want = leaves.items[i];
     if (!tensor_matches(want, t)) {
       char *w = type_str(want), *g = type_str(gp_tensor_type(t));
-      gp_error_set(GP_ERR_VALUE, "@%s: input %%%s: expected %s, got %s", name, var_name(pv), w, g);
+      gp_error_set(GP_ERR_VALUE, "@%s: input %%%s%s: expected %s, got %s", name, var_name(pv), what, w, g);
       gp_free(w);
       gp_free(g);
-      return -1;
+      goto out;
     }
     bool empty = false;
     for (int32_t k = 0; k < t->dl.ndim; k++) empty |= t->dl.shape[k] == 0;
     if (!t->dl.data && !empty) {
-      gp_error_set(GP_ERR_VALUE, "@%s: input %%%s has no data", name, var_name(pv));
-      return -1;
+      gp_error_set(GP_ERR_VALUE, "@%s: input %%%s%s has no data", name, var_name(pv), what);
+      goto out;
     }
   }
-  return 0;
+  rc = 0;
+out:
+  gp_vec_free(&leaves);
+  gp_vec_free(&owner);
+  return rc;
+}
+
+/* The value of a parameter of type t from inputs[*pos..] (its tensors in order), *pos advanced
+ * (explicit stack: each item is a type and the slot its value goes to). */
+static Val *param_value(Ctx *C, const GPType *t, GPTensor *const *inputs, int32_t *pos) {
+  if (!t || t->kind != GP_TYPE_TUPLE) return val_tensor(C, gp_retain(inputs[(*pos)++]), false);
+  Val *root = NULL;
+  GPVec st = {0};
+  gp_vec_push(&st, (void *)t);
+  gp_vec_push(&st, &root);
+  while (st.len) {
+    Val **slot = gp_vec_pop(&st);
+    const GPType *x = gp_vec_pop(&st);
+    if (x->kind != GP_TYPE_TUPLE) {
+      *slot = val_tensor(C, gp_retain(inputs[(*pos)++]), false);
+      continue;
+    }
+    Val *v = val_new(V_TUPLE);
+    v->n = x->n;
+    v->items = gp_calloc((size_t)(x->n ? x->n : 1), sizeof *v->items);
+    *slot = v;
+    for (int32_t i = x->n; i-- > 0;) { /* popped in order: inputs consumed in order */
+      gp_vec_push(&st, (void *)x->tuple.fields[i]);
+      gp_vec_push(&st, &v->items[i]);
+    }
+  }
+  gp_vec_free(&st);
+  return root;
 }
 
 /* The tensors of v in order (nested tuples flattened), retained, appended to out. */
@@ -1356,8 +1430,10 @@ int gp_eval_function(const GPModule *m, const char *name, int32_t nin, GPTensor 
   }
   {
     Val *small[16];
-    Val **args = nin > 16 ? gp_malloc((size_t)nin * sizeof(Val *)) : small;
-    for (int32_t i = 0; i < nin; i++) args[i] = val_tensor(&C, gp_retain(inputs[i]), false);
+    const GPFunctionExpr *fn0 = mod->funcs[fi0];
+    int32_t np = fn0->nparams, pos = 0;
+    Val **args = np > 16 ? gp_malloc((size_t)np * sizeof(Val *)) : small;
+    for (int32_t i = 0; i < np; i++) args[i] = param_value(&C, param_type(fn0->params[i]), inputs, &pos);
     int prc = push_frame(&C, entry, args, NULL, -1, NULL, NULL);
     if (args != small) gp_free(args);
     if (prc != 0) goto done;

@@ -37,9 +37,10 @@ int32_t gp_eval_default_threads(void);
 /* ------------------------------------------------------------------------------------------ */
 /* Functions (eval/eval.c)                                                                     */
 
-/* Evaluate function `name` (NULL: "main") of m on inputs (one per parameter, in order; shape
- * and dtype must match the parameter's annotation, else GP_ERR_VALUE naming the parameter, the
- * expected and the given type).  The module must be typed where the evaluator needs it (it
+/* Evaluate function `name` (NULL: "main") of m on inputs (one per parameter, in order, a
+ * tuple-typed parameter's fields flattened in order -- an ONNX sequence input; shape and dtype
+ * must match the parameter's annotation, else GP_ERR_VALUE naming the parameter, the expected
+ * and the given type).  The module must be typed where the evaluator needs it (it
  * re-infers types internally when not).  Calls of ops, of function expressions (e.g.
  * Primitive functions from FuseOps) and of global functions are evaluated; let, if, tuples and
  * get-items as Relay defines them.  Intermediates are freed after their last use.

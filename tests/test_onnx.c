@@ -560,7 +560,7 @@ Test(onnx, errors_name_the_node_and_what) {
   m6.inputs[m6.ni++] = vi("x", 8, 2, d13, NULL); /* STRING */
   m6.nodes[m6.nn++] = node("Identity", "x", "y", NULL);
   m6.outputs[m6.no++] = vi("y", 8, 2, d13, NULL);
-  expect_error(&m6, NULL, GP_ERR_UNSUPPORTED, "graph input 'x'", "dtype STRING is not supported", NULL);
+  expect_error(&m6, NULL, GP_ERR_UNSUPPORTED, "graph input 'x'", "dtype STRING: string tensors are not supported (the IR has no string dtype)", NULL);
 }
 
 Test(onnx, malformed_and_truncated_files) {

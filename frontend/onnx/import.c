@@ -1,5 +1,22 @@
 /* import.c -- the ONNX importer: ModelProto -> module, node by node through the converter
- * tables; the builders, attribute getters and compile-time evaluation converters use. */
+ * tables; the builders, attribute getters and compile-time evaluation converters use.
+ *
+ * Sequences and optionals.  The IR has tensors, tuples and functions, no lists or option
+ * types, and the importer fixes every structure when importing (Loop and Scan are unrolled,
+ * an If with a known condition is replaced by its branch).  So an ONNX sequence is a Relay
+ * tuple of its tensors, its length part of its type: SequenceConstruct makes a tuple,
+ * SequenceAt is a get-item, SequenceInsert / SequenceErase make a new tuple, SequenceLength is
+ * a constant (frontend/onnx/cv_seq.c).  An optional that holds a value IS that value (as in
+ * ONNX's reference runtime, where an optional tensor and a tensor are the same thing at run
+ * time); an empty optional is the empty tuple `()`, which the importer remembers as "none"
+ * (ox_none / ox_is_none) so that OptionalHasElement is a constant and OptionalGetElement of
+ * it an error naming the node.  A sequence- or optional-typed graph input needs its value
+ * when importing (GPOnnxOptions.structured; the conformance runner reads it from the test
+ * data): its parameter is typed by that value's structure -- e.g. a sequence of two float32
+ * tensors of shape (2, 3) is `%x: (Tensor[(2, 3), float32], Tensor[(2, 3), float32])`, an
+ * empty optional `%x: ()` -- and the evaluator takes a tuple-typed parameter's tensors
+ * flattened in order (gp_eval_function), as it gives a tuple result flattened.  Graph
+ * outputs are the same tuples; a graph with several outputs returns a tuple of them. */
 #include "frontend/onnx/onnx_impl.h"
 #include "eval/eval.h"
 
@@ -30,6 +47,9 @@ struct OxImporter {
   GPVec objects;    /* tensors handed to converters (owned until the end) */
   GPVec allocs;     /* ox_alloc blocks */
   const Gponnx__ModelProto *model; /* opsets */
+  GPStrMap structured; /* graph input name -> GPOnnxValue (borrowed from the options) */
+  GPPtrMap none;      /* expressions that are empty optionals (keys retained in none_keys) */
+  GPVec none_keys;
   GPPtrMap tensors; /* TensorProto -> GPTensor (borrowed from objects): a subgraph converted
                      * several times (an unrolled Scan or Loop) reads its tensors once */
   int32_t depth;    /* subgraphs being converted (nesting) */
@@ -449,6 +469,20 @@ GPExpr *ox_tuple(OxImporter *im, int32_t n, GPExpr *const *fields) {
   return pooled(im, &t->base);
 }
 
+void ox_mark_none(OxImporter *im, GPExpr *e) {
+  if (!e || gp_map_get(&im->none, e)) return;
+  gp_map_put(&im->none, e, (void *)1);
+  gp_vec_push(&im->none_keys, gp_retain(e));
+}
+
+bool ox_is_none(OxImporter *im, const GPExpr *e) { return e && gp_map_get(&im->none, e) != NULL; }
+
+GPExpr *ox_none(OxImporter *im) {
+  GPExpr *e = ox_tuple(im, 0, NULL);
+  ox_mark_none(im, e);
+  return e;
+}
+
 GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index) {
   if (!tuple) return NULL;
   const GPType *tt = tuple->checked_type;
@@ -496,7 +530,8 @@ static char *cv_key(const char *domain, const char *op) {
 }
 
 static void cv_build(void) {
-  const OxConverter *const tables[] = {ox_cv_core, ox_cv_math, ox_cv_reduce, ox_cv_tensor, ox_cv_nn, ox_cv_extra, ox_cv_control};
+  const OxConverter *const tables[] = {ox_cv_core,  ox_cv_math,    ox_cv_reduce, ox_cv_tensor,
+                                       ox_cv_nn,    ox_cv_extra,   ox_cv_control, ox_cv_seq};
   size_t total = 0;
   for (size_t t = 0; t < GP_ARRAY_LEN(tables); t++)
     for (const OxConverter *c = tables[t]; c->op_type; c++) total++;
@@ -570,17 +605,73 @@ static int64_t model_opset(const Gponnx__ModelProto *m, const char *domain) {
   return -1;
 }
 
-/* The declared type of a graph input, with the options' shape override or known value. */
-static const GPType *input_type(OxImporter *im, const Gponnx__ValueInfoProto *vi, const GPOnnxOptions *o) {
+/* The type of a sequence / optional value: a tuple of the elements' types for a sequence, the
+ * value's type for an optional that holds one, () for an empty one (post-order over an
+ * explicit stack). */
+static const GPType *value_type(const GPOnnxValue *root) {
+  GPVec order = {0}, st = {0};
+  gp_vec_push(&st, (void *)root);
+  while (st.len) {
+    const GPOnnxValue *x = gp_vec_pop(&st);
+    gp_vec_push(&order, (void *)x);
+    for (int32_t i = 0; i < x->n; i++) gp_vec_push(&st, &x->items[i]);
+  }
+  GPPtrMap types = {0};
+  for (size_t k = order.len; k-- > 0;) { /* children come after their parent in `order` */
+    const GPOnnxValue *x = order.items[k];
+    const GPType *t;
+    if (x->kind == GP_ONNX_TENSOR) {
+      t = gp_tensor_type(x->tensor);
+    } else if (x->kind == GP_ONNX_OPTIONAL && x->n == 1) {
+      t = gp_map_get(&types, &x->items[0]);
+    } else {
+      const GPType *small[16];
+      const GPType **f = x->n <= 16 ? small : gp_malloc((size_t)x->n * sizeof *f);
+      for (int32_t i = 0; i < x->n; i++) f[i] = gp_map_get(&types, &x->items[i]);
+      t = gp_type_tuple(x->n, f);
+      if (f != small) gp_free(f);
+    }
+    gp_map_put(&types, (void *)x, (void *)t);
+  }
+  const GPType *t = gp_map_get(&types, (void *)root);
+  gp_map_free(&types);
+  gp_vec_free(&order);
+  gp_vec_free(&st);
+  return t;
+}
+
+/* The declared type of a graph input, with the options' shape override or known value; *none
+ * is set for an empty optional. */
+static const GPType *input_type(OxImporter *im, const Gponnx__ValueInfoProto *vi, const GPOnnxOptions *o, bool *none) {
   const char *name = vi->name;
+  const Gponnx__TypeProto *tp = vi->type;
+  bool seq = tp && tp->value_case == GPONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+  bool opt = tp && tp->value_case == GPONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+  if (seq || opt) {
+    const GPOnnxValue *v = gp_strmap_get(&im->structured, name);
+    if (!v) {
+      gp_error_set(GP_ERR_UNSUPPORTED, "graph input '%s' is %s: its structure (%s) is part of its type in the IR, "
+                   "so its value must be given when importing", name, seq ? "a sequence" : "an optional",
+                   seq ? "the length" : "whether it holds a value");
+      return NULL;
+    }
+    if ((seq && v->kind != GP_ONNX_SEQUENCE) || (opt && v->kind == GP_ONNX_TENSOR)) {
+      gp_error_set(GP_ERR_VALUE, "graph input '%s' is %s, the value given is %s", name, seq ? "a sequence" : "an optional",
+                   v->kind == GP_ONNX_TENSOR ? "a tensor" : v->kind == GP_ONNX_SEQUENCE ? "a sequence" : "an optional");
+      return NULL;
+    }
+    *none = v->kind == GP_ONNX_OPTIONAL && v->n == 0;
+    return value_type(v);
+  }
+  if (gp_strmap_get(&im->structured, name)) {
+    gp_error_set(GP_ERR_VALUE, "graph input '%s' is a tensor, the value given is a sequence or an optional", name);
+    return NULL;
+  }
   GPTensor *known = gp_strmap_get(&im->known, name);
   if (known) return gp_tensor_type(known);
-  const Gponnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != GPONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-    const char *what = !tp ? "no type" : tp->value_case == GPONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
-                                       : tp->value_case == GPONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "an optional"
-                                                                                                  : "not a tensor";
-    gp_error_set(GP_ERR_UNSUPPORTED, "graph input '%s' is %s (only tensors are supported)", name, what);
+    gp_error_set(GP_ERR_UNSUPPORTED, "graph input '%s' is %s (only tensors, sequences and optionals are supported)",
+                 name, !tp ? "of no type" : "a map or a sparse tensor");
     return NULL;
   }
   const Gponnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -838,6 +929,10 @@ static void importer_free(OxImporter *im) {
     if (im->values.keys && im->values.keys[i]) gp_release(im->values.vals[i]);
   gp_strmap_free(&im->values);
   gp_strmap_free(&im->known);
+  gp_strmap_free(&im->structured);
+  for (size_t i = 0; i < im->none_keys.len; i++) gp_release(im->none_keys.items[i]);
+  gp_vec_free(&im->none_keys);
+  gp_map_free(&im->none);
   gp_map_free(&im->var_known);
   for (size_t i = 0; i < im->memo_keys.len; i++) {
     gp_release(gp_map_get(&im->memo, im->memo_keys.items[i]));
@@ -864,7 +959,10 @@ static GPModule *import_model(OxImporter *im, Gponnx__ModelProto *m, const GPOnn
     return NULL;
   }
   if (o && o->value_names)
-    for (int32_t i = 0; i < o->nvalues; i++) gp_strmap_put(&im->known, o->value_names[i], o->values[i]);
+    for (int32_t i = 0; i < o->nvalues; i++) {
+      if (o->structured && o->structured[i]) gp_strmap_put(&im->structured, o->value_names[i], (void *)o->structured[i]);
+      else gp_strmap_put(&im->known, o->value_names[i], o->values[i]);
+    }
   /* Initializers: constants. */
   for (size_t i = 0; i < g->n_initializer; i++) {
     Gponnx__TensorProto *tp = g->initializer[i];
@@ -900,13 +998,19 @@ static GPModule *import_model(OxImporter *im, Gponnx__ModelProto *m, const GPOnn
       goto out;
     }
     if (gp_strmap_has(&im->values, vi->name)) continue; /* an initializer: a constant */
-    if (o && !o->value_names && (int32_t)params.len < o->nvalues)
-      gp_strmap_put(&im->known, vi->name, o->values[params.len]);
-    const GPType *t = input_type(im, vi, o);
+    if (o && !o->value_names && (int32_t)params.len < o->nvalues) {
+      if (o->structured && o->structured[params.len])
+        gp_strmap_put(&im->structured, vi->name, (void *)o->structured[params.len]);
+      else if (o->values[params.len])
+        gp_strmap_put(&im->known, vi->name, o->values[params.len]);
+    }
+    bool none = false;
+    const GPType *t = input_type(im, vi, o, &none);
     if (!t) goto out;
     char *pname = gp_onnx_param_name(vi->name);
     GPVar *v = gp_var_new(pname, t);
     gp_free(pname);
+    if (none) ox_mark_none(im, &v->base);
     gp_vec_push(&params, v);
     gp_strmap_put(&im->values, vi->name, gp_retain(v));
     GPTensor *known = gp_strmap_get(&im->known, vi->name);
@@ -1020,4 +1124,38 @@ GPModule *gp_onnx_import_file(const char *path, const GPOnnxOptions *opts) {
   GPModule *m = gp_onnx_import(data, len, path, opts);
   gp_free(data);
   return m;
+}
+
+static GPOnnxValueKind type_kind(const Gponnx__TypeProto *tp) {
+  if (tp && tp->value_case == GPONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) return GP_ONNX_SEQUENCE;
+  if (tp && tp->value_case == GPONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) return GP_ONNX_OPTIONAL;
+  return GP_ONNX_TENSOR; /* a tensor, or a type the importer reports itself */
+}
+
+int gp_onnx_io_kinds(const char *path, int32_t *nin, GPOnnxValueKind **ins, int32_t *nout, GPOnnxValueKind **outs) {
+  *nin = *nout = 0;
+  *ins = *outs = NULL;
+  void *data;
+  size_t len;
+  if (ox_read_whole_file(path, &data, &len) != 0) return -1;
+  Gponnx__ModelProto *m = gponnx__model_proto__unpack(NULL, len, data);
+  gp_free(data);
+  if (!m || !m->graph) {
+    gp_error_set(GP_ERR_PARSE, "%s: not an ONNX model (%s)", path,
+                 m ? "it has no graph" : "protobuf parse failed: the file is malformed or truncated");
+    if (m) gponnx__model_proto__free_unpacked(m, NULL);
+    return -1;
+  }
+  const Gponnx__GraphProto *g = m->graph;
+  GPStrMap inits = {0};
+  for (size_t i = 0; i < g->n_initializer; i++)
+    if (g->initializer[i]->name) gp_strmap_put(&inits, g->initializer[i]->name, (void *)1);
+  *ins = gp_malloc((g->n_input ? g->n_input : 1) * sizeof **ins);
+  *outs = gp_malloc((g->n_output ? g->n_output : 1) * sizeof **outs);
+  for (size_t i = 0; i < g->n_input; i++)
+    if (!g->input[i]->name || !gp_strmap_has(&inits, g->input[i]->name)) (*ins)[(*nin)++] = type_kind(g->input[i]->type);
+  for (size_t i = 0; i < g->n_output; i++) (*outs)[(*nout)++] = type_kind(g->output[i]->type);
+  gp_strmap_free(&inits);
+  gponnx__model_proto__free_unpacked(m, NULL);
+  return 0;
 }

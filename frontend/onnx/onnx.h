@@ -40,6 +40,11 @@ typedef struct GPOnnxOptions {
   int32_t nvalues;
   const char *const *value_names;
   GPTensor *const *values;
+  /* NULL, or nvalues entries beside values: entry i, when not NULL, is the value of a sequence-
+   * or optional-typed graph input (values[i] is then not read and may be NULL).  Such an input
+   * needs its value: its structure (the sequence's length, whether the optional holds a value)
+   * becomes its parameter's type (see import.c).  Borrowed for the call. */
+  const struct GPOnnxValue *const *structured;
 } GPOnnxOptions;
 
 /* Import a model.  `path` names the file in messages and is the base directory of external
@@ -53,6 +58,37 @@ GPModule *gp_onnx_import(const void *data, size_t len, const char *path, const G
 /* A serialized TensorProto (a test_data_set_N/input_0.pb file).  *name (when name != NULL) gets the
  * tensor's name, gp_malloc'd ("" when it has none).  A new tensor, or NULL + error. */
 GPTensor *gp_onnx_read_tensor_file(const char *path, char **name);
+
+/* A value of ONNX's test data: a tensor (TensorProto), a sequence (SequenceProto) or an
+ * optional (OptionalProto) of values.  A tree that owns its parts. */
+typedef enum { GP_ONNX_TENSOR = 0, GP_ONNX_SEQUENCE = 1, GP_ONNX_OPTIONAL = 2 } GPOnnxValueKind;
+typedef struct GPOnnxValue {
+  GPOnnxValueKind kind;
+  GPTensor *tensor;          /* TENSOR: an owned reference */
+  int32_t n;                 /* SEQUENCE: its length; OPTIONAL: 0 (empty) or 1 */
+  struct GPOnnxValue *items; /* n values (an owned array) */
+} GPOnnxValue;
+
+/* Values nest at most this deep (a sequence of sequences of ... of tensors). */
+#define GP_ONNX_MAX_VALUE_DEPTH 16
+
+/* A serialized TensorProto, SequenceProto or OptionalProto (`kind` says which: the files carry
+ * no tag; the graph's declared input / output type does) at data.  Errors: GP_ERR_PARSE
+ * "<path>: not a serialized ONNX SequenceProto (...)" for bytes that do not parse, GP_ERR_VALUE
+ * naming the element ("<path>: element 2: ...") for a proto that contradicts itself (an
+ * elem_type that disagrees with its values, a tensor whose data does not match its dims),
+ * GP_ERR_UNSUPPORTED for maps and sparse tensors.  A new tree (gp_onnx_value_free), or NULL. */
+GPOnnxValue *gp_onnx_parse_value(const void *data, size_t len, GPOnnxValueKind kind, const char *path);
+GPOnnxValue *gp_onnx_read_value_file(const char *path, GPOnnxValueKind kind);
+void gp_onnx_value_free(GPOnnxValue *v); /* NULL: nothing */
+/* The tensors of v in order (depth first; empty optionals and sequences give none): appends
+ * borrowed references to out[*n..] (out may be NULL to count only); returns the new *n. */
+int32_t gp_onnx_value_leaves(const GPOnnxValue *v, GPTensor **out, int32_t n);
+
+/* What a model's graph takes and gives: the kinds of its inputs that are not initializers (in
+ * order) and of its outputs, gp_malloc'd arrays (a map type is GP_ERR_UNSUPPORTED).  0, or -1
+ * + error (the model does not parse). */
+int gp_onnx_io_kinds(const char *path, int32_t *nin, GPOnnxValueKind **ins, int32_t *nout, GPOnnxValueKind **outs);
 
 /* The sanitized parameter name the importer gives an ONNX graph input name, gp_malloc'd. */
 char *gp_onnx_param_name(const char *onnx_name);

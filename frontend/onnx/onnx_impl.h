@@ -56,6 +56,7 @@ extern const OxConverter ox_cv_tensor[]; /* cv_tensor.c: shape ops, slice, gathe
 extern const OxConverter ox_cv_nn[];     /* cv_nn.c: conv/pool variants, matmul, norms, softmax family */
 extern const OxConverter ox_cv_extra[];  /* cv_extra.c: resize, image ops, quantization, the rest */
 extern const OxConverter ox_cv_control[]; /* cv_control.c: If, Scan, Loop */
+extern const OxConverter ox_cv_seq[];     /* cv_seq.c: sequences and optionals */
 /* An (op_type, domain) pair may appear in one table only (the importer checks at start-up). */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -156,6 +157,12 @@ GPExpr *ox_scalar(OxImporter *im, DLDataType dt, double v);
 GPExpr *ox_ints_const(OxImporter *im, int32_t n, const int64_t *v);
 GPExpr *ox_tuple(OxImporter *im, int32_t n, GPExpr *const *fields);
 GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index);
+/* Empty optionals (see import.c's header: an optional holding a value is that value, an empty
+ * one the empty tuple remembered as "none").  ox_none makes one; ox_mark_none marks e as one
+ * (a graph input, a branch's result); ox_is_none asks. */
+GPExpr *ox_none(OxImporter *im);
+void ox_mark_none(OxImporter *im, GPExpr *e);
+bool ox_is_none(OxImporter *im, const GPExpr *e);
 /* Opsets before 7 (cv_math.c): the B operand of a binary op broadcast by the `broadcast` /
  * `axis` attributes (b itself from opset 7 on; NULL + error when the shapes do not fit), and
  * the one-shape rule of Sum/Max/Min/Mean before opset 8 (-1 + error). */

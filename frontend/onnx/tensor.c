@@ -56,6 +56,11 @@ int ox_dtype_from_onnx(int32_t t, DLDataType *out) {
   case 24: *out = GP_DT(GP_DL_FLOAT8_E8M0FNU, 8); return 0;
   case 25: *out = GP_DT(kDLUInt, 2); return 0;
   case 26: *out = GP_DT(kDLInt, 2); return 0;
+  case 8:
+    /* StringNormalizer, RegexFullMatch, StringConcat, StringSplit, Equal on strings, the
+     * string LabelEncoders: their tensors have no DLPack dtype */
+    gp_error_set(GP_ERR_UNSUPPORTED, "dtype STRING: string tensors are not supported (the IR has no string dtype)");
+    return -1;
   default:
     gp_error_set(GP_ERR_UNSUPPORTED, "dtype %s is not supported", ox_onnx_type_name(t));
     return -1;
@@ -453,4 +458,182 @@ GPTensor *gp_onnx_read_tensor_file(const char *path, char **name) {
   gp_free(dir);
   gponnx__tensor_proto__free_unpacked(tp, NULL);
   return t;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* SequenceProto / OptionalProto test data                                                     */
+
+static const char *const value_kind_names[] = {"TensorProto", "SequenceProto", "OptionalProto"};
+
+/* elem_type of SequenceProto / OptionalProto (onnx-data.proto's DataType). */
+enum { ELEM_UNDEFINED = 0, ELEM_TENSOR = 1, ELEM_SPARSE = 2, ELEM_SEQUENCE = 3, ELEM_MAP = 4, ELEM_OPTIONAL = 5 };
+
+/* The tree's tensors released and its arrays freed, without recursion (children live in
+ * their parent's array, so the arrays are freed after the walk). */
+void gp_onnx_value_free(GPOnnxValue *v) {
+  if (!v) return;
+  GPVec st = {0}, arrays = {0};
+  gp_vec_push(&st, v);
+  while (st.len) {
+    GPOnnxValue *x = gp_vec_pop(&st);
+    gp_release(x->tensor);
+    if (!x->items) continue;
+    for (int32_t i = 0; i < x->n; i++) gp_vec_push(&st, &x->items[i]);
+    gp_vec_push(&arrays, x->items);
+  }
+  for (size_t i = 0; i < arrays.len; i++) gp_free(arrays.items[i]);
+  gp_vec_free(&arrays);
+  gp_vec_free(&st);
+  gp_free(v);
+}
+
+int32_t gp_onnx_value_leaves(const GPOnnxValue *v, GPTensor **out, int32_t n) {
+  GPVec st = {0};
+  gp_vec_push(&st, (void *)v);
+  while (st.len) {
+    const GPOnnxValue *x = gp_vec_pop(&st);
+    if (x->kind == GP_ONNX_TENSOR) {
+      if (out) out[n] = x->tensor;
+      n++;
+    }
+    for (int32_t i = x->n; i-- > 0;) gp_vec_push(&st, &x->items[i]); /* popped in order */
+  }
+  gp_vec_free(&st);
+  return n;
+}
+
+/* One proto still to convert into *dst (at nesting depth `depth`, `where` its location). */
+typedef struct ValueWork {
+  GPOnnxValueKind kind;
+  void *proto; /* Gponnx__TensorProto / SequenceProto / OptionalProto, owned by the unpacked root */
+  GPOnnxValue *dst;
+  int32_t depth;
+  char *where; /* "" for the root, "element 2", "element 2, element 0", "the optional's value" */
+} ValueWork;
+
+static char *where_join(const char *parent, const char *fmt, int32_t i) {
+  GPBuf b = {0};
+  if (*parent) gp_buf_printf(&b, "%s, ", parent);
+  gp_buf_printf(&b, fmt, (int)i);
+  return gp_buf_take(&b);
+}
+
+/* The kind of a child of elem_type `et` (-1 + error for the kinds we do not read). */
+static int elem_kind(int32_t et, GPOnnxValueKind *k) {
+  switch (et) {
+  case ELEM_TENSOR: *k = GP_ONNX_TENSOR; return 0;
+  case ELEM_SEQUENCE: *k = GP_ONNX_SEQUENCE; return 0;
+  case ELEM_OPTIONAL: *k = GP_ONNX_OPTIONAL; return 0;
+  case ELEM_SPARSE: return ox_unsupported("elem_type SPARSE_TENSOR: sparse tensors are not supported");
+  case ELEM_MAP: return ox_unsupported("elem_type MAP: maps are not supported");
+  default: return ox_invalid("elem_type %d is not an ONNX value type", (int)et);
+  }
+}
+
+/* One work item: a tensor converted, or a sequence / optional's children pushed. */
+static int value_step(ValueWork *w, const char *dir, GPVec *st) {
+  GPOnnxValue *d = w->dst;
+  d->kind = w->kind;
+  if (w->kind == GP_ONNX_TENSOR) {
+    d->tensor = ox_tensor_from_proto(w->proto, dir);
+    return d->tensor ? 0 : -1;
+  }
+  if (w->depth >= GP_ONNX_MAX_VALUE_DEPTH)
+    return ox_unsupported("values nested more than %d deep", GP_ONNX_MAX_VALUE_DEPTH);
+  size_t count[3] = {0};
+  void **lists[3] = {0};
+  int32_t et;
+  bool has_et;
+  if (w->kind == GP_ONNX_SEQUENCE) {
+    Gponnx__SequenceProto *sp = w->proto;
+    count[0] = sp->n_tensor_values, lists[0] = (void **)sp->tensor_values;
+    count[1] = sp->n_sequence_values, lists[1] = (void **)sp->sequence_values;
+    count[2] = sp->n_optional_values, lists[2] = (void **)sp->optional_values;
+    et = sp->elem_type, has_et = sp->has_elem_type;
+  } else {
+    Gponnx__OptionalProto *op = w->proto;
+    count[0] = op->tensor_value != NULL, lists[0] = (void **)&op->tensor_value;
+    count[1] = op->sequence_value != NULL, lists[1] = (void **)&op->sequence_value;
+    count[2] = op->optional_value != NULL, lists[2] = (void **)&op->optional_value;
+    et = op->elem_type, has_et = op->has_elem_type;
+  }
+  size_t total = count[0] + count[1] + count[2];
+  if (!has_et || et == ELEM_UNDEFINED) {
+    if (total) return ox_invalid("no elem_type, but %zu values", total);
+    return 0; /* an empty sequence / an empty optional */
+  }
+  GPOnnxValueKind k = GP_ONNX_TENSOR;
+  if (elem_kind(et, &k) != 0) return -1;
+  for (int i = 0; i < 3; i++)
+    if (i != (int)k && count[i])
+      return ox_invalid("elem_type %s, but it holds %s values", k == GP_ONNX_TENSOR ? "TENSOR" : k == GP_ONNX_SEQUENCE ? "SEQUENCE" : "OPTIONAL",
+                        i == 0 ? "tensor" : i == 1 ? "sequence" : "optional");
+  if (count[k] > INT32_MAX / 2) return ox_unsupported("a sequence of %zu values", count[k]);
+  d->n = (int32_t)count[k];
+  if (!d->n) return 0;
+  d->items = gp_calloc((size_t)d->n, sizeof *d->items);
+  for (int32_t i = d->n; i-- > 0;) {
+    ValueWork *c = gp_malloc(sizeof *c);
+    *c = (ValueWork){k, lists[k][i], &d->items[i], w->depth + 1,
+                     w->kind == GP_ONNX_OPTIONAL ? where_join(w->where, "the optional's value", 0)
+                                                 : where_join(w->where, "element %d", i)};
+    gp_vec_push(st, c);
+  }
+  return 0;
+}
+
+GPOnnxValue *gp_onnx_parse_value(const void *data, size_t len, GPOnnxValueKind kind, const char *path) {
+  if (!path) path = "<memory>";
+  if ((unsigned)kind > GP_ONNX_OPTIONAL) {
+    gp_error_set(GP_ERR_VALUE, "%s: value kind %d is not a tensor, sequence or optional", path, (int)kind);
+    return NULL;
+  }
+  void *root;
+  if (kind == GP_ONNX_TENSOR) root = gponnx__tensor_proto__unpack(NULL, len, data);
+  else if (kind == GP_ONNX_SEQUENCE) root = gponnx__sequence_proto__unpack(NULL, len, data);
+  else root = gponnx__optional_proto__unpack(NULL, len, data);
+  if (!root) {
+    gp_error_set(GP_ERR_PARSE, "%s: not a serialized ONNX %s (protobuf parse failed: malformed or truncated)", path,
+                 value_kind_names[kind]);
+    return NULL;
+  }
+  char *dir = gp_strdup(path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  else strcpy(dir, ".");
+  GPOnnxValue *v = gp_calloc(1, sizeof *v);
+  GPVec st = {0};
+  ValueWork *w0 = gp_malloc(sizeof *w0);
+  *w0 = (ValueWork){kind, root, v, 0, gp_strdup("")};
+  gp_vec_push(&st, w0);
+  int rc = 0;
+  while (st.len) {
+    ValueWork *w = gp_vec_pop(&st);
+    if (rc == 0 && value_step(w, dir, &st) != 0) {
+      rc = -1;
+      if (*w->where) gp_error_prefix("%s: %s", path, w->where);
+      else gp_error_prefix("%s", path);
+    }
+    gp_free(w->where);
+    gp_free(w);
+  }
+  gp_vec_free(&st);
+  gp_free(dir);
+  if (kind == GP_ONNX_TENSOR) gponnx__tensor_proto__free_unpacked(root, NULL);
+  else if (kind == GP_ONNX_SEQUENCE) gponnx__sequence_proto__free_unpacked(root, NULL);
+  else gponnx__optional_proto__free_unpacked(root, NULL);
+  if (rc != 0) {
+    gp_onnx_value_free(v);
+    return NULL;
+  }
+  return v;
+}
+
+GPOnnxValue *gp_onnx_read_value_file(const char *path, GPOnnxValueKind kind) {
+  void *data;
+  size_t len;
+  if (ox_read_whole_file(path, &data, &len) != 0) return NULL;
+  GPOnnxValue *v = gp_onnx_parse_value(data, len, kind, path);
+  gp_free(data);
+  return v;
 }
