@@ -42,6 +42,7 @@ enum {
   OX_EXT_LENGTH,    /* w: external data 'length' 8 that disagrees with the dims */
   OX_EXT_OUTSIDE,   /* w: external data location "../w.bin" */
   OX_EXT_BADNUM,    /* w: external data offset "-4" */
+  OX_UNPOOL_STRIDE, /* MaxUnpool of x (1, 1, 3) with strides [2^62]: the output extent overflows */
 };
 
 typedef struct Case {
@@ -117,6 +118,8 @@ static const Case k_cases[] = {
     {K_PLUGIN, "reserved name", 0, "host", GP_ERR_VALUE, "the name 'host' is reserved"},
     {K_PLUGIN, "no initialize", 0, "noinit", GP_ERR_VALUE, "its table has no initialize function"},
     {K_PLUGIN, "initialize fails", 0, "fail", GP_ERR_VALUE, "initialize failed: bad_entry_plugin: refusing to start"},
+    {K_ONNX, "MaxUnpool output extent overflow", OX_UNPOOL_STRIDE, NULL, GP_ERR_UNSUPPORTED,
+     "(MaxUnpool, opset 13): the output extent of spatial axis 0 overflows (input 3, stride 4611686018427387904"},
     {K_PLUGIN, "initialize fails silently", 0, "silent", GP_ERR_VALUE, "initialize failed (returned -1 without an error)"},
     {K_PLUGIN, "pass without a function", 0, "badpass", GP_ERR_VALUE, "BadEntryNoFunc"},
 };
@@ -131,22 +134,23 @@ static void *A(size_t n) {
   return p;
 }
 
-static Gponnx__ValueInfoProto *value_info(const char *name) {
+/* name: a tensor of ONNX dtype elem and shape dims[0..n) */
+static Gponnx__ValueInfoProto *value_info_of(const char *name, int32_t elem, int n, const int64_t *dims) {
   Gponnx__TensorShapeProto *sh = A(sizeof *sh);
   gponnx__tensor_shape_proto__init(sh);
-  sh->n_dim = 2;
-  sh->dim = A(2 * sizeof(void *));
-  for (int i = 0; i < 2; i++) {
+  sh->n_dim = (size_t)n;
+  sh->dim = A((size_t)n * sizeof(void *));
+  for (int i = 0; i < n; i++) {
     Gponnx__TensorShapeProto__Dimension *d = A(sizeof *d);
     gponnx__tensor_shape_proto__dimension__init(d);
     d->value_case = GPONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    d->dim_value = i ? 3 : 1;
+    d->dim_value = dims[i];
     sh->dim[i] = d;
   }
   Gponnx__TypeProto__Tensor *tt = A(sizeof *tt);
   gponnx__type_proto__tensor__init(tt);
   tt->has_elem_type = 1;
-  tt->elem_type = 1;
+  tt->elem_type = elem;
   tt->shape = sh;
   Gponnx__TypeProto *tp = A(sizeof *tp);
   gponnx__type_proto__init(tp);
@@ -157,6 +161,23 @@ static Gponnx__ValueInfoProto *value_info(const char *name) {
   v->name = (char *)name;
   v->type = tp;
   return v;
+}
+
+static Gponnx__ValueInfoProto *value_info(const char *name) {
+  static const int64_t d13[2] = {1, 3};
+  return value_info_of(name, 1, 2, d13);
+}
+
+/* An INTS attribute. */
+static Gponnx__AttributeProto *ints_attr(const char *name, int n, int64_t *v) {
+  Gponnx__AttributeProto *a = A(sizeof *a);
+  gponnx__attribute_proto__init(a);
+  a->name = (char *)name;
+  a->has_type = 1;
+  a->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  a->n_ints = (size_t)n;
+  a->ints = v;
+  return a;
 }
 
 static Gponnx__NodeProto *node2(const char *op, const char *a, const char *b, const char *out) {
@@ -231,8 +252,20 @@ static uint8_t *onnx_model(int variant, size_t *len) {
   g->node[0] = node2("Relu", "x", NULL, "r");
   g->node[1] = node2("Add", "r", "w", "y");
   g->n_input = 1;
-  g->input = A(sizeof(void *));
+  g->input = A(2 * sizeof(void *));
   g->input[0] = value_info("x");
+  if (variant == OX_UNPOOL_STRIDE) {
+    static int64_t d113[3] = {1, 1, 3}, kernel[1] = {2}, stride[1] = {(int64_t)1 << 62};
+    g->n_node = 1;
+    g->node[0] = node2("MaxUnpool", "x", "i", "y");
+    g->node[0]->n_attribute = 2;
+    g->node[0]->attribute = A(2 * sizeof(void *));
+    g->node[0]->attribute[0] = ints_attr("kernel_shape", 1, kernel);
+    g->node[0]->attribute[1] = ints_attr("strides", 1, stride);
+    g->n_input = 2;
+    g->input[0] = value_info_of("x", 1, 3, d113);
+    g->input[1] = value_info_of("i", 7, 3, d113);
+  }
   g->n_output = 1;
   g->output = A(sizeof(void *));
   g->output[0] = value_info("y");

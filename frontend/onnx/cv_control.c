@@ -14,6 +14,7 @@
  * iteration converts the body again with its inputs bound to the iteration's values; scan
  * outputs are stacked.  OX_MAX_UNROLLED_NODES bounds the body nodes converted in all.
  */
+#include "common/checked.h"
 #include "frontend/onnx/onnx_impl.h"
 
 #include <stdio.h>
@@ -129,7 +130,10 @@ static int scan_core(OxImporter *im, const OxNode *n, int32_t ns, int32_t ms, in
   if (check_unroll(n, len) != 0) return -1;
   int32_t bin = ns + ms, bout = ns + ks;
   GPExpr **binds = ox_alloc(im, (size_t)bin * sizeof *binds), **res = ox_alloc(im, (size_t)bout * sizeof *res);
-  GPExpr **parts = ox_alloc(im, (size_t)(ks ? ks : 1) * (size_t)len * sizeof *parts);
+  int64_t nparts;
+  if (OX_PROD(GP_MAX_TENSOR_ELEMS, &nparts, "the scan outputs", ks ? ks : 1, len) != 0) return -1;
+  GPExpr **parts = ox_alloc_n(im, nparts, 0, sizeof *parts, "the scan outputs");
+  if (!parts) return -1;
   for (int32_t i = 0; i < ns; i++) binds[i] = init[i];
   for (int64_t t = 0; t < len; t++) {
     for (int32_t j = 0; j < ms; j++) {
@@ -221,7 +225,10 @@ static int cv_scan8(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (check_unroll(n, batch) != 0) return -1;
   int32_t nall = ns + ms, nres = ns + ks;
   GPExpr **item = ox_alloc(im, (size_t)nall * sizeof *item), **res = ox_alloc(im, (size_t)nres * sizeof *res);
-  GPExpr **per = ox_alloc(im, (size_t)nres * (size_t)batch * sizeof *per);
+  int64_t nper;
+  if (OX_PROD(GP_MAX_TENSOR_ELEMS, &nper, "the scan results", nres, batch) != 0) return -1;
+  GPExpr **per = ox_alloc_n(im, nper, 0, sizeof *per, "the scan results");
+  if (!per) return -1;
   int64_t *axes1 = ox_alloc(im, (size_t)(ms ? ms : 1) * sizeof *axes1);
   for (int32_t j = 0; j < ms; j++) axes1[j] = 0;
   for (int64_t b = 0; b < batch; b++) {

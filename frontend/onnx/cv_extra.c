@@ -111,7 +111,8 @@ static int const_f64s(OxImporter *im, GPExpr *e, const char *what, const double 
   GPTensor *t = ox_const(im, e, what);
   if (!t) return -1;
   int64_t cnt = gp_k_numel(&t->dl);
-  double *v = ox_alloc(im, (size_t)(cnt ? cnt : 1) * sizeof(double));
+  double *v = ox_alloc_n(im, cnt, 1, sizeof(double), what);
+  if (!v) return -1;
   for (int64_t i = 0; i < cnt; i++) v[i] = gp_tensor_get_f64(t, i);
   *out = v;
   *n = cnt;
@@ -232,9 +233,11 @@ static GPExpr *rz_general(OxImporter *im, GPExpr *x, const RzAttrs *at, const Rz
   for (int32_t d = 0; d < r; d++) {
     if (!ax[d].resized) continue;
     if (ax[d].in == 0 || ax[d].out == 0) return (void)ox_unsupported("Resize of an empty axis"), NULL;
-    int64_t nw = ax[d].out * ax[d].in;
-    double *w = ox_alloc(im, (size_t)nw * sizeof(double));
-    memset(w, 0, (size_t)nw * sizeof(double));
+    int64_t nw;
+    double *w = OX_PROD(GP_MAX_TENSOR_ELEMS, &nw, "Resize's weights", ax[d].out, ax[d].in) == 0
+                    ? ox_alloc_n(im, nw, 0, sizeof(double), "Resize's weights")
+                    : NULL;
+    if (!w) return NULL;
     if (rz_weights(at, &ax[d], w) != 0) return NULL;
     GPExpr *W = mk_const(im, dt, 2, (int64_t[]){ax[d].out, ax[d].in}, w);
     if (!W) return NULL;
@@ -517,7 +520,7 @@ static int cv_affine_grid(OxImporter *im, const OxNode *n, GPExpr **out) {
   int64_t N = size[0], pts = 1;
   for (int32_t i = 0; i < nsp; i++) {
     if (size[2 + i] < 1) return ox_invalid("size must be positive");
-    pts *= size[2 + i];
+    if (!gp_mul_i64(pts, size[2 + i], &pts) || pts > (1 << 24)) return ox_unsupported("AffineGrid of more than 2^24 points");
   }
   if (ox_static(theta, "theta") != 0) return -1;
   const int64_t *ts = ox_type(theta)->tensor.shape;
@@ -526,7 +529,11 @@ static int cv_affine_grid(OxImporter *im, const OxNode *n, GPExpr **out) {
                       gp_ops_shape(ox_type(theta)).s);
   if (pts > (1 << 24)) return ox_unsupported("AffineGrid of more than 2^24 points");
   /* base [pts, nsp + 1]: (x, y[, z], 1) with x along the last axis of size */
-  double *base = ox_alloc(im, (size_t)(pts * (nsp + 1)) * sizeof(double));
+  int64_t nbase;
+  double *base = OX_PROD(GP_MAX_TENSOR_ELEMS, &nbase, "AffineGrid", pts, nsp + 1) == 0
+                     ? ox_alloc_n(im, nbase, 0, sizeof(double), "AffineGrid")
+                     : NULL;
+  if (!base) return -1;
   for (int64_t p = 0; p < pts; p++) {
     int64_t rem = p;
     for (int32_t i = nsp - 1; i >= 0; i--) { /* spatial axis i; coordinate index nsp - 1 - i */
@@ -1050,7 +1057,11 @@ static int cv_einsum(OxImporter *im, const OxNode *n, GPExpr **out) {
         int64_t ms[EIN_MAX], L = sh[i];
         for (int32_t a = 0; a < r; a++) ms[a] = a == i || a == j ? L : 1;
         if (L > 4096) return ox_unsupported("diagonal of extent %lld", (long long)L);
-        double *eye = ox_alloc(im, (size_t)(L * L) * sizeof(double));
+        int64_t neye;
+        double *eye = OX_PROD(GP_MAX_TENSOR_ELEMS, &neye, "Einsum's diagonal", L, L) == 0
+                          ? ox_alloc_n(im, neye, 0, sizeof(double), "Einsum's diagonal")
+                          : NULL;
+        if (!eye) return -1;
         for (int64_t a = 0; a < L * L; a++) eye[a] = a / L == a % L;
         GPExpr *mask = mk_const(im, ox_dtype(e), r, ms, eye);
         e = mask ? ox_op2(im, "multiply", e, mask) : NULL;
@@ -1127,7 +1138,8 @@ static int cv_window(OxImporter *im, const OxNode *n, GPExpr **out, int kind) {
   if (!(sz >= 0 && sz <= (double)(1 << 26))) return ox_unsupported("window size %g", sz);
   int64_t N = (int64_t)sz;
   double den = periodic ? (double)N : (double)N - 1;
-  double *v = ox_alloc(im, (size_t)(N ? N : 1) * sizeof(double));
+  double *v = ox_alloc_n(im, N, 1, sizeof(double), "the window");
+  if (!v) return -1;
   for (int64_t i = 0; i < N; i++) {
     double a = den > 0 ? 2 * M_PI * (double)i / den : 0;
     if (kind == 0) v[i] = 0.5 - 0.5 * cos(a);                              /* Hann */
@@ -1154,14 +1166,19 @@ static int cv_mel(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (!(nm >= 1 && nm <= 4096 && dl >= 1 && dl <= (1 << 20) && sr >= 1))
     return ox_unsupported("MelWeightMatrix with num_mel_bins %g, dft_length %g, sample_rate %g", nm, dl, sr);
   int64_t M = (int64_t)nm, L = (int64_t)dl, S = gp_f64_to_i64_sat(sr), bins = L / 2 + 1;
-  int64_t *fb = ox_alloc(im, (size_t)(M + 2) * sizeof(int64_t));
+  int64_t *fb = ox_alloc_n(im, M, 2, sizeof(int64_t), "MelWeightMatrix");
+  if (!fb) return -1;
   double lm = 2595 * log10(1 + lo / 700), hm = 2595 * log10(1 + hi / 700), step = (hm - lm) / (double)(M + 2);
   for (int64_t i = 0; i < M + 2; i++) {
     double f = 700 * (pow(10, ((double)i * step + lm) / 2595) - 1);
     double b = floor((double)(L + 1) * f / (double)S);
     fb[i] = b < 0 ? 0 : b > (double)bins ? bins : (int64_t)b;
   }
-  double *w = ox_alloc(im, (size_t)(bins * M) * sizeof(double));
+  int64_t nwm;
+  double *w = OX_PROD(GP_MAX_TENSOR_ELEMS, &nwm, "MelWeightMatrix", bins, M) == 0
+                  ? ox_alloc_n(im, nwm, 0, sizeof(double), "MelWeightMatrix")
+                  : NULL;
+  if (!w) return -1;
   memset(w, 0, (size_t)(bins * M) * sizeof(double));
   for (int64_t i = 0; i < M; i++) {
     int64_t l = fb[i], c = fb[i + 1], h = fb[i + 2];
@@ -1192,7 +1209,11 @@ static GPExpr *take_last(OxImporter *im, GPExpr *x, int64_t k) {
 static GPExpr *dft_rows(OxImporter *im, GPExpr *re, GPExpr *imag, int64_t K, int64_t L, int64_t Ld, bool inverse,
                         const double *win) {
   DLDataType dt = ox_dtype(re);
-  double *c = ox_alloc(im, (size_t)(K * L) * sizeof(double)), *sn = ox_alloc(im, (size_t)(K * L) * sizeof(double));
+  int64_t kl;
+  if (OX_PROD(GP_MAX_TENSOR_ELEMS, &kl, "the DFT matrix", K, L) != 0) return NULL;
+  double *c = ox_alloc_n(im, kl, 0, sizeof(double), "the DFT matrix");
+  double *sn = c ? ox_alloc_n(im, kl, 0, sizeof(double), "the DFT matrix") : NULL;
+  if (!sn) return NULL;
   double sc = inverse ? 1.0 / (double)Ld : 1.0;
   for (int64_t k = 0; k < K; k++)
     for (int64_t i = 0; i < L; i++) {
@@ -1279,7 +1300,11 @@ static int cv_dft(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (inverse && onesided) {
     /* irfft: the spectrum's upper half is the conjugate mirror of the lower: x[n] = sum_k
      * c_k (re_k cos - im_k sin) / Ld with c_k = 2 except for k = 0 and k = Ld / 2 */
-    double *cm = ox_alloc(im, (size_t)(K * L) * sizeof(double)), *sm = ox_alloc(im, (size_t)(K * L) * sizeof(double));
+    int64_t kl;
+    if (OX_PROD(GP_MAX_TENSOR_ELEMS, &kl, "the inverse DFT matrix", K, L) != 0) return -1;
+    double *cm = ox_alloc_n(im, kl, 0, sizeof(double), "the inverse DFT matrix");
+    double *sm = cm ? ox_alloc_n(im, kl, 0, sizeof(double), "the inverse DFT matrix") : NULL;
+    if (!sm) return -1;
     for (int64_t i = 0; i < K; i++)
       for (int64_t k = 0; k < L; k++) {
         bool used = k <= Ld / 2;
@@ -1330,16 +1355,19 @@ static int cv_stft(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (fl < 1 || fl > len || !(stepd >= 1)) return ox_invalid("bad frame_length / frame_step for a signal of %lld", (long long)len);
   if (nwin > 0 && nwin != fl) return ox_invalid("window has %lld values, frame_length is %lld", (long long)nwin, (long long)fl);
   int64_t step = gp_f64_to_i64_sat(stepd), frames = (len - fl) / step + 1, K = onesided ? fl / 2 + 1 : fl;
-  if (frames * K * len > (1 << 24)) return ox_unsupported("STFT of %lld frames", (long long)frames);
+  int64_t nmat;
+  if (OX_PROD(1 << 24, &nmat, "STFT's matrix", frames, K, len) != 0) return -1;
   /* one matrix over the whole signal: row (f, k) holds the windowed DFT row at offset f * step */
-  double *base = ox_alloc(im, (size_t)fl * sizeof(double));
+  double *base = ox_alloc_n(im, fl, 0, sizeof(double), "STFT's window");
+  if (!base) return -1;
   for (int64_t i = 0; i < fl; i++) base[i] = win ? win[i] : 1.0;
   const DLDataType f64 = {kDLFloat, 64, 1};
   GPExpr *x64 = ox_cast(im, x, f64);
   GPExpr *re = x64 ? take_last(im, x64, 0) : NULL, *imag = NULL;
   if (!re || (xs[2] == 2 && !(imag = take_last(im, x64, 1)))) return -1;
-  double *c = ox_alloc(im, (size_t)(frames * K * len) * sizeof(double));
-  double *sn = ox_alloc(im, (size_t)(frames * K * len) * sizeof(double));
+  double *c = ox_alloc_n(im, nmat, 0, sizeof(double), "STFT's matrix");
+  double *sn = c ? ox_alloc_n(im, nmat, 0, sizeof(double), "STFT's matrix") : NULL;
+  if (!sn) return -1;
   memset(c, 0, (size_t)(frames * K * len) * sizeof(double));
   memset(sn, 0, (size_t)(frames * K * len) * sizeof(double));
   for (int64_t f = 0; f < frames; f++)
@@ -1422,12 +1450,17 @@ static int cv_nms(OxImporter *im, const OxNode *n, GPExpr **out) {
       st->dl.shape[2] != bt->dl.shape[1])
     return ox_invalid("boxes [B, N, 4] and scores [B, C, N] do not agree");
   int64_t B = bt->dl.shape[0], Nb = bt->dl.shape[1], C = st->dl.shape[1];
-  if (B * Nb > (1 << 22) || B * C * Nb > (1 << 24)) return ox_unsupported("NonMaxSuppression of %lld boxes", (long long)(B * Nb));
-  float *boxes = ox_alloc(im, (size_t)(B * Nb * 4 + 1) * sizeof(float));
-  for (int64_t i = 0; i < B * Nb * 4; i++) boxes[i] = (float)gp_tensor_get_f64(bt, i);
-  int64_t *cand = ox_alloc(im, (size_t)(Nb + 1) * sizeof(int64_t));
-  float *sc = ox_alloc(im, (size_t)(Nb + 1) * sizeof(float));
-  int64_t *sel = ox_alloc(im, (size_t)(Nb + 1) * sizeof(int64_t));
+  int64_t nbox, nall, ncoord;
+  if (OX_PROD(1 << 22, &nbox, "NonMaxSuppression's boxes", B, Nb) != 0 ||
+      OX_PROD(1 << 24, &nall, "NonMaxSuppression's scores", B, C, Nb) != 0 ||
+      OX_PROD(GP_MAX_TENSOR_ELEMS, &ncoord, "NonMaxSuppression's boxes", nbox, 4) != 0)
+    return -1;
+  float *boxes = ox_alloc_n(im, ncoord, 1, sizeof(float), "NonMaxSuppression's boxes");
+  int64_t *cand = boxes ? ox_alloc_n(im, Nb, 1, sizeof(int64_t), "NonMaxSuppression") : NULL;
+  float *sc = cand ? ox_alloc_n(im, Nb, 1, sizeof(float), "NonMaxSuppression") : NULL;
+  int64_t *sel = sc ? ox_alloc_n(im, Nb, 1, sizeof(int64_t), "NonMaxSuppression") : NULL;
+  if (!sel) return -1;
+  for (int64_t i = 0; i < ncoord; i++) boxes[i] = (float)gp_tensor_get_f64(bt, i);
   GPBuf res = {0};
   int64_t count = 0;
   float thr = (float)iou, sth = (float)sthr;
@@ -1532,9 +1565,12 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
     G = (int64_t)(gh * gw);
   }
   if (G < 1) G = 1;
-  int64_t rows = is_max ? R * P * G * 4 : R * P;
-  if (rows * N * HW > (1 << 24)) return ox_unsupported("RoiAlign of %lld rois over %lld pixels", (long long)R, (long long)(N * HW));
-  double *w = ox_alloc(im, (size_t)(rows * N * HW) * sizeof(double));
+  int64_t rows, nw;
+  if ((is_max ? OX_PROD(1 << 24, &rows, "RoiAlign", R, P, G, 4) : OX_PROD(1 << 24, &rows, "RoiAlign", R, P)) != 0 ||
+      OX_PROD(1 << 24, &nw, "RoiAlign's sampling matrix", rows, N, HW) != 0)
+    return -1;
+  double *w = ox_alloc_n(im, nw, 0, sizeof(double), "RoiAlign's sampling matrix");
+  if (!w) return -1;
   memset(w, 0, (size_t)(rows * N * HW) * sizeof(double));
   for (int64_t r = 0; r < R; r++) {
     int64_t b = gp_tensor_get_i64(bt, r);
@@ -1603,7 +1639,8 @@ static int cv_roi_align(OxImporter *im, const OxNode *n, GPExpr **out) {
 static GPExpr *stack0(OxImporter *im, GPExpr **items, int64_t n, int64_t axis) {
   const char *ek[] = {"axis", "num_newaxis"};
   GPAttrValue ev[] = {gp_attr_int(axis), gp_attr_int(1)};
-  GPExpr **f = ox_alloc(im, (size_t)n * sizeof(GPExpr *));
+  GPExpr **f = ox_alloc_n(im, n, 1, sizeof(GPExpr *), "stack");
+  if (!f) return NULL;
   for (int64_t i = 0; i < n; i++)
     if (!(f[i] = ox_call(im, "expand_dims", 1, &items[i], 2, ek, ev))) return NULL;
   if (n == 1) return f[0];
@@ -1633,7 +1670,13 @@ static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
   is[0] = xs[0], is[1] = xs[1];
   for (int32_t i = 0; i < r - 2; i++) {
     int64_t s_ = ns == r - 2 ? st[i] : 1, pb = np == 2 * (r - 2) ? pd[i] : 0, pe = np == 2 * (r - 2) ? pd[r - 2 + i] : 0;
-    is[2 + i] = (xs[2 + i] - 1) * s_ + ks[i] - pb - pe;
+    int64_t v;
+    if (!gp_mul_i64(xs[2 + i] - 1, s_, &v) || !gp_add_i64(v, ks[i], &v) || !gp_add_i64(v, -pb, &v) ||
+        !gp_add_i64(v, -pe, &v) || pb == INT64_MIN || pe == INT64_MIN)
+      return ox_unsupported("the output extent of spatial axis %d overflows (input %lld, stride %lld, kernel %lld, "
+                            "pads %lld, %lld)", (int)i, (long long)xs[2 + i], (long long)s_, (long long)ks[i],
+                            (long long)pb, (long long)pe);
+    is[2 + i] = v;
   }
   memcpy(os, is, (size_t)r * sizeof(int64_t));
   if (ose) {
@@ -1647,11 +1690,10 @@ static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
   }
   for (int32_t i = 0; i < r; i++) {
     if (is[i] < 0) return ox_invalid("negative output dimension");
-    total *= is[i];
   }
-  if (total > (1 << 26)) return ox_unsupported("MaxUnpool output of %lld elements", (long long)total);
-  double *z = ox_alloc(im, (size_t)(total + 1) * sizeof(double));
-  memset(z, 0, (size_t)(total + 1) * sizeof(double));
+  if (ox_prod(1 << 26, &total, "MaxUnpool's output", r, is) != 0) return -1;
+  double *z = ox_alloc_n(im, total, 1, sizeof(double), "MaxUnpool's output");
+  if (!z) return -1;
   int64_t cnt = gp_k_numel(&(DLTensor){.ndim = r, .shape = (int64_t *)xs});
   GPExpr *zero = mk_const(im, ox_dtype(x), 1, &total, z);
   GPExpr *i1 = zero ? mk_reshape(im, ind, 1, &cnt) : NULL, *x1 = i1 ? mk_reshape(im, x, 1, &cnt) : NULL;
@@ -1668,10 +1710,9 @@ static int cv_max_unpool(OxImporter *im, const OxNode *n, GPExpr **out) {
     int64_t zs[MAXR], zn = 1;
     memcpy(zs, cur, (size_t)r * sizeof(int64_t));
     zs[d] = os[d] - cur[d];
-    for (int32_t i = 0; i < r; i++) zn *= zs[i];
-    if (zn > (1 << 26)) return ox_unsupported("MaxUnpool output_shape too large");
-    double *zz = ox_alloc(im, (size_t)(zn + 1) * sizeof(double));
-    memset(zz, 0, (size_t)(zn + 1) * sizeof(double));
+    if (ox_prod(1 << 26, &zn, "MaxUnpool's output_shape", r, zs) != 0) return -1;
+    double *zz = ox_alloc_n(im, zn, 1, sizeof(double), "MaxUnpool's output_shape");
+    if (!zz) return -1;
     GPExpr *zc = mk_const(im, ox_dtype(x), r, zs, zz);
     y = zc ? concat2(im, y, zc, d) : NULL;
     cur[d] = os[d];
@@ -1845,18 +1886,25 @@ static int cv_deform_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
   int64_t group = ox_attr_int(n, "group", 1), og = ox_attr_int(n, "offset_group", 1);
   if (gp_error_kind() != GP_OK) return -1;
   const int64_t *xs = ox_type(x)->tensor.shape, *ws = ox_type(w)->tensor.shape, *os = ox_type(off)->tensor.shape;
-  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3], K = KH * KW;
-  if (group < 1 || og < 1 || C % og || C % group || ws[1] * group != C || O % group)
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3], K, wc, ok2, taps;
+  if (OX_PROD(GP_MAX_TYPE_ELEMS, &K, "DeformConv's kernel", KH, KW) != 0) return -1;
+  if (group < 1 || og < 1 || !gp_mul_i64(ws[1], group, &wc) || !gp_mul_i64(og, K, &taps) || !gp_mul_i64(taps, 2, &ok2))
+    return ox_unsupported("DeformConv with group %lld, offset_group %lld and a %lld x %lld kernel: the products overflow",
+                          (long long)group, (long long)og, (long long)KH, (long long)KW);
+  if (C % og || C % group || wc != C || O % group)
     return ox_invalid("channels %lld, groups %lld, offset_group %lld and W %s do not agree", (long long)C, (long long)group,
                       (long long)og, gp_ops_shape(ox_type(w)).s);
   int64_t OH = (H + pad[0] + pad[2] - (dl[0] * (KH - 1) + 1)) / st[0] + 1;
   int64_t OW = (W + pad[1] + pad[3] - (dl[1] * (KW - 1) + 1)) / st[1] + 1;
-  if (OH < 1 || OW < 1 || os[0] != N || os[1] != og * K * 2 || os[2] != OH || os[3] != OW)
+  if (OH < 1 || OW < 1 || os[0] != N || os[1] != ok2 || os[2] != OH || os[3] != OW)
     return ox_invalid("offset %s does not match output (%lld, %lld, %lld, %lld)", gp_ops_shape(ox_type(off)).s,
-                      (long long)N, (long long)(og * K * 2), (long long)OH, (long long)OW);
-  if (K * og > 1024) return ox_unsupported("DeformConv with %lld taps", (long long)(K * og));
-  int64_t Cg = C / og;
-  double *by = ox_alloc(im, (size_t)(OH * OW) * sizeof(double)), *bx = ox_alloc(im, (size_t)(OH * OW) * sizeof(double));
+                      (long long)N, (long long)ok2, (long long)OH, (long long)OW);
+  if (taps > 1024) return ox_unsupported("DeformConv with %lld taps", (long long)taps);
+  int64_t Cg = C / og, npix;
+  if (OX_PROD(GP_MAX_TENSOR_ELEMS, &npix, "DeformConv's output", OH, OW) != 0) return -1;
+  double *by = ox_alloc_n(im, npix, 0, sizeof(double), "DeformConv's grid");
+  double *bx = by ? ox_alloc_n(im, npix, 0, sizeof(double), "DeformConv's grid") : NULL;
+  if (!bx) return -1;
   GPExpr *acc = NULL;
   for (int64_t i = 0; i < KH; i++)
     for (int64_t j = 0; j < KW; j++) {
@@ -1870,7 +1918,8 @@ static int cv_deform_conv(OxImporter *im, const OxNode *n, GPExpr **out) {
         }
       GPExpr *BY = mk_const(im, dt, 4, (int64_t[]){1, 1, OH, OW}, by), *BX = BY ? mk_const(im, dt, 4, (int64_t[]){1, 1, OH, OW}, bx) : NULL;
       if (!BX) return -1;
-      GPExpr **parts = ox_alloc(im, (size_t)og * sizeof(GPExpr *));
+      GPExpr **parts = ox_alloc_n(im, og, 0, sizeof(GPExpr *), "DeformConv's offset groups");
+      if (!parts) return -1;
       for (int64_t g = 0; g < og; g++) {
         int64_t oc = (g * K + k) * 2;
         GPExpr *dy = chan_slice(im, off, oc, oc + 1), *dx = dy ? chan_slice(im, off, oc + 1, oc + 2) : NULL;
@@ -1969,11 +2018,11 @@ static int cv_tfidf(OxImporter *im, const OxNode *n, GPExpr **out) {
   int64_t B = r == 2 ? xs[0] : 1, C = xs[r - 1];
   GPExpr *x2 = r == 2 ? x : mk_reshape(im, x, 2, (int64_t[]){1, C});
   if (!x2) return -1;
-  GPExpr **col = ox_alloc(im, (size_t)osz * sizeof(GPExpr *));
-  memset(col, 0, (size_t)osz * sizeof(GPExpr *));
+  GPExpr **col = ox_alloc_n(im, osz, 0, sizeof(GPExpr *), "TfIdfVectorizer's outputs");
   /* equal masks per distinct token (memoized by linear search; pools are small) */
-  int64_t *tok = ox_alloc(im, (size_t)(npool + 1) * sizeof(int64_t));
-  GPExpr **eq = ox_alloc(im, (size_t)(npool + 1) * sizeof(GPExpr *));
+  int64_t *tok = col ? ox_alloc_n(im, npool, 1, sizeof(int64_t), "TfIdfVectorizer's pool") : NULL;
+  GPExpr **eq = tok ? ox_alloc_n(im, npool, 1, sizeof(GPExpr *), "TfIdfVectorizer's pool") : NULL;
+  if (!eq) return -1;
   int32_t ntok = 0;
   int64_t id = 0, ops_budget = 0;
   for (int32_t lvl = 0; lvl < ncnt; lvl++) {
@@ -2014,14 +2063,15 @@ static int cv_tfidf(OxImporter *im, const OxNode *n, GPExpr **out) {
       if (!col[oi]) return -1;
     }
   }
-  double *z = ox_alloc(im, (size_t)(B + 1) * sizeof(double));
-  memset(z, 0, (size_t)(B + 1) * sizeof(double));
+  double *z = ox_alloc_n(im, B, 1, sizeof(double), "TfIdfVectorizer's zeros");
+  if (!z) return -1;
   for (int64_t i = 0; i < osz; i++)
     if (!col[i] && !(col[i] = mk_const(im, k_f32, 1, &B, z))) return -1;
   GPExpr *y = stack0(im, col, osz, 1); /* [B, osz] */
   if (y && tfm == 1) y = mk_clip(im, y, 0, 1);
   if (y && tfm != 0 && nw > 0) {
-    double *wv = ox_alloc(im, (size_t)osz * sizeof(double));
+    double *wv = ox_alloc_n(im, osz, 0, sizeof(double), "TfIdfVectorizer's weights");
+    if (!wv) return -1;
     for (int64_t i = 0; i < osz; i++) wv[i] = wts[i];
     GPExpr *W = mk_const(im, k_f32, 2, (int64_t[]){1, osz}, wv);
     y = W ? ox_op2(im, "multiply", y, W) : NULL;
@@ -2075,7 +2125,9 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
     if (!have_op(cmp[i])) return ox_unsupported("TreeEnsemble needs %s", cmp[i]);
   int64_t N = ox_type(x)->tensor.shape[0], F = ox_type(x)->tensor.shape[1];
   /* membership sets, in node order: values up to a NaN (or a 0, as the reference's loop) */
-  int64_t *mset = ox_alloc(im, (size_t)(nn + 1) * sizeof(int64_t)), *mlen = ox_alloc(im, (size_t)(nn + 1) * sizeof(int64_t));
+  int64_t *mset = ox_alloc_n(im, nn, 1, sizeof(int64_t), "TreeEnsemble's nodes");
+  int64_t *mlen = mset ? ox_alloc_n(im, nn, 1, sizeof(int64_t), "TreeEnsemble's nodes") : NULL;
+  if (!mlen) return -1;
   int64_t mpos = 0, mcount = mv ? gp_k_numel(&mv->dl) : 0;
   for (int64_t i = 0; i < nn; i++) {
     mset[i] = mpos, mlen[i] = 0;
@@ -2087,10 +2139,13 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
       mlen[i]++;
     }
   }
-  GPExpr **col = ox_alloc(im, (size_t)ntg * sizeof(GPExpr *));
-  memset(col, 0, (size_t)ntg * sizeof(GPExpr *));
-  TeItem *stack = ox_alloc(im, (size_t)(nn + nl + 2) * 2 * sizeof(TeItem));
-  int64_t budget = 0, cap = (nn + nl + 2) * 2;
+  int64_t cap;
+  if (!gp_add_i64(nn, nl, &cap) || !gp_add_i64(cap, 2, &cap) || !gp_mul_i64(cap, 2, &cap))
+    return ox_unsupported("TreeEnsemble of %lld nodes and %lld leaves", (long long)nn, (long long)nl);
+  GPExpr **col = ox_alloc_n(im, ntg, 0, sizeof(GPExpr *), "TreeEnsemble's targets");
+  TeItem *stack = col ? ox_alloc_n(im, cap, 0, sizeof(TeItem), "TreeEnsemble's walk") : NULL;
+  if (!stack) return -1;
+  int64_t budget = 0;
   double scale = agg == 0 ? 1.0 / (double)nr : 1.0;
   for (int32_t ti = 0; ti < nr; ti++) {
     int64_t r0 = roots[ti];
@@ -2109,7 +2164,8 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
         if (it.path) {
           c = mul_s(im, it.path, w);
         } else {
-          double *wv = ox_alloc(im, (size_t)(N + 1) * sizeof(double));
+          double *wv = ox_alloc_n(im, N, 1, sizeof(double), "TreeEnsemble's weights");
+          if (!wv) return -1;
           for (int64_t i = 0; i < N; i++) wv[i] = w;
           c = mk_const(im, dt, 2, (int64_t[]){N, 1}, wv);
         }
@@ -2127,8 +2183,8 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
         GPExpr *q = sv ? ox_op2(im, cmp[mode], xf, sv) : NULL;
         cond = q ? ox_cast(im, q, dt) : NULL;
       } else if (mode == 6) {
-        double *zz = ox_alloc(im, (size_t)(N + 1) * sizeof(double));
-        memset(zz, 0, (size_t)(N + 1) * sizeof(double));
+        double *zz = ox_alloc_n(im, N, 1, sizeof(double), "TreeEnsemble's zeros");
+        if (!zz) return -1;
         cond = xf ? mk_const(im, dt, 2, (int64_t[]){N, 1}, zz) : NULL;
         for (int64_t k = 0; cond && k < mlen[i]; k++) {
           GPExpr *sv = ox_scalar(im, dt, gp_tensor_get_f64(mv, mset[i] + k));
@@ -2148,8 +2204,8 @@ static int cv_tree_ensemble(OxImporter *im, const OxNode *n, GPExpr **out) {
       stack[sp++] = (TeItem){tnode[i], tleaf[i] != 0, pt};
     }
   }
-  double *z = ox_alloc(im, (size_t)(N + 1) * sizeof(double));
-  memset(z, 0, (size_t)(N + 1) * sizeof(double));
+  double *z = ox_alloc_n(im, N, 1, sizeof(double), "TreeEnsemble's zeros");
+  if (!z) return -1;
   for (int64_t t = 0; t < ntg; t++)
     if (!col[t] && !(col[t] = mk_const(im, dt, 2, (int64_t[]){N, 1}, z))) return -1;
   GPExpr *y = col[0];

@@ -8,6 +8,7 @@
  * ...) must be a compile-time value (a constant, the caller's input values, shapes), a
  * sequence's length is a constant, and SequenceMap is unrolled over its elements like Loop.
  */
+#include "common/checked.h"
 #include "frontend/onnx/onnx_impl.h"
 
 #include <string.h>
@@ -217,11 +218,16 @@ static int cv_sequence_map(OxImporter *im, const OxNode *n, GPExpr **out) {
       return ox_invalid("input %d has %d elements, input 0 has %d", (int)j, (int)l, (int)len);
     len = l;
   }
-  size_t body = ox_subgraph_size(n, "body");
-  if (body && (size_t)len > (1u << 20) / body) return ox_unsupported("the unrolled SequenceMap is too large");
+  if (len < 0) return ox_invalid("SequenceMap needs a sequence as input 0");
+  int64_t unrolled;
+  if (OX_PROD(1 << 20, &unrolled, "the unrolled SequenceMap's nodes", (int64_t)ox_subgraph_size(n, "body"), len) != 0)
+    return -1;
   GPExpr **binds = ox_alloc(im, (size_t)(bin ? bin : 1) * sizeof *binds);
   GPExpr **res = ox_alloc(im, (size_t)(bout ? bout : 1) * sizeof *res);
-  GPExpr **cols = ox_alloc(im, (size_t)bout * (size_t)(len ? len : 1) * sizeof *cols);
+  int64_t ncols;
+  if (OX_PROD(GP_MAX_TENSOR_ELEMS, &ncols, "SequenceMap's outputs", bout, len) != 0) return -1;
+  GPExpr **cols = ox_alloc_n(im, ncols, 0, sizeof *cols, "SequenceMap's outputs");
+  if (!cols) return -1;
   for (int32_t i = 0; i < len; i++) {
     for (int32_t j = 0; j < bin; j++) binds[j] = elems[j] ? elems[j][i] : n->in[j];
     if (ox_subgraph(im, n, "body", bin, binds, bout, res) != 0) return -1;

@@ -19,6 +19,7 @@
  * outputs are the same tuples; a graph with several outputs returns a tuple of them. */
 #include "frontend/onnx/onnx_impl.h"
 #include "eval/eval.h"
+#include "common/checked.h"
 
 #include <assert.h>
 #include <fcntl.h>
@@ -92,6 +93,28 @@ void *ox_alloc(OxImporter *im, size_t size) {
   void *p = gp_calloc(1, size ? size : 1);
   gp_vec_push(&im->allocs, p);
   return p;
+}
+
+int ox_prod(int64_t limit, int64_t *out, const char *what, int32_t n, const int64_t *f) {
+  int64_t p = 1;
+  for (int32_t i = 0; i < n; i++) {
+    if (f[i] < 0) return ox_invalid("%s: a negative extent %lld", what, (long long)f[i]);
+    if (!gp_mul_i64(p, f[i], &p) || p > limit)
+      return ox_unsupported("%s: %d extents whose product overflows or exceeds %lld", what, (int)n, (long long)limit);
+  }
+  *out = p;
+  return 0;
+}
+
+void *ox_alloc_n(OxImporter *im, int64_t count, int64_t extra, size_t elem, const char *what) {
+  int64_t total;
+  size_t bytes;
+  if (count < 0 || extra < 0 || !gp_add_i64(count, extra, &total) || total > GP_MAX_TENSOR_ELEMS ||
+      !gp_count_bytes(total, elem, &bytes) || bytes > OX_MAX_SCRATCH_BYTES) {
+    ox_unsupported("%s: %lld elements of %zu bytes are more than the importer allocates", what, (long long)count, elem);
+    return NULL;
+  }
+  return ox_alloc(im, bytes);
 }
 
 static GPExpr *pooled(OxImporter *im, GPExpr *e) {

@@ -20,6 +20,7 @@
 #ifndef GP_ONNX_IMPL_H
 #define GP_ONNX_IMPL_H
 
+#include "common/checked.h"
 #include "frontend/onnx/onnx.h"
 #include "frontend/onnx/onnx.pb-c.h"
 
@@ -172,6 +173,16 @@ int ox_legacy_same_shapes(const OxNode *n, GPExpr *const *in, int32_t count);
 GPExpr *ox_cast(OxImporter *im, GPExpr *e, DLDataType dt);
 /* A pool-owned scratch allocation (freed when the import ends). */
 void *ox_alloc(OxImporter *im, size_t size);
+/* count elements of elem bytes each (count + extra, extra >= 0), sized through common/checked.h:
+ * NULL + GP_ERR_UNSUPPORTED naming `what` when the count is negative or the size overflows or
+ * exceeds GP_MAX_TENSOR_ELEMS elements or OX_MAX_SCRATCH_BYTES.  Zeroed. */
+#define OX_MAX_SCRATCH_BYTES ((size_t)1 << 32)
+void *ox_alloc_n(OxImporter *im, int64_t count, int64_t extra, size_t elem, const char *what);
+/* *out = f[0] * ... * f[n-1] through gp_mul_i64: -1 + GP_ERR_UNSUPPORTED naming `what` when a
+ * factor is negative, the product overflows or it exceeds limit.  OX_PROD lists the factors. */
+int ox_prod(int64_t limit, int64_t *out, const char *what, int32_t n, const int64_t *f);
+#define OX_PROD(limit, out, what, ...)                                                                        \
+  ox_prod(limit, out, what, (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 
 /* ------------------------------------------------------------------------------------------ */
 /* Tensors and files (frontend/onnx/tensor.c)                                                  */

@@ -655,7 +655,7 @@ static int tile_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *a
   for (int32_t i = 0; i < no; i++) {
     int32_t di = i - (no - nd), ri = i - (no - n);
     int64_t d = di >= 0 ? data->tensor.shape[di] : 1, r = ri >= 0 ? reps[ri] : 1;
-    if (d != GP_DIM_ANY && __builtin_mul_overflow(d, r, &o[i])) {
+    if (d != GP_DIM_ANY && !gp_mul_i64(d, r, &o[i])) {
       gp_error_set(GP_ERR_TYPE, "reps %s overflows the shape of data %s", gp_ops_ints(n, reps).s,
                    gp_ops_shape(data).s);
       return -1;
@@ -688,7 +688,7 @@ static int repeat_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const 
   int32_t pivot = (int32_t)(axis < 0 ? axis + nd : axis);
   int64_t o[GP_OPS_MAX_RANK];
   for (int32_t i = 0; i < nd; i++) o[i] = data->tensor.shape[i];
-  if (o[pivot] != GP_DIM_ANY && __builtin_mul_overflow(o[pivot], repeats, &o[pivot])) {
+  if (o[pivot] != GP_DIM_ANY && !gp_mul_i64(o[pivot], repeats, &o[pivot])) {
     gp_error_set(GP_ERR_TYPE, "repeats %lld overflows the shape of data %s", (long long)repeats, gp_ops_shape(data).s);
     return -1;
   }
@@ -997,7 +997,7 @@ static int subpixel_rel(const GPOp *op, const GPAttrs *attrs, const GPType *cons
     }
     o[1] = s[1] == GP_DIM_ANY ? GP_DIM_ANY : s[1] / (b * b);
     for (int32_t i = 2; i < 4; i++)
-      if (s[i] != GP_DIM_ANY && __builtin_mul_overflow(s[i], b, &o[i])) {
+      if (s[i] != GP_DIM_ANY && !gp_mul_i64(s[i], b, &o[i])) {
         gp_error_set(GP_ERR_TYPE, "block_size %lld overflows the shape of data %s", (long long)b, gp_ops_shape(data).s);
         return -1;
       }
@@ -1007,7 +1007,7 @@ static int subpixel_rel(const GPOp *op, const GPAttrs *attrs, const GPType *cons
                    gp_ops_shape(data).s, (long long)b);
       return -1;
     }
-    if (s[1] != GP_DIM_ANY && __builtin_mul_overflow(s[1], b * b, &o[1])) {
+    if (s[1] != GP_DIM_ANY && !gp_mul_i64(s[1], b * b, &o[1])) {
       gp_error_set(GP_ERR_TYPE, "block_size %lld overflows the shape of data %s", (long long)b, gp_ops_shape(data).s);
       return -1;
     }
@@ -1097,7 +1097,7 @@ static int space_to_batch_rel(const GPOp *op, const GPAttrs *attrs, const GPType
   const int64_t *s = data->tensor.shape;
   int64_t o[GP_OPS_MAX_RANK], prod = 1;
   for (int32_t i = 0; i < m; i++) {
-    if (__builtin_mul_overflow(prod, b[i], &prod) || prod > SB_LIMIT) {
+    if (!gp_mul_i64(prod, b[i], &prod) || prod > SB_LIMIT) {
       gp_error_set(GP_ERR_TYPE, "block_shape %s is too large", gp_ops_ints(m, b).s);
       return -1;
     }
@@ -1121,7 +1121,7 @@ static int space_to_batch_rel(const GPOp *op, const GPAttrs *attrs, const GPType
     }
     o[i + 1] = padded / b[i];
   }
-  if (s[0] != GP_DIM_ANY && __builtin_mul_overflow(s[0], prod, &o[0])) {
+  if (s[0] != GP_DIM_ANY && !gp_mul_i64(s[0], prod, &o[0])) {
     gp_error_set(GP_ERR_TYPE, "block_shape %s overflows the batch of data %s", gp_ops_ints(m, b).s,
                  gp_ops_shape(data).s);
     return -1;
@@ -1143,7 +1143,7 @@ static int batch_to_space_rel(const GPOp *op, const GPAttrs *attrs, const GPType
   const int64_t *s = data->tensor.shape;
   int64_t o[GP_OPS_MAX_RANK], prod = 1;
   for (int32_t i = 0; i < m; i++) {
-    if (__builtin_mul_overflow(prod, b[i], &prod) || prod > SB_LIMIT) {
+    if (!gp_mul_i64(prod, b[i], &prod) || prod > SB_LIMIT) {
       gp_error_set(GP_ERR_TYPE, "block_shape %s is too large", gp_ops_ints(m, b).s);
       return -1;
     }
@@ -1153,7 +1153,7 @@ static int batch_to_space_rel(const GPOp *op, const GPAttrs *attrs, const GPType
       continue;
     }
     int64_t full;
-    if (__builtin_mul_overflow(d, b[i], &full) || full <= c[2 * i] + c[2 * i + 1]) {
+    if (!gp_mul_i64(d, b[i], &full) || full <= c[2 * i] + c[2 * i + 1]) {
       gp_error_set(GP_ERR_TYPE,
                    "crops %s crop all of spatial dim %d of data (shape %s) times block_shape[%d] = %lld",
                    gp_ops_ints(2 * m, c).s, (int)(i + 1), gp_ops_shape(data).s, (int)i, (long long)b[i]);
