@@ -1281,3 +1281,216 @@ Test(onnx, mapped_file_weights_are_views) {
   for (int i = 0; i < 4096; i++) cr_assert_eq(((float *)own->dl.data)[i], (float)i);
   gp_release(own);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sequences and optionals (import.c's header: tuples; an optional holding a value is it)     */
+
+/* v's type wrapped as a sequence (kind 4) or an optional (kind 9) of it. */
+static Gponnx__ValueInfoProto *vi_wrap(Gponnx__ValueInfoProto *v, int kind) {
+  Gponnx__TypeProto *tp = NEW(Gponnx__TypeProto, GPONNX__TYPE_PROTO__INIT);
+  if (kind == 4) {
+    Gponnx__TypeProto__Sequence *s = NEW(Gponnx__TypeProto__Sequence, GPONNX__TYPE_PROTO__SEQUENCE__INIT);
+    s->elem_type = v->type;
+    tp->value_case = GPONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    tp->sequence_type = s;
+  } else {
+    Gponnx__TypeProto__Optional *o = NEW(Gponnx__TypeProto__Optional, GPONNX__TYPE_PROTO__OPTIONAL__INIT);
+    o->elem_type = v->type;
+    tp->value_case = GPONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    tp->optional_type = o;
+  }
+  v->type = tp;
+  return v;
+}
+
+Test(onnx, sequence_input_golden_and_numbers) {
+  static const int64_t d2[] = {2}, p0[] = {0};
+  Model md = {.opset = 18};
+  md.inputs[md.ni++] = vi_wrap(vi("s", 1, 1, d2, NULL), 4);
+  md.inputs[md.ni++] = vi("t", 1, 1, d2, NULL);
+  md.inits[md.ninit++] = tensor_i64("p", 1, p0);
+  md.nodes[md.nn++] = node("SequenceInsert", "s,t", "s2", NULL);
+  md.nodes[md.nn++] = node("SequenceLength", "s2", "n", NULL);
+  md.nodes[md.nn++] = node("SequenceAt", "s2,p", "a", NULL);
+  md.nodes[md.nn++] = node("Add", "a,t", "y", NULL);
+  md.outputs[md.no++] = vi_wrap(vi("s2", 1, 1, d2, NULL), 4);
+  md.outputs[md.no++] = vi("y", 1, 1, d2, NULL);
+  md.outputs[md.no++] = vi("n", 7, 0, NULL, NULL);
+  float a[] = {1, 2}, b[] = {3, 4}, c[] = {10, 20};
+  GPOnnxValue *items = gp_calloc(2, sizeof *items);
+  items[0] = (GPOnnxValue){.kind = GP_ONNX_TENSOR, .tensor = f32_tensor(1, d2, a)};
+  items[1] = (GPOnnxValue){.kind = GP_ONNX_TENSOR, .tensor = f32_tensor(1, d2, b)};
+  GPOnnxValue *seq = gp_calloc(1, sizeof *seq);
+  *seq = (GPOnnxValue){.kind = GP_ONNX_SEQUENCE, .n = 2, .items = items};
+  GPTensor *t = f32_tensor(1, d2, c);
+  GPTensor *vals[] = {NULL, t};
+  const GPOnnxValue *sv[] = {seq, NULL};
+  GPOnnxOptions o = {.nvalues = 2, .values = vals, .structured = sv};
+  expect(&md, &o,
+         "def @main(%s: (Tensor[(2), float32], Tensor[(2), float32]), %t: Tensor[(2), float32]) {\n"
+         "  %0 = %s.0;\n"
+         "  %1 = %s.1;\n"
+         "  %2 = (%0, %1, %t);\n"
+         "  %3 = add(%0, %t);\n"
+         "  (%2, %3, 3i64)\n"
+         "}");
+  /* numbers: the sequence parameter takes its tensors flattened; the result is flattened */
+  GPModule *m = import(&md, &o);
+  cr_assert(m, "%s", gp_error_message());
+  GPTensor *ins[3];
+  cr_assert_eq(gp_onnx_value_leaves(seq, ins, 0), 2);
+  ins[2] = t;
+  GPTensor **got;
+  int32_t ngot;
+  cr_assert_eq(gp_eval_function(m, "main", 3, ins, &got, &ngot, NULL), 0, "%s", gp_error_message());
+  cr_assert_eq(ngot, 5);
+  const float *g3 = got[3]->dl.data;
+  cr_assert(((float *)got[0]->dl.data)[1] == 2 && ((float *)got[2]->dl.data)[0] == 10, "the sequence's tensors");
+  cr_assert(g3[0] == 11 && g3[1] == 22, "add: %g %g", g3[0], g3[1]);
+  cr_assert_eq(*(int64_t *)got[4]->dl.data, 3);
+  for (int32_t i = 0; i < ngot; i++) gp_release(got[i]);
+  gp_free(got);
+  /* the parameter given as 2 tensors where it holds 2 plus t: a clear count error */
+  cr_assert_neq(gp_eval_function(m, "main", 2, ins, &got, &ngot, NULL), 0);
+  cr_assert(strstr(gp_error_message(), "expected 3 input tensors (%s, %t, tuples flattened), got 2"), "%s",
+            gp_error_message());
+  gp_error_clear();
+  gp_release(m);
+  /* without its value, a sequence input has no type in the IR */
+  expect_error(&md, NULL, GP_ERR_UNSUPPORTED, "graph input 's' is a sequence", "its value must be given", NULL);
+  gp_onnx_value_free(seq);
+  gp_release(t);
+}
+
+Test(onnx, optional_input_empty_and_holding) {
+  static const int64_t d2[] = {2};
+  Model md = {.opset = 18};
+  md.inputs[md.ni++] = vi_wrap(vi("o", 1, 1, d2, NULL), 9);
+  md.nodes[md.nn++] = node("OptionalHasElement", "o", "h", NULL);
+  md.nodes[md.nn++] = node("Identity", "o", "y", NULL);
+  md.outputs[md.no++] = vi("h", 9, 0, NULL, NULL);
+  md.outputs[md.no++] = vi_wrap(vi("y", 1, 1, d2, NULL), 9);
+  GPOnnxValue empty = {.kind = GP_ONNX_OPTIONAL};
+  const GPOnnxValue *sv[] = {&empty};
+  GPTensor *none[] = {NULL};
+  GPOnnxOptions o = {.nvalues = 1, .values = none, .structured = sv};
+  expect(&md, &o, "def @main(%o: ()) { (False, %o) }");
+  float x[] = {5, 6};
+  GPOnnxValue item = {.kind = GP_ONNX_TENSOR, .tensor = f32_tensor(1, d2, x)};
+  GPOnnxValue holding = {.kind = GP_ONNX_OPTIONAL, .n = 1, .items = &item};
+  sv[0] = &holding;
+  expect(&md, &o, "def @main(%o: Tensor[(2), float32]) { (True, %o) }");
+  /* OptionalGetElement of the empty optional names the node */
+  md.nodes[1] = node("OptionalGetElement", "o", "y", NULL);
+  md.outputs[1] = vi("y", 1, 1, d2, NULL);
+  expect(&md, &o, "def @main(%o: Tensor[(2), float32]) { (True, %o) }");
+  sv[0] = &empty;
+  expect_error(&md, &o, GP_ERR_VALUE, "node 'y' (OptionalGetElement, opset 18)", "the optional input is empty", NULL);
+  /* a tensor given for the optional: named */
+  sv[0] = NULL;
+  none[0] = item.tensor;
+  expect_error(&md, &o, GP_ERR_VALUE, "graph input 'o' is an optional, the value given is a tensor", NULL);
+  gp_release(item.tensor);
+}
+
+/* A packed SequenceProto / OptionalProto (gp_malloc'd). */
+static uint8_t *pack_seq(Gponnx__SequenceProto *s, size_t *len) {
+  *len = gponnx__sequence_proto__get_packed_size(s);
+  uint8_t *b = gp_malloc(*len ? *len : 1);
+  gponnx__sequence_proto__pack(s, b);
+  return b;
+}
+
+static void expect_value_error(const uint8_t *b, size_t len, GPOnnxValueKind kind, int32_t err, const char *msg) {
+  GPOnnxValue *v = gp_onnx_parse_value(b, len, kind, "data/input_0.pb");
+  cr_assert_null(v, "accepted: %s", msg);
+  cr_assert_eq(gp_error_kind(), err, "kind %d: %s", (int)gp_error_kind(), gp_error_message());
+  cr_assert(strstr(gp_error_message(), msg), "'%s' not in: %s", msg, gp_error_message());
+  gp_error_clear();
+}
+
+Test(onnx, sequence_and_optional_protos) {
+  static const int64_t d2[] = {2}, d3[] = {3};
+  float x[] = {1, 2, 3};
+  Gponnx__SequenceProto s = GPONNX__SEQUENCE_PROTO__INIT;
+  Gponnx__TensorProto *ts[] = {tensor_f32("a", 1, d2, x), tensor_f32("b", 1, d3, x)};
+  s.has_elem_type = 1;
+  s.elem_type = 1;
+  s.n_tensor_values = 2;
+  s.tensor_values = ts;
+  size_t len;
+  uint8_t *b = pack_seq(&s, &len);
+  /* well-formed: two tensors of different shapes */
+  GPOnnxValue *v = gp_onnx_parse_value(b, len, GP_ONNX_SEQUENCE, "data/input_0.pb");
+  cr_assert(v, "%s", gp_error_message());
+  cr_assert(v->kind == GP_ONNX_SEQUENCE && v->n == 2 && v->items[1].tensor->dl.shape[0] == 3);
+  cr_assert_eq(gp_onnx_value_leaves(v, NULL, 0), 2);
+  gp_onnx_value_free(v);
+  /* every truncation: a parse error naming the file and the message type, or (cut at a field
+   * boundary) a shorter well-formed value */
+  for (size_t cut = 1; cut < len; cut++) {
+    GPOnnxValue *t = gp_onnx_parse_value(b, cut, GP_ONNX_SEQUENCE, "data/input_0.pb");
+    if (t) {
+      gp_onnx_value_free(t);
+      continue;
+    }
+    cr_assert(strstr(gp_error_message(), "data/input_0.pb"), "%s", gp_error_message());
+    gp_error_clear();
+  }
+  expect_value_error(b, len - 3, GP_ONNX_SEQUENCE, GP_ERR_PARSE,
+                     "data/input_0.pb: not a serialized ONNX SequenceProto (protobuf parse failed: malformed or truncated)");
+  gp_free(b);
+  /* element 1's raw_data disagrees with its dims: the element is named */
+  ts[1]->raw_data.len = 8;
+  b = pack_seq(&s, &len);
+  expect_value_error(b, len, GP_ONNX_SEQUENCE, GP_ERR_VALUE, "data/input_0.pb: element 1: tensor 'b': raw_data has 8 bytes");
+  gp_free(b);
+  ts[1]->raw_data.len = 12;
+  /* elem_type TENSOR but a nested sequence */
+  Gponnx__SequenceProto inner = GPONNX__SEQUENCE_PROTO__INIT, *innerp = &inner;
+  s.n_sequence_values = 1;
+  s.sequence_values = &innerp;
+  b = pack_seq(&s, &len);
+  expect_value_error(b, len, GP_ONNX_SEQUENCE, GP_ERR_VALUE, "data/input_0.pb: elem_type TENSOR, but it holds sequence values");
+  gp_free(b);
+  s.n_sequence_values = 0;
+  /* maps are not read */
+  s.elem_type = 4;
+  s.n_tensor_values = 0;
+  b = pack_seq(&s, &len);
+  expect_value_error(b, len, GP_ONNX_SEQUENCE, GP_ERR_UNSUPPORTED, "elem_type MAP: maps are not supported");
+  gp_free(b);
+  /* an optional without elem_type that holds a tensor */
+  Gponnx__OptionalProto op = GPONNX__OPTIONAL_PROTO__INIT;
+  op.tensor_value = ts[0];
+  len = gponnx__optional_proto__get_packed_size(&op);
+  b = gp_malloc(len);
+  gponnx__optional_proto__pack(&op, b);
+  expect_value_error(b, len, GP_ONNX_OPTIONAL, GP_ERR_VALUE, "data/input_0.pb: no elem_type, but 1 values");
+  /* the same bytes as an optional that says TENSOR: one tensor */
+  op.has_elem_type = 1;
+  op.elem_type = 1;
+  gp_free(b);
+  len = gponnx__optional_proto__get_packed_size(&op);
+  b = gp_malloc(len);
+  gponnx__optional_proto__pack(&op, b);
+  v = gp_onnx_parse_value(b, len, GP_ONNX_OPTIONAL, "data/input_0.pb");
+  cr_assert(v && v->n == 1 && v->items[0].kind == GP_ONNX_TENSOR, "%s", gp_error_message());
+  gp_onnx_value_free(v);
+  gp_free(b);
+  /* nested deeper than GP_ONNX_MAX_VALUE_DEPTH: refused, not recursed into */
+  Gponnx__SequenceProto deep[GP_ONNX_MAX_VALUE_DEPTH + 2], *deepp[GP_ONNX_MAX_VALUE_DEPTH + 2];
+  for (int i = 0; i < GP_ONNX_MAX_VALUE_DEPTH + 2; i++) {
+    deep[i] = (Gponnx__SequenceProto)GPONNX__SEQUENCE_PROTO__INIT;
+    deepp[i] = &deep[i];
+    if (i) {
+      deep[i - 1].has_elem_type = 1;
+      deep[i - 1].elem_type = 3;
+      deep[i - 1].n_sequence_values = 1;
+      deep[i - 1].sequence_values = &deepp[i];
+    }
+  }
+  b = pack_seq(&deep[0], &len);
+  expect_value_error(b, len, GP_ONNX_SEQUENCE, GP_ERR_UNSUPPORTED, "values nested more than 16 deep");
+  gp_free(b);
+}

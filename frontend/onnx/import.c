@@ -672,6 +672,11 @@ static const GPType *input_type(OxImporter *im, const Gponnx__ValueInfoProto *vi
   bool opt = tp && tp->value_case == GPONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
   if (seq || opt) {
     const GPOnnxValue *v = gp_strmap_get(&im->structured, name);
+    if (!v && gp_strmap_get(&im->known, name)) {
+      gp_error_set(GP_ERR_VALUE, "graph input '%s' is %s, the value given is a tensor", name,
+                   seq ? "a sequence" : "an optional");
+      return NULL;
+    }
     if (!v) {
       gp_error_set(GP_ERR_UNSUPPORTED, "graph input '%s' is %s: its structure (%s) is part of its type in the IR, "
                    "so its value must be given when importing", name, seq ? "a sequence" : "an optional",
