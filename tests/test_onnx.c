@@ -1356,6 +1356,10 @@ Test(onnx, sequence_input_golden_and_numbers) {
             gp_error_message());
   gp_error_clear();
   gp_release(m);
+  /* a sequence given to an op that takes tensors: named, not read as a tensor */
+  md.nodes[3] = node("Relu", "s2", "y", NULL);
+  expect_error(&md, &o, GP_ERR_VALUE, "node 'y' (Relu, opset 18): input 0 ('s2') is a sequence, and Relu takes tensors",
+               NULL);
   /* without its value, a sequence input has no type in the IR */
   expect_error(&md, NULL, GP_ERR_UNSUPPORTED, "graph input 's' is a sequence", "its value must be given", NULL);
   gp_onnx_value_free(seq);

@@ -741,6 +741,18 @@ static const GPType *input_type(OxImporter *im, const Gponnx__ValueInfoProto *vi
   return gp_type_tensor(dt, ndim, dims);
 }
 
+/* The ops whose inputs may be sequences or optionals (cv_seq.c's, and the ones that pass values
+ * through: Identity, Loop's states). */
+static bool takes_sequences(const OxNode *n) {
+  static const char *const ops[] = {"Identity", "Loop", "If"};
+  if (*n->domain) return false;
+  for (size_t i = 0; i < GP_ARRAY_LEN(ops); i++)
+    if (strcmp(n->op_type, ops[i]) == 0) return true;
+  for (const OxConverter *c = ox_cv_seq; c->op_type; c++)
+    if (strcmp(n->op_type, c->op_type) == 0) return true;
+  return false;
+}
+
 static int convert_node(OxImporter *im, const Gponnx__NodeProto *p, size_t index) {
   const Gponnx__ModelProto *m = im->model;
   size_t mark = im->pool.len;
@@ -786,6 +798,15 @@ static int convert_node(OxImporter *im, const Gponnx__NodeProto *p, size_t index
   n.in = ins;
   const OxConverter *cv = cv_find(n.domain, n.op_type, n.opset);
   if (!cv) goto fail;
+  /* Sequences and optionals (tuples, see the header) go only to the ops that take them; every
+   * other converter reads its inputs as tensors. */
+  if (!takes_sequences(&n))
+    for (int32_t i = 0; i < n.nin; i++)
+      if (ins[i] && ins[i]->checked_type->kind != GP_TYPE_TENSOR) {
+        gp_error_set(GP_ERR_VALUE, "input %d ('%s') is %s, and %s takes tensors", (int)i, p->input[i],
+                     ox_is_none(im, ins[i]) ? "an empty optional" : "a sequence", n.op_type);
+        goto fail;
+      }
   attr_type_error = false;
   rc = cv->fn(im, &n, outs);
   if (rc == 0 && attr_type_error) rc = -1; /* the getter's error is pending */

@@ -73,7 +73,9 @@ int ox_invalid(const char *fmt, ...) GP_FMT(1, 2);     /* GP_ERR_VALUE; returns 
 GPExpr *ox_in(const OxNode *n, int32_t i);
 /* Input i, which the op requires: GP_ERR_VALUE naming it when missing. */
 GPExpr *ox_req(const OxNode *n, int32_t i);
-/* The type of e (a tensor type for every value a converter sees unless it made a tuple). */
+/* The type of e: a tensor type for every input a converter sees (the importer refuses a
+ * sequence or optional input, a tuple, to every op but cv_seq.c's, Identity, If and Loop), and
+ * for every expression it makes unless it made a tuple. */
 static inline const GPType *ox_type(const GPExpr *e) { return e->checked_type; }
 static inline int32_t ox_rank(const GPExpr *e) { return e->checked_type->n; }
 static inline DLDataType ox_dtype(const GPExpr *e) { return e->checked_type->tensor.dtype; }
