@@ -727,7 +727,8 @@ Test(onnx, runner_pass_fail_skip_and_totals) {
   cr_assert(strstr(out, "FAIL test_relu_wrong: output 0: max abs error 1, max rel error 0.333 (element 2: got 2, expected 3)"), "%s", out);
   cr_assert(strstr(out, "SKIP test_unsupported: "), "%s", out);
   cr_assert(strstr(out, "unsupported op FooBar (domain 'ai.onnx', opset 13)"), "%s", out);
-  cr_assert(strstr(out, "1 passed, 1 failed, 1 skipped\n"), "%s", out);
+  cr_assert(strstr(out, "skipped: 1 x unsupported op FooBar (domain 'ai.onnx', opset 13)\n1 passed, 1 failed, 1 skipped\n"),
+            "%s", out);
   gp_free(out);
   gp_buf_free(&cmd);
   /* A single passing test exits 0; a bad path is a usage error. */
@@ -1497,4 +1498,60 @@ Test(onnx, sequence_and_optional_protos) {
   b = pack_seq(&deep[0], &len);
   expect_value_error(b, len, GP_ONNX_SEQUENCE, GP_ERR_UNSUPPORTED, "values nested more than 16 deep");
   gp_free(b);
+}
+
+/* The runner on sequence test data: y = Identity(s) with s a sequence input; expected output a
+ * sequence of 2 tensors (pass), of 1 (the structure differs: fail), and a truncated input
+ * SequenceProto (fail naming the file). */
+Test(onnx, runner_sequences) {
+  static const int64_t d3[] = {3};
+  char dir[] = "/tmp/gp_onnxs_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  const char *names[] = {"test_seq_ok", "test_seq_short", "test_seq_truncated"};
+  for (int k = 0; k < 3; k++) {
+    Model md = {.opset = 13};
+    md.inputs[md.ni++] = vi_wrap(vi("s", 1, 1, d3, NULL), 4);
+    md.nodes[md.nn++] = node("Identity", "s", "y", NULL);
+    md.outputs[md.no++] = vi_wrap(vi("y", 1, 1, d3, NULL), 4);
+    size_t len;
+    uint8_t *buf = pack(&md, &len);
+    char cmd[512], path[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/test_data_set_0", dir, names[k]);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/%s/model.onnx", dir, names[k]);
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    gp_free(buf);
+    Gponnx__TensorProto *ts[] = {tensor_f32("a", 1, d3, (float[]){1, 2, 3}), tensor_f32("b", 1, d3, (float[]){4, 5, 6})};
+    Gponnx__SequenceProto sq = GPONNX__SEQUENCE_PROTO__INIT;
+    sq.has_elem_type = 1;
+    sq.elem_type = 1;
+    sq.n_tensor_values = 2;
+    sq.tensor_values = ts;
+    for (int side = 0; side < 2; side++) {
+      if (side == 1 && k == 1) sq.n_tensor_values = 1;
+      uint8_t *b = pack_seq(&sq, &len);
+      if (side == 0 && k == 2) len -= 5;
+      snprintf(path, sizeof path, "%s/%s/test_data_set_0/%s_0.pb", dir, names[k], side ? "output" : "input");
+      f = fopen(path, "wb");
+      fwrite(b, 1, len, f);
+      fclose(f);
+      gp_free(b);
+    }
+  }
+  char *out = NULL;
+  GPBuf cmd = {0};
+  gp_buf_printf(&cmd, "%s/bin/graphpass onnx-test %s --opt-level 3", th_build_dir(), dir);
+  cr_assert_eq(th_run(cmd.data, &out), 1, "%s", out);
+  cr_assert(strstr(out, "PASS test_seq_ok\n"), "%s", out);
+  cr_assert(strstr(out, "FAIL test_seq_short: output 0 holds 2 tensors, the test expects 1\n"), "%s", out);
+  cr_assert(strstr(out, "FAIL test_seq_truncated: ") && strstr(out, "test_seq_truncated/test_data_set_0/input_0.pb: not a "
+                                                                   "serialized ONNX SequenceProto"), "%s", out);
+  cr_assert(strstr(out, "1 passed, 2 failed, 0 skipped\n"), "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd.data), 0);
+  gp_buf_free(&cmd);
 }
