@@ -58,6 +58,7 @@ if [ -d "$shared" ]; then
         print; next } { print }'
   }
   echo "onnx conformance ($variant): $(summary "$clog")"
+  sed -n 's/^skipped: /  skipped: /p' "$clog"
   echo "onnx light models with --verify-numerics ($variant): $(summary "$clog.light")"
   echo "onnx light models at opt-level 4 with --verify-numerics ($variant): $(summary "$clog.light4")"
   bad=0
