@@ -1398,6 +1398,31 @@ Test(onnx, optional_input_empty_and_holding) {
   gp_release(item.tensor);
 }
 
+/* If with a condition known only at run time: branches that both give an empty optional give
+ * one; an empty optional in one branch only is refused (the IR's structure is static). */
+Test(onnx, if_runtime_condition_and_empty_optionals) {
+  static const int64_t d1[] = {1}, d2[] = {2};
+  Gponnx__AttributeProto *type = NEW(Gponnx__AttributeProto, GPONNX__ATTRIBUTE_PROTO__INIT);
+  type->name = S("type");
+  type->has_type = 1;
+  type->type = GPONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO;
+  Model empty = {0}, holding = {0};
+  empty.nodes[empty.nn++] = node("Optional", "", "e", type, NULL);
+  empty.outputs[empty.no++] = vi_wrap(vi("e", 1, 1, d2, NULL), 9);
+  holding.nodes[holding.nn++] = node("Optional", "x", "e", NULL);
+  holding.outputs[holding.no++] = vi_wrap(vi("e", 1, 1, d2, NULL), 9);
+  Model md = {.opset = 18};
+  md.inputs[md.ni++] = vi("c", 9, 1, d1, NULL);
+  md.inputs[md.ni++] = vi("x", 1, 1, d2, NULL);
+  md.nodes[md.nn++] = node("If", "c", "o", attr_g("then_branch", &empty), attr_g("else_branch", &empty), NULL);
+  md.nodes[md.nn++] = node("OptionalHasElement", "o", "h", NULL);
+  md.outputs[md.no++] = vi("h", 9, 0, NULL, NULL);
+  expect(&md, NULL, "def @main(%c: Tensor[(1), bool], %x: Tensor[(2), float32]) { False }");
+  md.nodes[0] = node("If", "c", "o", attr_g("then_branch", &empty), attr_g("else_branch", &holding), NULL);
+  expect_error(&md, NULL, GP_ERR_UNSUPPORTED, "node 'o' (If, opset 18)",
+               "output 0 is an empty optional in one branch only and the condition is not known when importing", NULL);
+}
+
 /* A packed SequenceProto / OptionalProto (gp_malloc'd). */
 static uint8_t *pack_seq(Gponnx__SequenceProto *s, size_t *len) {
   *len = gponnx__sequence_proto__get_packed_size(s);

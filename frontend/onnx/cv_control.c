@@ -65,14 +65,23 @@ static int cv_if(OxImporter *im, const OxNode *n, GPExpr **out) {
   if (ox_subgraph(im, n, "then_branch", 0, NULL, n->nout, te) != 0 ||
       ox_subgraph(im, n, "else_branch", 0, NULL, n->nout, ee) != 0)
     return -1;
+  /* an output that is an empty optional in one branch only: whether it holds a value is
+   * decided at run time, which the IR's static structure cannot say (import.c's header) */
+  for (int32_t i = 0; i < n->nout; i++)
+    if (ox_is_none(im, te[i]) != ox_is_none(im, ee[i]))
+      return ox_unsupported("output %d is an empty optional in one branch only and the condition is not known when "
+                            "importing", (int)i);
   if (n->nout == 1) {
     out[0] = ox_if(im, c, te[0], ee[0]);
+    if (out[0] && ox_is_none(im, te[0])) ox_mark_none(im, out[0]);
     return out[0] ? 0 : -1;
   }
   GPExpr *f = ox_if(im, c, ox_tuple(im, n->nout, te), ox_tuple(im, n->nout, ee));
   if (!f) return -1;
-  for (int32_t i = 0; i < n->nout; i++)
+  for (int32_t i = 0; i < n->nout; i++) {
     if (!(out[i] = ox_get_item(im, f, i))) return -1;
+    if (ox_is_none(im, te[i])) ox_mark_none(im, out[i]);
+  }
   return 0;
 }
 
