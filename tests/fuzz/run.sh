@@ -5,7 +5,8 @@
 # run first, so a regression fails at once) and the inputs this run finds (a scratch directory
 # under build/fuzz/work/, discarded).  Any crash, sanitizer report, leak or timeout fails.
 #   GP_FUZZ_RUNS   executions per harness (default: relay and pipeline 200000, onnx 300000, pattern,
-#                  npy and params 500000: with the build, about 3 minutes in all on the CI machine)
+#                  npy, params and value 500000: with the build, about 3 minutes in all on the CI
+#                  machine)
 #   GP_FUZZ_ONLY   run just this harness (e.g. relay)
 # A longer run of one harness by hand (what the README's numbers come from):
 #   build/fuzz/bin/fuzz_relay -jobs=1 -max_total_time=600 -max_len=4096 build/fuzz/work/relay \
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/../.."
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
-for h in relay onnx pipeline pattern npy params; do
+for h in relay onnx pipeline pattern npy params value; do
   [ -n "$GP_FUZZ_ONLY" ] && [ "$GP_FUZZ_ONLY" != "$h" ] && continue
   bin=build/fuzz/bin/fuzz_$h
   work=build/fuzz/work/$h
