@@ -6,8 +6,12 @@
  * input: uniform [0, 1) images from seed 1; test input: seed 2 (never the calibration one).
  * Softmax calls of @main are dropped, so that logits are compared.
  *
- *   usage: bench_opu [--check] [--threads N] [--runs N] [light_dir] [model...]
+ *   usage: bench_opu [--check] [--threads N] [--runs N] [--time-passes] [--compile-only]
+ *                    [light_dir] [model...]
  *   (defaults: ../shared/onnx/light, all five models, all cores)
+ * --time-passes prints the per-pass split of the set and of GenIR on stderr (the timing
+ * instrument of `graphpass opt --time-passes`); --compile-only skips the evaluations (for
+ * profiling the set and GenIR alone: perf record ./build/bin/bench_opu --compile-only resnet50).
  *
  * --check exits 1 when a model's cosine is below 0.99 or its top-1 differs (tests/run.sh runs
  * it when ../shared/onnx is present). */
@@ -86,13 +90,17 @@ static double note_ms(const char *text, const char *key) {
 }
 
 int main(int argc, char **argv) {
-  int check = 0, threads = 0, runs = 3;
+  int check = 0, threads = 0, runs = 3, time_passes = 0, compile_only = 0;
   const char *dir = "../shared/onnx/light";
   const char *models[8];
   int nmodels = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--check"))
       check = 1;
+    else if (!strcmp(argv[i], "--time-passes"))
+      time_passes = 1;
+    else if (!strcmp(argv[i], "--compile-only"))
+      compile_only = 1;
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
@@ -153,6 +161,10 @@ int main(int argc, char **argv) {
     if (gp_ctx_set_target(ctx, "opu") || gp_ctx_set_opt_level(ctx, 3) ||
         gp_ctx_set_config(ctx, "PrintIR.file", "/dev/null") || gp_ctx_set_config(ctx, "GenIR.calibrate", spec.data))
       die("context");
+    if (time_passes) {
+      GPInstrument tm = gp_instrument_timing(stderr, NULL);
+      if (gp_ctx_instrument_register(ctx, &tm) != 0) die("the timing instrument");
+    }
     double t0 = now_ms();
     GPModule *p = gp_run_pipeline(m, pre, ctx);
     if (!p) die("the opu set");
@@ -168,6 +180,20 @@ int main(int argc, char **argv) {
     fclose(mem);
     double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "(CPU ");
     free(notes);
+    if (compile_only) {
+      printf("%-13s %9.1f %9.1f %9.1f %9.1f\n", models[mi], t1 - t0, t2 - t1, cal_ms, emit_ms);
+      fflush(stdout);
+      gp_release(c);
+      gp_release(p);
+      gp_ctx_free(ctx);
+      for (int32_t i = 0; i < nin; i++) gp_release(cal[i]);
+      for (int32_t i = 0; i < nt; i++) gp_release(test[i]);
+      gp_free(cal);
+      gp_free(test);
+      gp_buf_free(&spec);
+      gp_release(m);
+      continue;
+    }
     double fms, oms, warm;
     gp_release(eval_out0(c, test, nt, 1, threads, 1, &warm)); /* compiles and caches the programs */
     GPTensor *want = eval_out0(m, test, nt, 0, threads, runs, &fms);
