@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
     if (!c) die("GenIR");
     double t2 = now_ms();
     fclose(mem);
-    double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "(CPU ");
+    double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "quantize+emit ");
     free(notes);
     if (compile_only) {
       printf("%-13s %9.1f %9.1f %9.1f %9.1f\n", models[mi], t1 - t0, t2 - t1, cal_ms, emit_ms);
@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
     gp_release(m);
   }
   printf("(set ms: the opu set without GenIR at opt-level 3; GenIR ms: all of GenIR; calib ms: its float calibration "
-         "run; emit ms: its quantization and emission (CPU time, GenIR's note); float / opu ms: @main on the evaluator / with the "
+         "run; emit ms: its quantization and emission (wall time, GenIR's note; it uses every core for large weights); float / opu ms: @main on the evaluator / with the "
          "opu functions on the simulator (programs cached), fastest of %d; ratio: opu / float)\n", runs);
   gp_free(pre);
   free(set);

@@ -35,6 +35,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,6 +428,141 @@ OPU_VECTORIZE static void quant_row(const float *restrict w, uint32_t n, float i
   }
 }
 
+/* ---- A conv's weights and requantization records (docs/OPU.md "Weight layout")
+ * Per output channel: its largest magnitude and its int8 values, the row read from memory once
+ * (the second read, the quantization, hits the cache), written once into the blob's
+ * PE-blocked layout, then its record (bias, multiplier, shift).  Channels are independent and
+ * write disjoint bytes, so a large weight is split over the cores in whole blocks of R
+ * channels (a block's tiles are one contiguous range of the blob). */
+
+typedef struct ConvEmit {
+  const float *W;            /* oc x K float32, or NULL: identity depthwise 1x1 */
+  const float *mult, *bias;  /* per output channel, or NULL */
+  uint32_t oc, icg, g, kh, kw, K, R, C;
+  int dw;
+  uint8_t *wb, *qr;          /* the blob at the weights' and at the records' offsets */
+  double a_scale, o_scale;   /* the input's and the output's scales */
+  uint32_t o0, o1;           /* this part's channels */
+  int8_t *q;                 /* K bytes of scratch */
+} ConvEmit;
+
+/* the largest |w[k]| (NaN ignored, as `v > m ? v : m` does) */
+OPU_VECTORIZE static float absmax_row(const float *w, uint32_t n) {
+  uint32_t k = 0;
+  float m = 0;
+#if defined(__SSE2__)
+  const __m128 sign = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  __m128 m0 = _mm_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
+  for (; k + 16 <= n; k += 16) { /* max(v, m): m when v is NaN */
+    m0 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k), sign), m0);
+    m1 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k + 4), sign), m1);
+    m2 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k + 8), sign), m2);
+    m3 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k + 12), sign), m3);
+  }
+  float l[4];
+  _mm_storeu_ps(l, _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3)));
+  for (int j = 0; j < 4; j++) m = l[j] > m ? l[j] : m;
+#endif
+  for (; k < n; k++) {
+    float v = fabsf(w[k]);
+    m = v > m ? v : m;
+  }
+  return m;
+}
+
+static void conv_channels(const ConvEmit *e) {
+  uint32_t KK = e->kh * e->kw, C = e->C;
+  size_t step = e->dw ? e->R : (size_t)e->R * C, ib_stride = (size_t)KK * step;
+  int8_t *q = e->q;
+  for (uint32_t o2 = e->o0; o2 < e->o1; o2++) {
+    double mul = e->mult ? e->mult[o2] : 1.0;
+    const float *wr = e->W ? e->W + (size_t)o2 * e->K : NULL;
+    double mx = wr ? absmax_row(wr, e->K) * fabs(mul) : fabs(mul);
+    double sw = mx > 0 ? mx / 127.0 : 1.0;
+    float inv = (float)(mul / sw);
+    if (wr) {
+      quant_row(wr, e->K, inv, q);
+    } else {
+      float one = 1.0f;
+      quant_row(&one, 1, inv, q);
+    }
+    /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) `step`
+     * apart: tap (i, yx) at base + (i / C) * KK * step + yx * step + i % C; a 1x1 kernel's
+     * columns are runs of C bytes */
+    uint8_t *base = e->wb + opu_conv_weight_index(o2, 0, 0, 0, e->oc, e->icg, e->g, e->kh, e->kw, e->dw, e->R, C);
+    for (uint32_t i0 = 0, ib = 0; i0 < e->icg; i0 += C, ib++) {
+      uint32_t cols = e->icg - i0 < C ? e->icg - i0 : C;
+      uint8_t *blk = base + ib * ib_stride;
+      if (KK == 1) {
+        memcpy(blk, q + i0, cols);
+        continue;
+      }
+      for (uint32_t ic = 0; ic < cols; ic++) {
+        const int8_t *src = q + (size_t)(i0 + ic) * KK;
+        uint8_t *d = blk + ic;
+        for (uint32_t yx = 0; yx < KK; yx++, d += step) *d = (uint8_t)src[yx];
+      }
+    }
+    double acc_scale = e->a_scale * sw;
+    double bq = e->bias ? e->bias[o2] / acc_scale : 0.0;
+    bq = bq < 0 ? -floor(-bq + 0.5) : floor(bq + 0.5);
+    if (bq > 1073741824.0) bq = 1073741824.0;
+    if (bq < -1073741824.0) bq = -1073741824.0;
+    int32_t m;
+    uint16_t sh;
+    opu_quant_multiplier(acc_scale / e->o_scale, &m, &sh);
+    uint8_t *r = e->qr + (size_t)o2 * OPU_QREC_BYTES;
+    int32_t rec[3] = {(int32_t)bq, m, (int32_t)sh};
+    for (int j = 0; j < 3; j++)
+      for (int b = 0; b < 4; b++) r[4 * j + b] = (uint8_t)((uint32_t)rec[j] >> (8 * b));
+  }
+}
+
+static void *conv_channels_main(void *arg) {
+  conv_channels(arg);
+  return NULL;
+}
+
+#define OPU_PAR_WEIGHTS ((uint64_t)1 << 18) /* below 256K weights (1 MiB of float) one thread */
+#define OPU_EMIT_THREADS 16
+
+/* All channels of job `e` (its o0, o1 and q are set here), over the cores when large. */
+static int conv_emit(Comp *c, ConvEmit *e) {
+  uint32_t blocks = (e->oc + e->R - 1) / e->R;
+  uint64_t parts = (uint64_t)e->oc * e->K / OPU_PAR_WEIGHTS;
+  long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  if (parts > (uint64_t)(nproc < 1 ? 1 : nproc)) parts = (uint64_t)(nproc < 1 ? 1 : nproc);
+  if (parts > OPU_EMIT_THREADS) parts = OPU_EMIT_THREADS;
+  if (parts > blocks) parts = blocks;
+  if (parts < 1) parts = 1;
+  size_t need = (size_t)e->K * parts;
+  if (need > c->qcap) {
+    int8_t *nq = realloc(c->qrow, need);
+    if (!nq) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    c->qrow = nq;
+    c->qcap = need;
+  }
+  ConvEmit job[OPU_EMIT_THREADS];
+  pthread_t th[OPU_EMIT_THREADS];
+  int started[OPU_EMIT_THREADS] = {0};
+  for (uint32_t t = 0; t < parts; t++) {
+    job[t] = *e;
+    uint32_t b0 = (uint32_t)((uint64_t)blocks * t / parts), b1 = (uint32_t)((uint64_t)blocks * (t + 1) / parts);
+    job[t].o0 = b0 * e->R;
+    job[t].o1 = b1 * e->R < e->oc ? b1 * e->R : e->oc;
+    job[t].q = c->qrow + (size_t)e->K * t;
+    if (t > 0) started[t] = pthread_create(&th[t], NULL, conv_channels_main, &job[t]) == 0;
+  }
+  conv_channels(&job[0]);
+  for (uint32_t t = 1; t < parts; t++) {
+    if (started[t])
+      pthread_join(th[t], NULL);
+    else
+      conv_channels(&job[t]); /* no thread: here */
+  }
+  return 0;
+}
+
 /* Emit the instruction of a pending producer writing into tensor `out`. */
 static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   const OpuTensor *o = &c->tens[out];
@@ -480,79 +618,17 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   s->q_off = (uint32_t)q_off;
   set_clamp(c, s, p);
   uint32_t K = icg * p->kh * p->kw;
-  if (K > c->qcap) {
-    int8_t *nq = realloc(c->qrow, K);
-    if (!nq) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
-    c->qrow = nq;
-    c->qcap = K;
-  }
-  const float *W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL;
-  for (uint32_t o2 = 0; o2 < oc; o2++) {
-    /* this channel's weights: read once for the magnitude, then quantized while in cache */
-    double mul = p->mult ? p->mult[o2] : 1.0;
-    const float *wr = W ? W + (size_t)o2 * K : NULL;
-    double mx = 0;
-    if (wr) {
-      float m8[8] = {0};
-      uint32_t k = 0;
-      for (; k + 8 <= K; k += 8)
-        for (int j = 0; j < 8; j++) {
-          float v = fabsf(wr[k + j]);
-          m8[j] = v > m8[j] ? v : m8[j];
-        }
-      for (; k < K; k++) {
-        float v = fabsf(wr[k]);
-        m8[0] = v > m8[0] ? v : m8[0];
-      }
-      float m32 = 0;
-      for (int j = 0; j < 8; j++) m32 = m8[j] > m32 ? m8[j] : m32;
-      mx = m32 * fabs(mul);
-    } else {
-      mx = fabs(mul);
-    }
-    double sw = mx > 0 ? mx / 127.0 : 1.0;
-    float inv = (float)(mul / sw);
-    /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) R*C apart */
-    uint8_t *wb = c->blob.d + w_off;
-    uint32_t KK = p->kh * p->kw;
-    int8_t *q = c->qrow;
-    if (wr) {
-      quant_row(wr, K, inv, q);
-    } else {
-      float one = 1.0f;
-      quant_row(&one, 1, inv, q);
-    }
-    /* scatter into the layout: tap (i, yx) of this channel at base + (i / C) * KK * step +
-     * yx * step + i % C; a 1x1 kernel's columns are runs of C bytes */
-    uint8_t *base = wb + opu_conv_weight_index(o2, 0, 0, 0, oc, icg, g, p->kh, p->kw, dw, c->R, c->C);
-    size_t step = dw ? c->R : (size_t)c->R * c->C, ib_stride = (size_t)KK * step;
-    for (uint32_t i0 = 0, ib = 0; i0 < icg; i0 += c->C, ib++) {
-      uint32_t cols = icg - i0 < c->C ? icg - i0 : c->C;
-      uint8_t *blk = base + ib * ib_stride;
-      if (KK == 1) {
-        memcpy(blk, q + i0, cols);
-        continue;
-      }
-      for (uint32_t ic = 0; ic < cols; ic++) {
-        const int8_t *src = q + (size_t)(i0 + ic) * KK;
-        uint8_t *d = blk + ic;
-        for (uint32_t yx = 0; yx < KK; yx++, d += step) *d = (uint8_t)src[yx];
-      }
-    }
-    double acc_scale = (double)a->scale * sw;
-    double bq = p->bias ? p->bias[o2] / acc_scale : 0.0;
-    bq = bq < 0 ? -floor(-bq + 0.5) : floor(bq + 0.5);
-    if (bq > 1073741824.0) bq = 1073741824.0;
-    if (bq < -1073741824.0) bq = -1073741824.0;
-    int32_t m;
-    uint16_t sh;
-    opu_quant_multiplier(acc_scale / o->scale, &m, &sh);
-    uint8_t *r = c->blob.d + q_off + (size_t)o2 * OPU_QREC_BYTES;
-    int32_t rec[3] = {(int32_t)bq, m, (int32_t)sh};
-    for (int j = 0; j < 3; j++)
-      for (int b = 0; b < 4; b++) r[4 * j + b] = (uint8_t)((uint32_t)rec[j] >> (8 * b));
-  }
-  return 0;
+  ConvEmit job = {
+      .W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL,
+      .mult = p->mult,
+      .bias = p->bias,
+      .oc = oc, .icg = icg, .g = g, .kh = p->kh, .kw = p->kw, .K = K, .R = c->R, .C = c->C, .dw = dw,
+      .wb = c->blob.d + w_off,
+      .qr = c->blob.d + q_off,
+      .a_scale = a->scale,
+      .o_scale = o->scale,
+  };
+  return conv_emit(c, &job);
 }
 
 static int pending_unsigned(const Comp *c, const Pending *p) {
