@@ -299,7 +299,7 @@ typedef struct Comp {
   uint32_t nins, capins;
   uint64_t act;
   Buf blob;
-  int8_t *qrow; /* one output channel's int8 weights */
+  int8_t *qrow; /* conv_emit's scratch: 2 K bytes per thread */
   size_t qcap;
 } Comp;
 
@@ -443,7 +443,7 @@ typedef struct ConvEmit {
   uint8_t *wb, *qr;          /* the blob at the weights' and at the records' offsets */
   double a_scale, o_scale;   /* the input's and the output's scales */
   uint32_t o0, o1;           /* this part's channels */
-  int8_t *q;                 /* K bytes of scratch */
+  int8_t *q;                 /* 2 K bytes of scratch */
 } ConvEmit;
 
 /* the largest |w[k]| (NaN ignored, as `v > m ? v : m` does) */
@@ -470,10 +470,16 @@ OPU_VECTORIZE static float absmax_row(const float *w, uint32_t n) {
   return m;
 }
 
+/* qt[yx][i] = q[i][yx] */
+static void transpose_taps(const int8_t *restrict q, uint32_t icg, uint32_t KK, int8_t *restrict qt) {
+  for (uint32_t i = 0; i < icg; i++)
+    for (uint32_t yx = 0; yx < KK; yx++) qt[(size_t)yx * icg + i] = q[(size_t)i * KK + yx];
+}
+
 static void conv_channels(const ConvEmit *e) {
   uint32_t KK = e->kh * e->kw, C = e->C;
   size_t step = e->dw ? e->R : (size_t)e->R * C, ib_stride = (size_t)KK * step;
-  int8_t *q = e->q;
+  int8_t *q = e->q, *qt = e->q + e->K;
   for (uint32_t o2 = e->o0; o2 < e->o1; o2++) {
     double mul = e->mult ? e->mult[o2] : 1.0;
     const float *wr = e->W ? e->W + (size_t)o2 * e->K : NULL;
@@ -488,13 +494,19 @@ static void conv_channels(const ConvEmit *e) {
     }
     /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) `step`
      * apart: tap (i, yx) at base + (i / C) * KK * step + yx * step + i % C; a 1x1 kernel's
-     * columns are runs of C bytes */
+     * columns are runs of C bytes, and so are a larger kernel's once its taps are transposed
+     * to [yx][i] (in the cache: qt) */
+    if (KK > 1 && !e->dw) transpose_taps(q, e->icg, KK, qt);
     uint8_t *base = e->wb + opu_conv_weight_index(o2, 0, 0, 0, e->oc, e->icg, e->g, e->kh, e->kw, e->dw, e->R, C);
     for (uint32_t i0 = 0, ib = 0; i0 < e->icg; i0 += C, ib++) {
       uint32_t cols = e->icg - i0 < C ? e->icg - i0 : C;
       uint8_t *blk = base + ib * ib_stride;
       if (KK == 1) {
         memcpy(blk, q + i0, cols);
+        continue;
+      }
+      if (!e->dw) { /* tap yx of columns i0.. is a run of `cols` bytes of qt */
+        for (uint32_t yx = 0; yx < KK; yx++) memcpy(blk + yx * step, qt + (size_t)yx * e->icg + i0, cols);
         continue;
       }
       for (uint32_t ic = 0; ic < cols; ic++) {
@@ -535,7 +547,7 @@ static int conv_emit(Comp *c, ConvEmit *e) {
   if (parts > OPU_EMIT_THREADS) parts = OPU_EMIT_THREADS;
   if (parts > blocks) parts = blocks;
   if (parts < 1) parts = 1;
-  size_t need = (size_t)e->K * parts;
+  size_t need = (size_t)e->K * 2 * parts;
   if (need > c->qcap) {
     int8_t *nq = realloc(c->qrow, need);
     if (!nq) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
@@ -550,7 +562,7 @@ static int conv_emit(Comp *c, ConvEmit *e) {
     uint32_t b0 = (uint32_t)((uint64_t)blocks * t / parts), b1 = (uint32_t)((uint64_t)blocks * (t + 1) / parts);
     job[t].o0 = b0 * e->R;
     job[t].o1 = b1 * e->R < e->oc ? b1 * e->R : e->oc;
-    job[t].q = c->qrow + (size_t)e->K * t;
+    job[t].q = c->qrow + (size_t)e->K * 2 * t;
     if (t > 0) started[t] = pthread_create(&th[t], NULL, conv_channels_main, &job[t]) == 0;
   }
   conv_channels(&job[0]);
