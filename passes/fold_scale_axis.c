@@ -457,8 +457,20 @@ FSA_VECTORIZE static void scale_row_f32(const char *restrict w, float s, float *
   for (int64_t k = 0; k < n; k++) o[k] = ldf(w + 4 * k) * s;
 }
 
+FSA_VECTORIZE static void mul_f32(const char *restrict w, const char *restrict s, float *restrict o, int64_t n) {
+  for (int64_t k = 0; k < n; k++) o[k] = ldf(w + 4 * k) * ldf(s + 4 * k);
+}
+
 static void *scale_rows_part(void *arg) {
   const ScaleRows *j = arg;
+  if (j->inner == 1) { /* rows of one value (a forward 1x1 conv: O x I): runs of the scale vector */
+    for (int64_t r = j->r0; r < j->r1;) {
+      int64_t si = r % j->ns, n = j->ns - si < j->r1 - r ? j->ns - si : j->r1 - r;
+      mul_f32(j->w + 4 * r, j->s + 4 * si, j->o + r, n);
+      r += n;
+    }
+    return NULL;
+  }
   int64_t si = j->r0 % j->ns;
   for (int64_t r = j->r0; r < j->r1; r++) {
     scale_row_f32(j->w + 4 * r * j->inner, ldf(j->s + 4 * si), j->o + r * j->inner, j->inner);
