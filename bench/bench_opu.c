@@ -127,8 +127,8 @@ int main(int argc, char **argv) {
   if (!last || strcmp(last + 1, "GenIR") != 0) die("the opu set does not end with GenIR");
   *last = 0;
   int bad = 0;
-  printf("%-13s %9s %9s %9s %9s %9s %9s %7s %9s %5s\n", "model", "set ms", "GenIR ms", "calib ms", "emit ms",
-         "float ms", "opu ms", "ratio", "cosine", "top1");
+  printf("%-13s %9s %9s %9s %9s %9s %9s %9s %7s %9s %5s\n", "model", "set ms", "GenIR ms", "calib ms", "emit ms",
+         "emit cpu", "float ms", "opu ms", "ratio", "cosine", "top1");
   for (int mi = 0; mi < nmodels; mi++) {
     GPBuf path = {0};
     gp_buf_printf(&path, "%s/%s.onnx", dir, models[mi]);
@@ -178,10 +178,11 @@ int main(int argc, char **argv) {
     if (!c) die("GenIR");
     double t2 = now_ms();
     fclose(mem);
-    double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "quantize+emit ");
+    double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "quantize+emit "),
+           emit_cpu = note_ms(notes, "(CPU ");
     free(notes);
     if (compile_only) {
-      printf("%-13s %9.1f %9.1f %9.1f %9.1f\n", models[mi], t1 - t0, t2 - t1, cal_ms, emit_ms);
+      printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f\n", models[mi], t1 - t0, t2 - t1, cal_ms, emit_ms, emit_cpu);
       fflush(stdout);
       gp_release(c);
       gp_release(p);
@@ -202,8 +203,8 @@ int main(int argc, char **argv) {
     double cos = opu_cosine(got, want, row, &mism);
     int ok = cos >= 0.99 && mism == 0;
     bad |= !ok;
-    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s\n", models[mi], t1 - t0, t2 - t1, cal_ms,
-           emit_ms, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
+    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s\n", models[mi], t1 - t0, t2 - t1, cal_ms,
+           emit_ms, emit_cpu, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
     fflush(stdout);
     gp_release(want);
     gp_release(got);
@@ -218,7 +219,7 @@ int main(int argc, char **argv) {
     gp_release(m);
   }
   printf("(set ms: the opu set without GenIR at opt-level 3; GenIR ms: all of GenIR; calib ms: its float calibration "
-         "run; emit ms: its quantization and emission (wall time, GenIR's note; it uses every core for large weights); float / opu ms: @main on the evaluator / with the "
+         "run; emit ms / cpu: its quantization and emission, wall and CPU time of all threads (GenIR's note; it uses every core for large weights); float / opu ms: @main on the evaluator / with the "
          "opu functions on the simulator (programs cached), fastest of %d; ratio: opu / float)\n", runs);
   gp_free(pre);
   free(set);
