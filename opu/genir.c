@@ -35,6 +35,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -299,8 +300,10 @@ typedef struct Comp {
   uint32_t nins, capins;
   uint64_t act;
   Buf blob;
-  int8_t *qrow; /* conv_emit's scratch: 2 K bytes per thread */
+  int8_t *qrow; /* conv_emit_all's scratch: 2 max-K bytes per thread */
   size_t qcap;
+  struct ConvEmit *jobs; /* convs whose weights are still to be written (conv_emit_all) */
+  size_t njobs, capjobs;
 } Comp;
 
 static int node_err(Comp *c, const GPExpr *e, const char *fmt, ...) {
@@ -431,19 +434,20 @@ OPU_VECTORIZE static void quant_row(const float *restrict w, uint32_t n, float i
 /* ---- A conv's weights and requantization records (docs/OPU.md "Weight layout")
  * Per output channel: its largest magnitude and its int8 values, the row read from memory once
  * (the second read, the quantization, hits the cache), written once into the blob's
- * PE-blocked layout, then its record (bias, multiplier, shift).  Channels are independent and
- * write disjoint bytes, so a large weight is split over the cores in whole blocks of R
- * channels (a block's tiles are one contiguous range of the blob). */
+ * PE-blocked layout, then its record (bias, multiplier, shift).  A conv's instruction is
+ * emitted during the walk and its weights after it (conv_emit_all, once every blob range is
+ * allocated): channels are independent and write disjoint bytes, so the work is cut into
+ * units of whole blocks of R channels (a block's tiles are one contiguous range of the blob)
+ * that every core claims in turn; a thread the scheduler starts late finds less to do, and
+ * the caller waits for it once per function, not once per weight. */
 
 typedef struct ConvEmit {
   const float *W;            /* oc x K float32, or NULL: identity depthwise 1x1 */
-  const float *mult, *bias;  /* per output channel, or NULL */
+  const float *mult, *bias;  /* per output channel, or NULL (the Pending's, alive until comp_free) */
   uint32_t oc, icg, g, kh, kw, K, R, C;
   int dw;
-  uint8_t *wb, *qr;          /* the blob at the weights' and at the records' offsets */
+  size_t w_off, q_off;       /* the weights' and the records' offsets in the blob */
   double a_scale, o_scale;   /* the input's and the output's scales */
-  uint32_t o0, o1;           /* this part's channels */
-  int8_t *q;                 /* 2 K bytes of scratch */
 } ConvEmit;
 
 /* the largest |w[k]| (NaN ignored, as `v > m ? v : m` does) */
@@ -476,11 +480,12 @@ static void transpose_taps(const int8_t *restrict q, uint32_t icg, uint32_t KK, 
     for (uint32_t yx = 0; yx < KK; yx++) qt[(size_t)yx * icg + i] = q[(size_t)i * KK + yx];
 }
 
-static void conv_channels(const ConvEmit *e) {
+/* Channels [o0, o1) of e into `blob`; q: 2 K bytes of scratch. */
+static void conv_channels(const ConvEmit *e, uint8_t *blob, uint32_t o0, uint32_t o1, int8_t *q) {
   uint32_t KK = e->kh * e->kw, C = e->C;
   size_t step = e->dw ? e->R : (size_t)e->R * C, ib_stride = (size_t)KK * step;
-  int8_t *q = e->q, *qt = e->q + e->K;
-  for (uint32_t o2 = e->o0; o2 < e->o1; o2++) {
+  int8_t *qt = q + e->K;
+  for (uint32_t o2 = o0; o2 < o1; o2++) {
     double mul = e->mult ? e->mult[o2] : 1.0;
     const float *wr = e->W ? e->W + (size_t)o2 * e->K : NULL;
     double mx = wr ? absmax_row(wr, e->K) * fabs(mul) : fabs(mul);
@@ -497,7 +502,7 @@ static void conv_channels(const ConvEmit *e) {
      * columns are runs of C bytes, and so are a larger kernel's once its taps are transposed
      * to [yx][i] (in the cache: qt) */
     if (KK > 1 && !e->dw) transpose_taps(q, e->icg, KK, qt);
-    uint8_t *base = e->wb + opu_conv_weight_index(o2, 0, 0, 0, e->oc, e->icg, e->g, e->kh, e->kw, e->dw, e->R, C);
+    uint8_t *base = blob + e->w_off + opu_conv_weight_index(o2, 0, 0, 0, e->oc, e->icg, e->g, e->kh, e->kw, e->dw, e->R, C);
     for (uint32_t i0 = 0, ib = 0; i0 < e->icg; i0 += C, ib++) {
       uint32_t cols = e->icg - i0 < C ? e->icg - i0 : C;
       uint8_t *blk = base + ib * ib_stride;
@@ -523,55 +528,98 @@ static void conv_channels(const ConvEmit *e) {
     int32_t m;
     uint16_t sh;
     opu_quant_multiplier(acc_scale / e->o_scale, &m, &sh);
-    uint8_t *r = e->qr + (size_t)o2 * OPU_QREC_BYTES;
+    uint8_t *r = blob + e->q_off + (size_t)o2 * OPU_QREC_BYTES;
     int32_t rec[3] = {(int32_t)bq, m, (int32_t)sh};
     for (int j = 0; j < 3; j++)
       for (int b = 0; b < 4; b++) r[4 * j + b] = (uint8_t)((uint32_t)rec[j] >> (8 * b));
   }
 }
 
-static void *conv_channels_main(void *arg) {
-  conv_channels(arg);
+typedef struct EmitUnit {
+  uint32_t job, o0, o1;
+} EmitUnit;
+
+typedef struct EmitRun {
+  const ConvEmit *jobs;
+  const EmitUnit *units;
+  size_t nunits;
+  uint8_t *blob;
+  _Atomic size_t next; /* the next unit to claim */
+} EmitRun;
+
+typedef struct EmitWorker {
+  EmitRun *run;
+  int8_t *q; /* 2 max-K bytes */
+} EmitWorker;
+
+static void *emit_worker(void *arg) {
+  EmitWorker *w = arg;
+  EmitRun *r = w->run;
+  for (size_t u; (u = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) < r->nunits;) {
+    const EmitUnit *e = &r->units[u];
+    conv_channels(&r->jobs[e->job], r->blob, e->o0, e->o1, w->q);
+  }
   return NULL;
 }
 
-#define OPU_PAR_WEIGHTS ((uint64_t)1 << 18) /* below 256K weights (1 MiB of float) one thread */
+#define OPU_PAR_WEIGHTS ((uint64_t)1 << 18) /* below 256K weights in all one thread */
+#define OPU_UNIT_WEIGHTS ((uint64_t)1 << 16) /* a unit: blocks of R channels, about 64K weights */
 #define OPU_EMIT_THREADS 16
 
-/* All channels of job `e` (its o0, o1 and q are set here), over the cores when large. */
-static int conv_emit(Comp *c, ConvEmit *e) {
-  uint32_t blocks = (e->oc + e->R - 1) / e->R;
-  uint64_t parts = (uint64_t)e->oc * e->K / OPU_PAR_WEIGHTS;
+/* The weights and records of every conv emitted so far (c->jobs), over the cores. */
+static int conv_emit_all(Comp *c) {
+  if (!c->njobs) return 0;
+  size_t nunits = 0;
+  uint64_t total = 0;
+  uint32_t maxk = 1;
+  for (size_t j = 0; j < c->njobs; j++) {
+    const ConvEmit *e = &c->jobs[j];
+    uint64_t blocks = (e->oc + e->R - 1) / e->R, per = OPU_UNIT_WEIGHTS / ((uint64_t)e->R * e->K);
+    if (per < 1) per = 1;
+    nunits += (size_t)((blocks + per - 1) / per);
+    total += (uint64_t)e->oc * e->K;
+    if (e->K > maxk) maxk = e->K;
+  }
+  EmitUnit *units = malloc(nunits * sizeof *units);
+  if (!units) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+  size_t u = 0;
+  for (size_t j = 0; j < c->njobs; j++) {
+    const ConvEmit *e = &c->jobs[j];
+    uint32_t blocks = (e->oc + e->R - 1) / e->R;
+    uint64_t per = OPU_UNIT_WEIGHTS / ((uint64_t)e->R * e->K);
+    if (per < 1) per = 1;
+    for (uint32_t b = 0; b < blocks; b += (uint32_t)per) {
+      uint32_t b1 = b + (uint32_t)per < blocks ? b + (uint32_t)per : blocks;
+      units[u++] = (EmitUnit){(uint32_t)j, b * e->R, b1 * e->R < e->oc ? b1 * e->R : e->oc};
+    }
+  }
   long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-  if (parts > (uint64_t)(nproc < 1 ? 1 : nproc)) parts = (uint64_t)(nproc < 1 ? 1 : nproc);
-  if (parts > OPU_EMIT_THREADS) parts = OPU_EMIT_THREADS;
-  if (parts > blocks) parts = blocks;
-  if (parts < 1) parts = 1;
-  size_t need = (size_t)e->K * 2 * parts;
+  size_t nth = total < OPU_PAR_WEIGHTS || nproc < 2 ? 1 : (size_t)nproc;
+  if (nth > OPU_EMIT_THREADS) nth = OPU_EMIT_THREADS;
+  if (nth > nunits) nth = nunits;
+  size_t need = (size_t)maxk * 2 * nth;
   if (need > c->qcap) {
     int8_t *nq = realloc(c->qrow, need);
-    if (!nq) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    if (!nq) {
+      free(units);
+      return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    }
     c->qrow = nq;
     c->qcap = need;
   }
-  ConvEmit job[OPU_EMIT_THREADS];
+  EmitRun run = {.jobs = c->jobs, .units = units, .nunits = nunits, .blob = c->blob.d};
+  atomic_init(&run.next, 0);
+  EmitWorker w[OPU_EMIT_THREADS];
   pthread_t th[OPU_EMIT_THREADS];
   int started[OPU_EMIT_THREADS] = {0};
-  for (uint32_t t = 0; t < parts; t++) {
-    job[t] = *e;
-    uint32_t b0 = (uint32_t)((uint64_t)blocks * t / parts), b1 = (uint32_t)((uint64_t)blocks * (t + 1) / parts);
-    job[t].o0 = b0 * e->R;
-    job[t].o1 = b1 * e->R < e->oc ? b1 * e->R : e->oc;
-    job[t].q = c->qrow + (size_t)e->K * 2 * t;
-    if (t > 0) started[t] = pthread_create(&th[t], NULL, conv_channels_main, &job[t]) == 0;
+  for (size_t t = 0; t < nth; t++) {
+    w[t] = (EmitWorker){&run, c->qrow + (size_t)maxk * 2 * t};
+    if (t > 0) started[t] = pthread_create(&th[t], NULL, emit_worker, &w[t]) == 0;
   }
-  conv_channels(&job[0]);
-  for (uint32_t t = 1; t < parts; t++) {
-    if (started[t])
-      pthread_join(th[t], NULL);
-    else
-      conv_channels(&job[t]); /* no thread: here */
-  }
+  emit_worker(&w[0]); /* claims units until none is left; a helper that could not start claims none */
+  for (size_t t = 1; t < nth; t++)
+    if (started[t]) pthread_join(th[t], NULL);
+  free(units);
   return 0;
 }
 
@@ -629,18 +677,26 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   s->w_off = (uint32_t)w_off;
   s->q_off = (uint32_t)q_off;
   set_clamp(c, s, p);
-  uint32_t K = icg * p->kh * p->kw;
-  ConvEmit job = {
+  if (c->njobs == c->capjobs) {
+    size_t nc = c->capjobs ? 2 * c->capjobs : 64;
+    ConvEmit *nj = realloc(c->jobs, nc * sizeof *nj);
+    if (!nj) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    c->jobs = nj;
+    c->capjobs = nc;
+  }
+  /* the weights and records are written by conv_emit_all, after the walk */
+  c->jobs[c->njobs++] = (ConvEmit){
       .W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL,
       .mult = p->mult,
       .bias = p->bias,
-      .oc = oc, .icg = icg, .g = g, .kh = p->kh, .kw = p->kw, .K = K, .R = c->R, .C = c->C, .dw = dw,
-      .wb = c->blob.d + w_off,
-      .qr = c->blob.d + q_off,
+      .oc = oc, .icg = icg, .g = g, .kh = p->kh, .kw = p->kw, .K = icg * p->kh * p->kw, .R = c->R, .C = c->C,
+      .dw = dw,
+      .w_off = w_off,
+      .q_off = q_off,
       .a_scale = a->scale,
       .o_scale = o->scale,
   };
-  return conv_emit(c, &job);
+  return 0;
 }
 
 static int pending_unsigned(const Comp *c, const Pending *p) {
@@ -1137,6 +1193,7 @@ static void comp_free(Comp *c) {
   free(c->ins);
   free(c->blob.d);
   free(c->qrow);
+  free(c->jobs);
 }
 
 /* Count the calls and vars of a function's body in post-order (the length of opu.ranges). */
@@ -1271,6 +1328,7 @@ static Compiled *opu_compile(const GPModule *mod, const GPFunctionExpr *fn, cons
       out->out_types[k] = f->checked_type;
     }
   }
+  if (conv_emit_all(&c) != 0) goto fail;
   out->prog.ver_major = OPU_VERSION_MAJOR;
   out->prog.ver_minor = OPU_VERSION_MINOR;
   out->prog.pe_rows = (uint16_t)R;
