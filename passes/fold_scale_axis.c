@@ -437,7 +437,7 @@ static GPExpr *mk_squeeze(SBuild *b, GPExpr *x, int32_t n, const int64_t *axes) 
  * times scale s[r % ns] (backward: O rows of I*H*W times s[o]; forward: O*I rows of H*W
  * times s[i]).  Each weight value is read once and each folded value written once, in float32
  * as FoldConstant's multiply computes it (bit for bit); a large weight is split over the cores
- * (its fresh pages are faulted in by both, which is most of the cost). */
+ * (FoldPool; its fresh pages are faulted in by all of them, which is most of the cost). */
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define FSA_VECTORIZE __attribute__((optimize("O3")))
@@ -479,30 +479,91 @@ static void *scale_rows_part(void *arg) {
   return NULL;
 }
 
-#define FSA_PAR_BYTES ((int64_t)1 << 20) /* below 1 MiB of weight one thread does it */
+#define FSA_PAR_BYTES ((int64_t)1 << 20)   /* below 1 MiB of weight one thread does it */
+#define FSA_UNIT_BYTES ((int64_t)1 << 18)  /* a unit of work: rows of about 256 KiB */
 #define FSA_MAX_THREADS 8
 
-static void scale_rows_f32(const char *w, const char *s, float *o, int64_t rows, int64_t inner, int64_t ns) {
-  long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t parts = rows * inner * 4 / FSA_PAR_BYTES;
-  if (parts > nproc) parts = nproc;
-  if (parts > FSA_MAX_THREADS) parts = FSA_MAX_THREADS;
-  if (parts > rows) parts = rows;
-  if (parts < 1) parts = 1;
-  ScaleRows job[FSA_MAX_THREADS];
+/* The helper threads of one direction's run (run_direction): started at its first large
+ * weight, stopped when it ends.  A weight is cut into units of rows that the caller and the
+ * helpers claim in turn, so a helper the scheduler starts late takes fewer units instead of
+ * being waited for at every weight. */
+typedef struct FoldPool {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;  /* helpers: units to claim or quit; the caller: all units done */
   pthread_t th[FSA_MAX_THREADS];
-  bool started[FSA_MAX_THREADS] = {false};
-  for (int64_t p = 0; p < parts; p++) {
-    job[p] = (ScaleRows){w, s, o, inner, ns, rows * p / parts, rows * (p + 1) / parts};
-    if (p > 0) started[p] = pthread_create(&th[p], NULL, scale_rows_part, &job[p]) == 0;
+  int nth;            /* helpers running */
+  bool init, quit;
+  ScaleRows job;      /* the current weight (r0, r1 per unit) */
+  int64_t rows, unit_rows, nunits, next, done;
+} FoldPool;
+
+static _Thread_local FoldPool *fold_pool; /* the running direction's, or NULL: one thread */
+
+/* Claim and run units of the current weight while there are any; p->mu held. */
+static void fold_units_locked(FoldPool *p) {
+  while (p->next < p->nunits) {
+    ScaleRows j = p->job;
+    j.r0 = p->next++ * p->unit_rows;
+    j.r1 = j.r0 + p->unit_rows < p->rows ? j.r0 + p->unit_rows : p->rows;
+    pthread_mutex_unlock(&p->mu);
+    scale_rows_part(&j);
+    pthread_mutex_lock(&p->mu);
+    if (++p->done == p->nunits) pthread_cond_broadcast(&p->cv);
   }
-  scale_rows_part(&job[0]);
-  for (int64_t p = 1; p < parts; p++) {
-    if (started[p])
-      pthread_join(th[p], NULL);
-    else
-      scale_rows_part(&job[p]); /* no thread: here */
+}
+
+static void *fold_helper(void *arg) {
+  FoldPool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (!p->quit && p->next >= p->nunits) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->quit) break;
+    fold_units_locked(p);
   }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void fold_pool_start(FoldPool *p) {
+  p->init = true;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long t = 1; t < nproc && p->nth < FSA_MAX_THREADS; t++) {
+    if (pthread_create(&p->th[p->nth], NULL, fold_helper, p) != 0) break;
+    p->nth++;
+  }
+}
+
+static void fold_pool_stop(FoldPool *p) {
+  if (!p->init) return;
+  pthread_mutex_lock(&p->mu);
+  p->quit = true;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->nth; t++) pthread_join(p->th[t], NULL);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+}
+
+static void scale_rows_f32(const char *w, const char *s, float *o, int64_t rows, int64_t inner, int64_t ns) {
+  FoldPool *p = fold_pool;
+  ScaleRows job = {w, s, o, inner, ns, 0, rows};
+  if (p && !p->init && rows * inner * 4 >= FSA_PAR_BYTES) fold_pool_start(p);
+  if (!p || !p->nth || rows < 2 || rows * inner * 4 < FSA_PAR_BYTES) {
+    scale_rows_part(&job);
+    return;
+  }
+  pthread_mutex_lock(&p->mu);
+  p->job = job;
+  p->rows = rows;
+  p->unit_rows = FSA_UNIT_BYTES / (inner * 4) > 0 ? FSA_UNIT_BYTES / (inner * 4) : 1;
+  p->nunits = (rows + p->unit_rows - 1) / p->unit_rows;
+  p->next = p->done = 0;
+  pthread_cond_broadcast(&p->cv);
+  fold_units_locked(p);
+  while (p->done < p->nunits) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
 }
 
 /* Whether x op y over the broadcast shape (element strides sa of x, sc of y; 0 along broadcast
@@ -997,7 +1058,11 @@ done:
 static GPModule *run_direction(const GPModule *mod, GPPassContext *ctx, bool forward, const char *pass,
                                Notes *notes) {
   Fsa s = {.pass = pass, .ctx = ctx, .forward = forward, .notes = notes};
+  FoldPool pool = {0}; /* helper threads for large weights (scale_rows_f32) */
+  fold_pool = &pool;
   GPModule *out = std_function_pass(mod, fsa_function, &s);
+  fold_pool = NULL;
+  fold_pool_stop(&pool);
   if (out)
     notes_add(notes, "%s: folded %lld scales into weights, kept %lld multiplies", forward ? "forward" : "backward",
               (long long)s.folded, (long long)s.kept);
