@@ -7,11 +7,12 @@
  * Softmax calls of @main are dropped, so that logits are compared.
  *
  *   usage: bench_opu [--check] [--threads N] [--runs N] [--time-passes] [--compile-only]
- *                    [light_dir] [model...]
+ *                    [--out DIR] [light_dir] [model...]
  *   (defaults: ../shared/onnx/light, all five models, all cores)
  * --time-passes prints the per-pass split of the set and of GenIR on stderr (the timing
  * instrument of `graphpass opt --time-passes`); --compile-only skips the evaluations (for
- * profiling the set and GenIR alone: perf record ./build/bin/bench_opu --compile-only resnet50).
+ * profiling the set and GenIR alone: perf record ./build/bin/bench_opu --compile-only resnet50);
+ * --out DIR has GenIR write its files there (GenIR.out) and adds the column "write ms".
  *
  * --check exits 1 when a model's cosine is below 0.99 or its top-1 differs (tests/run.sh runs
  * it when ../shared/onnx is present). */
@@ -98,6 +99,7 @@ static double note_ms(const char *text, const char *key) {
 
 int main(int argc, char **argv) {
   int check = 0, threads = 0, runs = 3, time_passes = 0, compile_only = 0;
+  const char *outdir = NULL;
   const char *dir = "../shared/onnx/light";
   const char *models[8];
   int nmodels = 0;
@@ -108,6 +110,8 @@ int main(int argc, char **argv) {
       time_passes = 1;
     else if (!strcmp(argv[i], "--compile-only"))
       compile_only = 1;
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+      outdir = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
@@ -136,6 +140,7 @@ int main(int argc, char **argv) {
   int bad = 0;
   printf("%-13s %9s %9s %9s %9s %9s %9s %9s %9s %7s %9s %5s\n", "model", "set ms", "set cpu", "GenIR ms", "calib ms",
          "emit ms", "emit cpu", "float ms", "opu ms", "ratio", "cosine", "top1");
+  if (outdir) printf("(--out: the last column is write ms, GenIR writing its files)\n");
   for (int mi = 0; mi < nmodels; mi++) {
     GPBuf path = {0};
     gp_buf_printf(&path, "%s/%s.onnx", dir, models[mi]);
@@ -168,6 +173,7 @@ int main(int argc, char **argv) {
     if (gp_ctx_set_target(ctx, "opu") || gp_ctx_set_opt_level(ctx, 3) ||
         gp_ctx_set_config(ctx, "PrintIR.file", "/dev/null") || gp_ctx_set_config(ctx, "GenIR.calibrate", spec.data))
       die("context");
+    if (outdir && gp_ctx_set_config(ctx, "GenIR.out", outdir)) die("GenIR.out");
     if (time_passes) {
       GPInstrument tm = gp_instrument_timing(stderr, NULL);
       if (gp_ctx_instrument_register(ctx, &tm) != 0) die("the timing instrument");
@@ -186,11 +192,14 @@ int main(int argc, char **argv) {
     double t2 = now_ms();
     fclose(mem);
     double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "quantize+emit "),
-           emit_cpu = note_ms(notes, "(CPU ");
+           emit_cpu = note_ms(notes, "(CPU "), write_ms = -1;
+    if (outdir && notes && strstr(notes, ", written to ")) write_ms = note_ms(strstr(notes, ", written to "), " in ");
     free(notes);
     if (compile_only) {
-      printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", models[mi], t1 - t0, set_cpu, t2 - t1, cal_ms, emit_ms,
+      printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f", models[mi], t1 - t0, set_cpu, t2 - t1, cal_ms, emit_ms,
              emit_cpu);
+      if (outdir) printf(" %9.1f", write_ms);
+      printf("\n");
       fflush(stdout);
       gp_release(c);
       gp_release(p);
@@ -211,8 +220,10 @@ int main(int argc, char **argv) {
     double cos = opu_cosine(got, want, row, &mism);
     int ok = cos >= 0.99 && mism == 0;
     bad |= !ok;
-    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s\n", models[mi], t1 - t0, set_cpu,
+    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s", models[mi], t1 - t0, set_cpu,
            t2 - t1, cal_ms, emit_ms, emit_cpu, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
+    if (outdir) printf(" %9.1f", write_ms);
+    printf("\n");
     fflush(stdout);
     gp_release(want);
     gp_release(got);

@@ -1815,10 +1815,12 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     }
     if (write_file(outdir, "manifest", ".json", man.d, man.n) != 0) goto man_fail;
   }
+  char wrote[64] = "";
+  if (outdir[0]) snprintf(wrote, sizeof wrote, " in %.1f ms", now_ms() - t2);
   H->ctx_note(ctx, "%d opu function(s): %llu instructions, %llu weight bytes (PE %ux%u); calibration %.1f ms, "
-              "quantize+emit %.1f ms (CPU %.1f ms, all threads)%s%s",
+              "quantize+emit %.1f ms (CPU %.1f ms, all threads)%s%s%s",
               nopu, (unsigned long long)instrs, (unsigned long long)wbytes, R, C, t1 - t0, t2 - t1, c2 - c1,
-              outdir[0] ? ", written to " : "", outdir);
+              outdir[0] ? ", written to " : "", outdir, wrote);
   free(man.d);
   rc = 0;
   goto done;
