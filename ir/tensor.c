@@ -154,12 +154,10 @@ GPTensor *gp_tensor_from_dlpack(DLManagedTensor *managed) {
 #endif
 
 /* Transparent huge pages for large buffers only on request: GRAPHPASS_HUGEPAGES=1 madvises
- * them (MADV_HUGEPAGE), otherwise the system's policy applies.  Measured on the 2-core VM this
- * project runs on (free page reporting: the host takes back 2 MiB blocks the guest has not
- * used for a while), writing ResNet-50's 89 MB of folded weights took 22-30 ms in warm huge
- * pages but 65-250 ms when the huge pages came cold from the host (about half of the fresh
- * processes), and 31-97 ms (median 52) in 4 KiB pages; on a machine without that, huge pages
- * cost a third of the faults. */
+ * them (MADV_HUGEPAGE), otherwise the system's policy applies.  On the VM this project is
+ * measured on, huge pages often come cold from the host (free page reporting) and a fresh
+ * process then wrote ResNet-50's folded weights 4x slower than in 4 KiB pages (docs/DESIGN.md,
+ * "Large tensors"); warm, they are twice as fast. */
 static bool want_hugepages(void) {
   static _Atomic int cached = -1; /* -1 unknown, 0 no, 1 yes */
   int v = atomic_load_explicit(&cached, memory_order_relaxed);
