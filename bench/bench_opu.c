@@ -6,8 +6,13 @@
  * input: uniform [0, 1) images from seed 1; test input: seed 2 (never the calibration one).
  * Softmax calls of @main are dropped, so that logits are compared.
  *
- *   usage: bench_opu [--check] [--threads N] [--runs N] [light_dir] [model...]
+ *   usage: bench_opu [--check] [--threads N] [--runs N] [--time-passes] [--compile-only]
+ *                    [--out DIR] [light_dir] [model...]
  *   (defaults: ../shared/onnx/light, all five models, all cores)
+ * --time-passes prints the per-pass split of the set and of GenIR on stderr (the timing
+ * instrument of `graphpass opt --time-passes`); --compile-only skips the evaluations (for
+ * profiling the set and GenIR alone: perf record ./build/bin/bench_opu --compile-only resnet50);
+ * --out DIR has GenIR write its files there (GenIR.out) and adds the column "write ms".
  *
  * --check exits 1 when a model's cosine is below 0.99 or its top-1 differs (tests/run.sh runs
  * it when ../shared/onnx is present). */
@@ -28,6 +33,13 @@
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* the process's CPU time, all threads */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -86,13 +98,20 @@ static double note_ms(const char *text, const char *key) {
 }
 
 int main(int argc, char **argv) {
-  int check = 0, threads = 0, runs = 3;
+  int check = 0, threads = 0, runs = 3, time_passes = 0, compile_only = 0;
+  const char *outdir = NULL;
   const char *dir = "../shared/onnx/light";
   const char *models[8];
   int nmodels = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--check"))
       check = 1;
+    else if (!strcmp(argv[i], "--time-passes"))
+      time_passes = 1;
+    else if (!strcmp(argv[i], "--compile-only"))
+      compile_only = 1;
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+      outdir = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
@@ -119,8 +138,9 @@ int main(int argc, char **argv) {
   if (!last || strcmp(last + 1, "GenIR") != 0) die("the opu set does not end with GenIR");
   *last = 0;
   int bad = 0;
-  printf("%-13s %9s %9s %9s %9s %9s %9s %7s %9s %5s\n", "model", "set ms", "GenIR ms", "calib ms", "emit ms",
-         "float ms", "opu ms", "ratio", "cosine", "top1");
+  printf("%-13s %9s %9s %9s %9s %9s %9s %9s %9s %7s %9s %5s\n", "model", "set ms", "set cpu", "GenIR ms", "calib ms",
+         "emit ms", "emit cpu", "float ms", "opu ms", "ratio", "cosine", "top1");
+  if (outdir) printf("(--out: the last column is write ms, GenIR writing its files)\n");
   for (int mi = 0; mi < nmodels; mi++) {
     GPBuf path = {0};
     gp_buf_printf(&path, "%s/%s.onnx", dir, models[mi]);
@@ -153,10 +173,15 @@ int main(int argc, char **argv) {
     if (gp_ctx_set_target(ctx, "opu") || gp_ctx_set_opt_level(ctx, 3) ||
         gp_ctx_set_config(ctx, "PrintIR.file", "/dev/null") || gp_ctx_set_config(ctx, "GenIR.calibrate", spec.data))
       die("context");
-    double t0 = now_ms();
+    if (outdir && gp_ctx_set_config(ctx, "GenIR.out", outdir)) die("GenIR.out");
+    if (time_passes) {
+      GPInstrument tm = gp_instrument_timing(stderr, NULL);
+      if (gp_ctx_instrument_register(ctx, &tm) != 0) die("the timing instrument");
+    }
+    double t0 = now_ms(), u0 = cpu_ms();
     GPModule *p = gp_run_pipeline(m, pre, ctx);
     if (!p) die("the opu set");
-    double t1 = now_ms();
+    double t1 = now_ms(), set_cpu = cpu_ms() - u0;
     char *notes = NULL;
     size_t notes_len = 0;
     FILE *mem = open_memstream(&notes, &notes_len);
@@ -166,8 +191,27 @@ int main(int argc, char **argv) {
     if (!c) die("GenIR");
     double t2 = now_ms();
     fclose(mem);
-    double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "(CPU ");
+    double cal_ms = note_ms(notes, "calibration "), emit_ms = note_ms(notes, "quantize+emit "),
+           emit_cpu = note_ms(notes, "(CPU "), write_ms = -1;
+    if (outdir && notes && strstr(notes, ", written to ")) write_ms = note_ms(strstr(notes, ", written to "), " in ");
     free(notes);
+    if (compile_only) {
+      printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f", models[mi], t1 - t0, set_cpu, t2 - t1, cal_ms, emit_ms,
+             emit_cpu);
+      if (outdir) printf(" %9.1f", write_ms);
+      printf("\n");
+      fflush(stdout);
+      gp_release(c);
+      gp_release(p);
+      gp_ctx_free(ctx);
+      for (int32_t i = 0; i < nin; i++) gp_release(cal[i]);
+      for (int32_t i = 0; i < nt; i++) gp_release(test[i]);
+      gp_free(cal);
+      gp_free(test);
+      gp_buf_free(&spec);
+      gp_release(m);
+      continue;
+    }
     double fms, oms, warm;
     gp_release(eval_out0(c, test, nt, 1, threads, 1, &warm)); /* compiles and caches the programs */
     GPTensor *want = eval_out0(m, test, nt, 0, threads, runs, &fms);
@@ -176,8 +220,10 @@ int main(int argc, char **argv) {
     double cos = opu_cosine(got, want, row, &mism);
     int ok = cos >= 0.99 && mism == 0;
     bad |= !ok;
-    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s\n", models[mi], t1 - t0, t2 - t1, cal_ms,
-           emit_ms, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
+    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s", models[mi], t1 - t0, set_cpu,
+           t2 - t1, cal_ms, emit_ms, emit_cpu, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
+    if (outdir) printf(" %9.1f", write_ms);
+    printf("\n");
     fflush(stdout);
     gp_release(want);
     gp_release(got);
@@ -191,8 +237,8 @@ int main(int argc, char **argv) {
     gp_buf_free(&spec);
     gp_release(m);
   }
-  printf("(set ms: the opu set without GenIR at opt-level 3; GenIR ms: all of GenIR; calib ms: its float calibration "
-         "run; emit ms: its quantization and emission (CPU time, GenIR's note); float / opu ms: @main on the evaluator / with the "
+  printf("(set ms / cpu: the opu set without GenIR at opt-level 3, wall and CPU time of all threads; GenIR ms: all of GenIR; calib ms: its float calibration "
+         "run; emit ms / cpu: its quantization and emission, wall and CPU time of all threads (GenIR's note; it uses every core for large weights); float / opu ms: @main on the evaluator / with the "
          "opu functions on the simulator (programs cached), fastest of %d; ratio: opu / float)\n", runs);
   gp_free(pre);
   free(set);

@@ -6,6 +6,7 @@
 #include "../common/checked.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -152,6 +153,22 @@ GPTensor *gp_tensor_from_dlpack(DLManagedTensor *managed) {
 #define HUGE_FROM ((size_t)2 << 20)
 #endif
 
+/* Transparent huge pages for large buffers only on request: GRAPHPASS_HUGEPAGES=1 madvises
+ * them (MADV_HUGEPAGE), otherwise the system's policy applies.  On the VM this project is
+ * measured on, huge pages often come cold from the host (free page reporting) and a fresh
+ * process then wrote ResNet-50's folded weights 4x slower than in 4 KiB pages (docs/DESIGN.md,
+ * "Large tensors"); warm, they are twice as fast. */
+static bool want_hugepages(void) {
+  static _Atomic int cached = -1; /* -1 unknown, 0 no, 1 yes */
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    const char *env = getenv("GRAPHPASS_HUGEPAGES");
+    v = env && strcmp(env, "1") == 0;
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+}
+
 GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, bool with_data) {
   char dt[24];
   if (!dtype_supported(dtype)) {
@@ -168,10 +185,9 @@ GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, 
     size_t alloc = ((nbytes + 63) & ~(size_t)63) + 64;
     void *base = NULL;
     if (nbytes >= HUGE_FROM && nbytes <= SIZE_MAX - 2 * HUGE_PAGE) {
-      /* A large buffer is its own mapping, 2 MiB-aligned and in 2 MiB pages where the kernel
-       * has them (transparent huge pages on request; the tail in 4 KiB pages, so nothing is
-       * wasted): one fault per 2 MiB instead of 512.  Writing a freshly folded 100 MB of
-       * weights spent most of its time in page faults. */
+      /* A large buffer is its own mapping (given back whole when freed), 2 MiB-aligned so that
+       * it can be in 2 MiB pages where the kernel gives them (want_hugepages; the tail in 4 KiB
+       * pages, so nothing is wasted): one fault per 2 MiB instead of 512. */
       size_t len = (nbytes + 4095) & ~(size_t)4095; /* the tail past the last 2 MiB: small pages */
       void *m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m != MAP_FAILED) {
@@ -180,7 +196,7 @@ GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, 
         size_t head = a - (uintptr_t)m, tail = HUGE_PAGE - head;
         if (head) munmap(m, head);
         if (tail) munmap((char *)a + len, tail);
-        madvise((void *)a, len, MADV_HUGEPAGE);
+        if (want_hugepages()) madvise((void *)a, len, MADV_HUGEPAGE);
         t->own_data = (void *)a;
         t->map_len = len;
         t->pub.dl.data = (void *)a;

@@ -35,6 +35,10 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,8 +300,10 @@ typedef struct Comp {
   uint32_t nins, capins;
   uint64_t act;
   Buf blob;
-  int8_t *qrow; /* one output channel's int8 weights */
+  int8_t *qrow; /* conv_emit_all's scratch: 2 max-K bytes per thread */
   size_t qcap;
+  struct ConvEmit *jobs; /* convs whose weights are still to be written (conv_emit_all) */
+  size_t njobs, capjobs;
 } Comp;
 
 static int node_err(Comp *c, const GPExpr *e, const char *fmt, ...) {
@@ -425,6 +431,198 @@ OPU_VECTORIZE static void quant_row(const float *restrict w, uint32_t n, float i
   }
 }
 
+/* ---- A conv's weights and requantization records (docs/OPU.md "Weight layout")
+ * Per output channel: its largest magnitude and its int8 values, the row read from memory once
+ * (the second read, the quantization, hits the cache), written once into the blob's
+ * PE-blocked layout, then its record (bias, multiplier, shift).  A conv's instruction is
+ * emitted during the walk and its weights after it (conv_emit_all, once every blob range is
+ * allocated): channels are independent and write disjoint bytes, so the work is cut into
+ * units of whole blocks of R channels (a block's tiles are one contiguous range of the blob)
+ * that every core claims in turn; a thread the scheduler starts late finds less to do, and
+ * the caller waits for it once per function, not once per weight. */
+
+typedef struct ConvEmit {
+  const float *W;            /* oc x K float32, or NULL: identity depthwise 1x1 */
+  const float *mult, *bias;  /* per output channel, or NULL (the Pending's, alive until comp_free) */
+  uint32_t oc, icg, g, kh, kw, K, R, C;
+  int dw;
+  size_t w_off, q_off;       /* the weights' and the records' offsets in the blob */
+  double a_scale, o_scale;   /* the input's and the output's scales */
+} ConvEmit;
+
+/* the largest |w[k]| (NaN ignored, as `v > m ? v : m` does) */
+OPU_VECTORIZE static float absmax_row(const float *w, uint32_t n) {
+  uint32_t k = 0;
+  float m = 0;
+#if defined(__SSE2__)
+  const __m128 sign = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  __m128 m0 = _mm_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
+  for (; k + 16 <= n; k += 16) { /* max(v, m): m when v is NaN */
+    m0 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k), sign), m0);
+    m1 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k + 4), sign), m1);
+    m2 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k + 8), sign), m2);
+    m3 = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(w + k + 12), sign), m3);
+  }
+  float l[4];
+  _mm_storeu_ps(l, _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3)));
+  for (int j = 0; j < 4; j++) m = l[j] > m ? l[j] : m;
+#endif
+  for (; k < n; k++) {
+    float v = fabsf(w[k]);
+    m = v > m ? v : m;
+  }
+  return m;
+}
+
+/* qt[yx][i] = q[i][yx] */
+static void transpose_taps(const int8_t *restrict q, uint32_t icg, uint32_t KK, int8_t *restrict qt) {
+  for (uint32_t i = 0; i < icg; i++)
+    for (uint32_t yx = 0; yx < KK; yx++) qt[(size_t)yx * icg + i] = q[(size_t)i * KK + yx];
+}
+
+/* Channels [o0, o1) of e into `blob`; q: 2 K bytes of scratch. */
+static void conv_channels(const ConvEmit *e, uint8_t *blob, uint32_t o0, uint32_t o1, int8_t *q) {
+  uint32_t KK = e->kh * e->kw, C = e->C;
+  size_t step = e->dw ? e->R : (size_t)e->R * C, ib_stride = (size_t)KK * step;
+  int8_t *qt = q + e->K;
+  for (uint32_t o2 = o0; o2 < o1; o2++) {
+    double mul = e->mult ? e->mult[o2] : 1.0;
+    const float *wr = e->W ? e->W + (size_t)o2 * e->K : NULL;
+    double mx = wr ? absmax_row(wr, e->K) * fabs(mul) : fabs(mul);
+    double sw = mx > 0 ? mx / 127.0 : 1.0;
+    float inv = (float)(mul / sw);
+    if (wr) {
+      quant_row(wr, e->K, inv, q);
+    } else {
+      float one = 1.0f;
+      quant_row(&one, 1, inv, q);
+    }
+    /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) `step`
+     * apart: tap (i, yx) at base + (i / C) * KK * step + yx * step + i % C; a 1x1 kernel's
+     * columns are runs of C bytes, and so are a larger kernel's once its taps are transposed
+     * to [yx][i] (in the cache: qt) */
+    if (KK > 1 && !e->dw) transpose_taps(q, e->icg, KK, qt);
+    uint8_t *base = blob + e->w_off + opu_conv_weight_index(o2, 0, 0, 0, e->oc, e->icg, e->g, e->kh, e->kw, e->dw, e->R, C);
+    for (uint32_t i0 = 0, ib = 0; i0 < e->icg; i0 += C, ib++) {
+      uint32_t cols = e->icg - i0 < C ? e->icg - i0 : C;
+      uint8_t *blk = base + ib * ib_stride;
+      if (KK == 1) {
+        memcpy(blk, q + i0, cols);
+        continue;
+      }
+      if (!e->dw) { /* tap yx of columns i0.. is a run of `cols` bytes of qt */
+        for (uint32_t yx = 0; yx < KK; yx++) memcpy(blk + yx * step, qt + (size_t)yx * e->icg + i0, cols);
+        continue;
+      }
+      for (uint32_t ic = 0; ic < cols; ic++) {
+        const int8_t *src = q + (size_t)(i0 + ic) * KK;
+        uint8_t *d = blk + ic;
+        for (uint32_t yx = 0; yx < KK; yx++, d += step) *d = (uint8_t)src[yx];
+      }
+    }
+    double acc_scale = e->a_scale * sw;
+    double bq = e->bias ? e->bias[o2] / acc_scale : 0.0;
+    bq = bq < 0 ? -floor(-bq + 0.5) : floor(bq + 0.5);
+    if (bq > 1073741824.0) bq = 1073741824.0;
+    if (bq < -1073741824.0) bq = -1073741824.0;
+    int32_t m;
+    uint16_t sh;
+    opu_quant_multiplier(acc_scale / e->o_scale, &m, &sh);
+    uint8_t *r = blob + e->q_off + (size_t)o2 * OPU_QREC_BYTES;
+    int32_t rec[3] = {(int32_t)bq, m, (int32_t)sh};
+    for (int j = 0; j < 3; j++)
+      for (int b = 0; b < 4; b++) r[4 * j + b] = (uint8_t)((uint32_t)rec[j] >> (8 * b));
+  }
+}
+
+typedef struct EmitUnit {
+  uint32_t job, o0, o1;
+} EmitUnit;
+
+typedef struct EmitRun {
+  const ConvEmit *jobs;
+  const EmitUnit *units;
+  size_t nunits;
+  uint8_t *blob;
+  _Atomic size_t next; /* the next unit to claim */
+} EmitRun;
+
+typedef struct EmitWorker {
+  EmitRun *run;
+  int8_t *q; /* 2 max-K bytes */
+} EmitWorker;
+
+static void *emit_worker(void *arg) {
+  EmitWorker *w = arg;
+  EmitRun *r = w->run;
+  for (size_t u; (u = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed)) < r->nunits;) {
+    const EmitUnit *e = &r->units[u];
+    conv_channels(&r->jobs[e->job], r->blob, e->o0, e->o1, w->q);
+  }
+  return NULL;
+}
+
+#define OPU_PAR_WEIGHTS ((uint64_t)1 << 18) /* below 256K weights in all one thread */
+#define OPU_UNIT_WEIGHTS ((uint64_t)1 << 16) /* a unit: blocks of R channels, about 64K weights */
+#define OPU_EMIT_THREADS 16
+
+/* The weights and records of every conv emitted so far (c->jobs), over the cores. */
+static int conv_emit_all(Comp *c) {
+  if (!c->njobs) return 0;
+  size_t nunits = 0;
+  uint64_t total = 0;
+  uint32_t maxk = 1;
+  for (size_t j = 0; j < c->njobs; j++) {
+    const ConvEmit *e = &c->jobs[j];
+    uint64_t blocks = (e->oc + e->R - 1) / e->R, per = OPU_UNIT_WEIGHTS / ((uint64_t)e->R * e->K);
+    if (per < 1) per = 1;
+    nunits += (size_t)((blocks + per - 1) / per);
+    total += (uint64_t)e->oc * e->K;
+    if (e->K > maxk) maxk = e->K;
+  }
+  EmitUnit *units = malloc(nunits * sizeof *units);
+  if (!units) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+  size_t u = 0;
+  for (size_t j = 0; j < c->njobs; j++) {
+    const ConvEmit *e = &c->jobs[j];
+    uint32_t blocks = (e->oc + e->R - 1) / e->R;
+    uint64_t per = OPU_UNIT_WEIGHTS / ((uint64_t)e->R * e->K);
+    if (per < 1) per = 1;
+    for (uint32_t b = 0; b < blocks; b += (uint32_t)per) {
+      uint32_t b1 = b + (uint32_t)per < blocks ? b + (uint32_t)per : blocks;
+      units[u++] = (EmitUnit){(uint32_t)j, b * e->R, b1 * e->R < e->oc ? b1 * e->R : e->oc};
+    }
+  }
+  long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nth = total < OPU_PAR_WEIGHTS || nproc < 2 ? 1 : (size_t)nproc;
+  if (nth > OPU_EMIT_THREADS) nth = OPU_EMIT_THREADS;
+  if (nth > nunits) nth = nunits;
+  size_t need = (size_t)maxk * 2 * nth;
+  if (need > c->qcap) {
+    int8_t *nq = realloc(c->qrow, need);
+    if (!nq) {
+      free(units);
+      return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    }
+    c->qrow = nq;
+    c->qcap = need;
+  }
+  EmitRun run = {.jobs = c->jobs, .units = units, .nunits = nunits, .blob = c->blob.d};
+  atomic_init(&run.next, 0);
+  EmitWorker w[OPU_EMIT_THREADS];
+  pthread_t th[OPU_EMIT_THREADS];
+  int started[OPU_EMIT_THREADS] = {0};
+  for (size_t t = 0; t < nth; t++) {
+    w[t] = (EmitWorker){&run, c->qrow + (size_t)maxk * 2 * t};
+    if (t > 0) started[t] = pthread_create(&th[t], NULL, emit_worker, &w[t]) == 0;
+  }
+  emit_worker(&w[0]); /* claims units until none is left; a helper that could not start claims none */
+  for (size_t t = 1; t < nth; t++)
+    if (started[t]) pthread_join(th[t], NULL);
+  free(units);
+  return 0;
+}
+
 /* Emit the instruction of a pending producer writing into tensor `out`. */
 static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   const OpuTensor *o = &c->tens[out];
@@ -479,79 +677,25 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   s->w_off = (uint32_t)w_off;
   s->q_off = (uint32_t)q_off;
   set_clamp(c, s, p);
-  uint32_t K = icg * p->kh * p->kw;
-  if (K > c->qcap) {
-    int8_t *nq = realloc(c->qrow, K);
-    if (!nq) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
-    c->qrow = nq;
-    c->qcap = K;
+  if (c->njobs == c->capjobs) {
+    size_t nc = c->capjobs ? 2 * c->capjobs : 64;
+    ConvEmit *nj = realloc(c->jobs, nc * sizeof *nj);
+    if (!nj) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+    c->jobs = nj;
+    c->capjobs = nc;
   }
-  const float *W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL;
-  for (uint32_t o2 = 0; o2 < oc; o2++) {
-    /* this channel's weights: read once for the magnitude, then quantized while in cache */
-    double mul = p->mult ? p->mult[o2] : 1.0;
-    const float *wr = W ? W + (size_t)o2 * K : NULL;
-    double mx = 0;
-    if (wr) {
-      float m8[8] = {0};
-      uint32_t k = 0;
-      for (; k + 8 <= K; k += 8)
-        for (int j = 0; j < 8; j++) {
-          float v = fabsf(wr[k + j]);
-          m8[j] = v > m8[j] ? v : m8[j];
-        }
-      for (; k < K; k++) {
-        float v = fabsf(wr[k]);
-        m8[0] = v > m8[0] ? v : m8[0];
-      }
-      float m32 = 0;
-      for (int j = 0; j < 8; j++) m32 = m8[j] > m32 ? m8[j] : m32;
-      mx = m32 * fabs(mul);
-    } else {
-      mx = fabs(mul);
-    }
-    double sw = mx > 0 ? mx / 127.0 : 1.0;
-    float inv = (float)(mul / sw);
-    /* destination of [o2][i][y][x]: the tile row of o2, column i % C, tiles (y, x) R*C apart */
-    uint8_t *wb = c->blob.d + w_off;
-    uint32_t KK = p->kh * p->kw;
-    int8_t *q = c->qrow;
-    if (wr) {
-      quant_row(wr, K, inv, q);
-    } else {
-      float one = 1.0f;
-      quant_row(&one, 1, inv, q);
-    }
-    /* scatter into the layout: tap (i, yx) of this channel at base + (i / C) * KK * step +
-     * yx * step + i % C; a 1x1 kernel's columns are runs of C bytes */
-    uint8_t *base = wb + opu_conv_weight_index(o2, 0, 0, 0, oc, icg, g, p->kh, p->kw, dw, c->R, c->C);
-    size_t step = dw ? c->R : (size_t)c->R * c->C, ib_stride = (size_t)KK * step;
-    for (uint32_t i0 = 0, ib = 0; i0 < icg; i0 += c->C, ib++) {
-      uint32_t cols = icg - i0 < c->C ? icg - i0 : c->C;
-      uint8_t *blk = base + ib * ib_stride;
-      if (KK == 1) {
-        memcpy(blk, q + i0, cols);
-        continue;
-      }
-      for (uint32_t ic = 0; ic < cols; ic++) {
-        const int8_t *src = q + (size_t)(i0 + ic) * KK;
-        uint8_t *d = blk + ic;
-        for (uint32_t yx = 0; yx < KK; yx++, d += step) *d = (uint8_t)src[yx];
-      }
-    }
-    double acc_scale = (double)a->scale * sw;
-    double bq = p->bias ? p->bias[o2] / acc_scale : 0.0;
-    bq = bq < 0 ? -floor(-bq + 0.5) : floor(bq + 0.5);
-    if (bq > 1073741824.0) bq = 1073741824.0;
-    if (bq < -1073741824.0) bq = -1073741824.0;
-    int32_t m;
-    uint16_t sh;
-    opu_quant_multiplier(acc_scale / o->scale, &m, &sh);
-    uint8_t *r = c->blob.d + q_off + (size_t)o2 * OPU_QREC_BYTES;
-    int32_t rec[3] = {(int32_t)bq, m, (int32_t)sh};
-    for (int j = 0; j < 3; j++)
-      for (int b = 0; b < 4; b++) r[4 * j + b] = (uint8_t)((uint32_t)rec[j] >> (8 * b));
-  }
+  /* the weights and records are written by conv_emit_all, after the walk */
+  c->jobs[c->njobs++] = (ConvEmit){
+      .W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL,
+      .mult = p->mult,
+      .bias = p->bias,
+      .oc = oc, .icg = icg, .g = g, .kh = p->kh, .kw = p->kw, .K = icg * p->kh * p->kw, .R = c->R, .C = c->C,
+      .dw = dw,
+      .w_off = w_off,
+      .q_off = q_off,
+      .a_scale = a->scale,
+      .o_scale = o->scale,
+  };
   return 0;
 }
 
@@ -1049,6 +1193,7 @@ static void comp_free(Comp *c) {
   free(c->ins);
   free(c->blob.d);
   free(c->qrow);
+  free(c->jobs);
 }
 
 /* Count the calls and vars of a function's body in post-order (the length of opu.ranges). */
@@ -1183,6 +1328,7 @@ static Compiled *opu_compile(const GPModule *mod, const GPFunctionExpr *fn, cons
       out->out_types[k] = f->checked_type;
     }
   }
+  if (conv_emit_all(&c) != 0) goto fail;
   out->prog.ver_major = OPU_VERSION_MAJOR;
   out->prog.ver_minor = OPU_VERSION_MINOR;
   out->prog.pe_rows = (uint16_t)R;
@@ -1490,10 +1636,11 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* this thread's CPU time (a loaded machine stretches wall time) */
+/* the process's CPU time, all threads (a loaded machine stretches wall time; a large weight is
+ * emitted on every core) */
 static double cpu_ms(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -1668,10 +1815,12 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     }
     if (write_file(outdir, "manifest", ".json", man.d, man.n) != 0) goto man_fail;
   }
+  char wrote[64] = "";
+  if (outdir[0]) snprintf(wrote, sizeof wrote, " in %.1f ms", now_ms() - t2);
   H->ctx_note(ctx, "%d opu function(s): %llu instructions, %llu weight bytes (PE %ux%u); calibration %.1f ms, "
-              "quantize+emit %.1f ms (CPU %.1f ms)%s%s",
+              "quantize+emit %.1f ms (CPU %.1f ms, all threads)%s%s%s",
               nopu, (unsigned long long)instrs, (unsigned long long)wbytes, R, C, t1 - t0, t2 - t1, c2 - c1,
-              outdir[0] ? ", written to " : "", outdir);
+              outdir[0] ? ", written to " : "", outdir, wrote);
   free(man.d);
   rc = 0;
   goto done;

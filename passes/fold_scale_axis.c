@@ -36,9 +36,11 @@
 #include "expr_build.h"
 #include "pattern_pass.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Loads at any alignment (constants may view a mapped file). */
 static inline float ldf(const char *p) {
@@ -430,6 +432,170 @@ static GPExpr *mk_squeeze(SBuild *b, GPExpr *x, int32_t n, const int64_t *axes) 
   return sb_call(b, "squeeze", 1, &x, 1, keys, &v);
 }
 
+/* ---- the fold's arithmetic: a weight times a per-channel scale
+ * Kept apart from the graph walk.  A folded weight is rows of `inner` float32 values, row r
+ * times scale s[r % ns] (backward: O rows of I*H*W times s[o]; forward: O*I rows of H*W
+ * times s[i]).  Each weight value is read once and each folded value written once, in float32
+ * as FoldConstant's multiply computes it (bit for bit); a large weight is split over the cores
+ * (FoldPool; its fresh pages are faulted in by all of them, which is most of the cost). */
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define FSA_VECTORIZE __attribute__((optimize("O3")))
+#else
+#define FSA_VECTORIZE
+#endif
+
+typedef struct ScaleRows {
+  const char *w;       /* rows x inner float32, compact (any alignment) */
+  const char *s;       /* ns float32 scales (any alignment) */
+  float *o;            /* rows x inner, the folded weight */
+  int64_t inner, ns;
+  int64_t r0, r1;      /* this part's rows */
+} ScaleRows;
+
+FSA_VECTORIZE static void scale_row_f32(const char *restrict w, float s, float *restrict o, int64_t n) {
+  for (int64_t k = 0; k < n; k++) o[k] = ldf(w + 4 * k) * s;
+}
+
+FSA_VECTORIZE static void mul_f32(const char *restrict w, const char *restrict s, float *restrict o, int64_t n) {
+  for (int64_t k = 0; k < n; k++) o[k] = ldf(w + 4 * k) * ldf(s + 4 * k);
+}
+
+static void *scale_rows_part(void *arg) {
+  const ScaleRows *j = arg;
+  if (j->inner == 1) { /* rows of one value (a forward 1x1 conv: O x I): runs of the scale vector */
+    for (int64_t r = j->r0; r < j->r1;) {
+      int64_t si = r % j->ns, n = j->ns - si < j->r1 - r ? j->ns - si : j->r1 - r;
+      mul_f32(j->w + 4 * r, j->s + 4 * si, j->o + r, n);
+      r += n;
+    }
+    return NULL;
+  }
+  int64_t si = j->r0 % j->ns;
+  for (int64_t r = j->r0; r < j->r1; r++) {
+    scale_row_f32(j->w + 4 * r * j->inner, ldf(j->s + 4 * si), j->o + r * j->inner, j->inner);
+    if (++si == j->ns) si = 0;
+  }
+  return NULL;
+}
+
+#define FSA_PAR_BYTES ((int64_t)1 << 20)   /* below 1 MiB of weight one thread does it */
+#define FSA_UNIT_BYTES ((int64_t)1 << 18)  /* a unit of work: rows of about 256 KiB */
+#define FSA_MAX_THREADS 8
+
+/* The helper threads of one direction's run (run_direction): started at its first large
+ * weight, stopped when it ends.  A weight is cut into units of rows that the caller and the
+ * helpers claim in turn, so a helper the scheduler starts late takes fewer units instead of
+ * being waited for at every weight. */
+typedef struct FoldPool {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;  /* helpers: units to claim or quit; the caller: all units done */
+  pthread_t th[FSA_MAX_THREADS];
+  int nth;            /* helpers running */
+  bool init, quit;
+  ScaleRows job;      /* the current weight (r0, r1 per unit) */
+  int64_t rows, unit_rows, nunits, next, done;
+} FoldPool;
+
+static _Thread_local FoldPool *fold_pool; /* the running direction's, or NULL: one thread */
+
+/* Claim and run units of the current weight while there are any; p->mu held. */
+static void fold_units_locked(FoldPool *p) {
+  while (p->next < p->nunits) {
+    ScaleRows j = p->job;
+    j.r0 = p->next++ * p->unit_rows;
+    j.r1 = j.r0 + p->unit_rows < p->rows ? j.r0 + p->unit_rows : p->rows;
+    pthread_mutex_unlock(&p->mu);
+    scale_rows_part(&j);
+    pthread_mutex_lock(&p->mu);
+    if (++p->done == p->nunits) pthread_cond_broadcast(&p->cv);
+  }
+}
+
+static void *fold_helper(void *arg) {
+  FoldPool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (!p->quit && p->next >= p->nunits) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->quit) break;
+    fold_units_locked(p);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void fold_pool_start(FoldPool *p) {
+  p->init = true;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long t = 1; t < nproc && p->nth < FSA_MAX_THREADS; t++) {
+    if (pthread_create(&p->th[p->nth], NULL, fold_helper, p) != 0) break;
+    p->nth++;
+  }
+}
+
+static void fold_pool_stop(FoldPool *p) {
+  if (!p->init) return;
+  pthread_mutex_lock(&p->mu);
+  p->quit = true;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->nth; t++) pthread_join(p->th[t], NULL);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+}
+
+static void scale_rows_f32(const char *w, const char *s, float *o, int64_t rows, int64_t inner, int64_t ns) {
+  FoldPool *p = fold_pool;
+  ScaleRows job = {w, s, o, inner, ns, 0, rows};
+  if (p && !p->init && rows * inner * 4 >= FSA_PAR_BYTES) fold_pool_start(p);
+  if (!p || !p->nth || rows < 2 || rows * inner * 4 < FSA_PAR_BYTES) {
+    scale_rows_part(&job);
+    return;
+  }
+  pthread_mutex_lock(&p->mu);
+  p->job = job;
+  p->rows = rows;
+  p->unit_rows = FSA_UNIT_BYTES / (inner * 4) > 0 ? FSA_UNIT_BYTES / (inner * 4) : 1;
+  p->nunits = (rows + p->unit_rows - 1) / p->unit_rows;
+  p->next = p->done = 0;
+  pthread_cond_broadcast(&p->cv);
+  fold_units_locked(p);
+  while (p->done < p->nunits) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Whether x op y over the broadcast shape (element strides sa of x, sc of y; 0 along broadcast
+ * axes) is rows of a compact x times one value of a 1-d y each (ScaleRows): x has the whole
+ * shape and y steps by one along one axis at most (unit axes aside); *rows, *inner, *ns when
+ * so. */
+static bool scale_rows_shape(int32_t nd, const int64_t *shape, const int64_t *sa, const int64_t *sc, int64_t *rows,
+                             int64_t *inner, int64_t *ns) {
+  int64_t step = 1, total = 1;
+  int32_t axis = -1;
+  for (int32_t i = nd - 1; i >= 0; i--) {
+    if (shape[i] == 1) continue;
+    if (sa[i] != step) return false; /* x is broadcast or not compact */
+    step *= shape[i];
+    if (sc[i] != 0) {
+      if (axis >= 0 || sc[i] != 1) return false;
+      axis = i;
+    }
+  }
+  total = step;
+  if (total == 0) return false;
+  *inner = 1;
+  for (int32_t i = nd - 1; i > axis; i--) *inner *= shape[i];
+  *ns = axis >= 0 ? shape[axis] : 1;
+  if (axis < 0) { /* one value for everything: rows of the last axis, to split */
+    *inner = nd ? shape[nd - 1] : 1;
+    if (*inner == 0) return false;
+  }
+  *rows = total / *inner;
+  return true;
+}
+
 /* x op y with numpy broadcasting; folded when both are float constants of one dtype. */
 static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
   if (!x || !y || b->failed) return NULL;
@@ -472,6 +638,11 @@ static GPExpr *mk_binop(SBuild *b, const char *op, GPExpr *x, GPExpr *y) {
   bool f32 = a->dl.dtype.bits == 32;
   const char *pa0 = (const char *)a->dl.data + a->dl.byte_offset, *pc0 = (const char *)c->dl.data + c->dl.byte_offset;
   int64_t inner = nd ? shape[nd - 1] : 1, ia = nd ? sa[nd - 1] : 0, ic = nd ? sc[nd - 1] : 0;
+  int64_t srows, sinner, sns;
+  if (f32 && !div && scale_rows_shape(nd, shape, sa, sc, &srows, &sinner, &sns)) {
+    scale_rows_f32(pa0, pc0, (float *)t->dl.data, srows, sinner, sns); /* the weight x scale fold */
+    total = 0;
+  }
   for (int64_t k = 0; k < total; k += inner) {
     /* one row along the last axis (compact output), then the odometer over the outer axes */
     /* The operands are read with memcpy: a constant may view a mapped file at any alignment
@@ -887,7 +1058,11 @@ done:
 static GPModule *run_direction(const GPModule *mod, GPPassContext *ctx, bool forward, const char *pass,
                                Notes *notes) {
   Fsa s = {.pass = pass, .ctx = ctx, .forward = forward, .notes = notes};
+  FoldPool pool = {0}; /* helper threads for large weights (scale_rows_f32) */
+  fold_pool = &pool;
   GPModule *out = std_function_pass(mod, fsa_function, &s);
+  fold_pool = NULL;
+  fold_pool_stop(&pool);
   if (out)
     notes_add(notes, "%s: folded %lld scales into weights, kept %lld multiplies", forward ? "forward" : "backward",
               (long long)s.folded, (long long)s.kept);

@@ -2,8 +2,11 @@
  * v0.12's fold_scale_axis.cc and test_pass_fold_scale_axis.py): golden before/after files in
  * tests/data/fold_scale_axis (inputs written by gen.py there), each through th_golden (the typed
  * expectation, the input left unchanged, @main's numbers before and after); the refusals; the
- * explain notes; an error naming the pass and the node; a deep chain (no recursion). */
+ * explain notes; an error naming the pass and the node; a deep chain (no recursion); large
+ * weights folded bit for bit (the fold split over the cores). */
 #include "test_helpers.h"
+
+#include <math.h>
 
 #define DATA "tests/data/fold_scale_axis/"
 
@@ -197,6 +200,65 @@ Test(fold_scale_axis, weight_dtype_differs_from_scale) {
     gp_release(in);
     gp_ctx_free(ctx);
   }
+}
+
+/* ---- large weights: the fold's arithmetic (split over the cores from 1 MiB) is bit-exact */
+
+/* every data-less constant filled with values in [0.5, 1.5) (k-th: frac(k * golden ratio)) */
+static GPExpr *fill_constant(void *user, GPExpr *orig, GPExpr *rebuilt) {
+  (void)user;
+  if (gp_kind(orig) != GP_TI_CONSTANT || GP_AS(GPConstant, orig)->data->dl.data) return gp_retain(rebuilt);
+  const GPTensor *t = GP_AS(GPConstant, orig)->data;
+  GPTensor *nt = gp_tensor_alloc(t->dl.dtype, t->dl.ndim, t->dl.shape, true);
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->dl.ndim; i++) n *= t->dl.shape[i];
+  for (int64_t k = 0; k < n; k++) {
+    double v = (double)(k + 1) * 0.6180339887498949;
+    ((float *)nt->dl.data)[k] = (float)(0.5 + (v - floor(v)));
+  }
+  GPConstant *c = gp_constant_new(nt);
+  GPExpr *r = gp_expr_annotate(&c->base, orig->checked_type, 0, 0);
+  gp_release(c);
+  gp_release(nt);
+  return r;
+}
+
+Test(fold_scale_axis, large_weights_fold_bit_exactly) {
+  GPModule *m0 = th_parse_file(DATA "large_weights.relay");
+  GPExpr *nb = gp_rewrite(&m0->funcs[gp_module_find(m0, "main")]->base, fill_constant, NULL);
+  cr_assert(nb, "%s", gp_error_message());
+  GPModule *in = gp_module_copy(m0);
+  cr_assert_eq(gp_module_add(in, "main", GP_AS(GPFunctionExpr, nb), true), 0, "%s", gp_error_message());
+  gp_release(nb);
+  gp_release(m0);
+  /* the inputs: s1 (512), w1 (1024, 512), w2 (96, 1024 * 9), s2 (96) */
+  const GPCall *mul2 = GP_AS(GPCall, gp_module_lookup(in, "main")->body);
+  const GPCall *conv2 = GP_AS(GPCall, mul2->args[0]), *conv1 = GP_AS(GPCall, conv2->args[0]);
+  const GPCall *mul1 = GP_AS(GPCall, conv1->args[0]);
+  const float *s2 = GP_AS(GPConstant, mul2->args[1])->data->dl.data, *w2 = GP_AS(GPConstant, conv2->args[1])->data->dl.data;
+  const float *w1 = GP_AS(GPConstant, conv1->args[1])->data->dl.data, *s1 = GP_AS(GPConstant, mul1->args[1])->data->dl.data;
+  GPPassContext *ctx = gp_ctx_new();
+  gp_ctx_set_opt_level(ctx, 3);
+  GPModule *out = gp_run_pipeline(in, "FoldScaleAxis", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  cr_expect_eq(count_calls(out, "multiply"), 0);
+  const GPCall *c2 = GP_AS(GPCall, gp_module_lookup(out, "main")->body);
+  cr_assert(gp_kind(c2->args[1]) == GP_TI_CONSTANT);
+  const GPCall *c1 = GP_AS(GPCall, c2->args[0]);
+  cr_assert(gp_kind(c1->args[1]) == GP_TI_CONSTANT && gp_kind(c1->args[0]) == GP_TI_VAR);
+  const float *f2 = GP_AS(GPConstant, c2->args[1])->data->dl.data, *f1 = GP_AS(GPConstant, c1->args[1])->data->dl.data;
+  int64_t bad1 = -1, bad2 = -1;
+  for (int64_t k = 0; k < 1024 * 512 && bad1 < 0; k++) /* forward: along I */
+    if (f1[k] != w1[k] * s1[k % 512]) bad1 = k;
+  for (int64_t k = 0; k < 96 * 1024 * 9 && bad2 < 0; k++) /* backward: along O */
+    if (f2[k] != w2[k] * s2[k / (1024 * 9)]) bad2 = k;
+  cr_expect_eq(bad1, -1, "forward fold: element %lld differs", (long long)bad1);
+  cr_expect_eq(bad2, -1, "backward fold: element %lld differs", (long long)bad2);
+  /* the input is unchanged */
+  cr_expect_eq(count_calls(in, "multiply"), 2);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
 }
 
 /* ---- a deep chain: dense -> multiply, 20000 times (no recursion on depth) */

@@ -2,7 +2,8 @@
  * a small network with seeded weights compiles for target opu; the files GenIR writes decode;
  * the simulator's outputs (the evaluator's external runner, ABI 1.3) agree with the float
  * evaluator on other inputs than the calibration ones; graphpass.ext.opu.artifacts hands out
- * the same program and blob; unsupported shapes and bad configs fail naming what is wrong. */
+ * the same program and blob; a large conv's blocked int8 weights are bit-exact (emitted over
+ * the cores); unsupported shapes and bad configs fail naming what is wrong. */
 #include "eval/eval.h"
 #include "opu/isa.h"
 #include "test_helpers.h"
@@ -208,6 +209,78 @@ Test(opu_genir, calibration_files_and_their_errors) {
   gp_buf_free(&p);
   gp_buf_free(&spec);
   gp_release(m);
+}
+
+/* A conv of 200 x 300 x 3 x 3 (540000 weights: GenIR splits it over the cores; neither count
+ * a multiple of the 16 x 16 PE array): every byte of its blocked weights is the documented
+ * quantization of its float weight (docs/OPU.md: per output channel, scale = max |w| / 127,
+ * q = round(w / scale) ties away from zero) at opu_conv_weight_index, the padding zero. */
+Test(opu_genir, large_conv_weights_bit_exact_in_the_blocked_layout) {
+  load_opu();
+  char dir[] = "/tmp/gp_opu_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  GPModule *m = small_model("tests/data/opu/big_conv.relay", 5);
+  GPPassContext *ctx = opu_ctx(dir);
+  GPModule *c = gp_run_pipeline(m, NULL, ctx);
+  cr_assert_not_null(c, "%s", gp_error_message());
+  const char *fname = NULL;
+  const GPFunctionExpr *f = opu_function(c, &fname);
+  cr_assert_not_null(f, "no Compiler=\"opu\" function");
+  const GPExpr *conv = f->body;
+  while (!opu_is_op(conv, "nn.conv2d")) conv = GP_AS(GPCall, conv)->args[0];
+  const GPTensor *w = GP_AS(GPConstant, GP_AS(GPCall, conv)->args[1])->data;
+  const float *W = (const float *)w->dl.data;
+  enum { OC = 200, IC = 300, KK = 9, R = 16, C = 16 };
+  cr_assert_eq(w->dl.shape[0] * w->dl.shape[1] * w->dl.shape[2] * w->dl.shape[3], OC * IC * KK);
+  GPBuf p = {0};
+  size_t plen, wlen;
+  gp_buf_printf(&p, "%s/%s.opu", dir, fname);
+  char *prog = th_read(p.data, &plen);
+  gp_buf_free(&p);
+  gp_buf_printf(&p, "%s/%s.wts", dir, fname);
+  char *wts = th_read(p.data, &wlen);
+  OpuProgram d;
+  char err[256] = "";
+  cr_assert_eq(opu_program_decode((const uint8_t *)prog, plen, &d, err, sizeof err), 0, "%s", err);
+  const OpuInstr *ci = NULL;
+  for (uint32_t k = 0; k < d.num_instrs; k++)
+    if (d.instrs[k].op == OPU_OP_CONV) ci = &d.instrs[k];
+  cr_assert_not_null(ci);
+  uint64_t bytes = opu_conv_weight_bytes(OC, IC, 1, 3, 3, 0, R, C);
+  cr_assert_leq(ci->w_off + bytes, wlen);
+  uint8_t *want = gp_calloc(bytes, 1);
+  for (int o = 0; o < OC; o++) {
+    const float *row = W + (size_t)o * IC * KK;
+    float mx = 0;
+    for (int k = 0; k < IC * KK; k++) mx = fabsf(row[k]) > mx ? fabsf(row[k]) : mx;
+    cr_assert_gt(mx, 0);
+    float inv = (float)(1.0 / ((double)mx / 127.0));
+    for (int i = 0; i < IC; i++)
+      for (int yx = 0; yx < KK; yx++) {
+        float v = row[i * KK + yx] * inv;
+        int32_t q = (int32_t)(v + copysignf(0.5f, v));
+        q = q > 127 ? 127 : q < -127 ? -127 : q;
+        want[opu_conv_weight_index(o, i, yx / 3, yx % 3, OC, IC, 1, 3, 3, 0, R, C)] = (uint8_t)(int8_t)q;
+      }
+  }
+  size_t bad = bytes;
+  for (size_t k = 0; k < bytes && bad == bytes; k++)
+    if ((uint8_t)wts[ci->w_off + k] != want[k]) bad = k;
+  cr_assert_eq(bad, bytes, "blob byte %zu (of the conv's %llu) is %d, want %d", bad, (unsigned long long)bytes,
+               bad < bytes ? (int)(int8_t)wts[ci->w_off + bad] : 0, bad < bytes ? (int)(int8_t)want[bad] : 0);
+  gp_free(want);
+  opu_program_free(&d);
+  gp_free(prog);
+  gp_free(wts);
+  gp_buf_free(&p);
+  gp_buf_printf(&p, "rm -rf '%s'", dir);
+  char *rm_out = NULL;
+  cr_expect_eq(th_run(p.data, &rm_out), 0, "%s", rm_out);
+  gp_free(rm_out);
+  gp_buf_free(&p);
+  gp_release(c);
+  gp_release(m);
+  gp_ctx_free(ctx);
 }
 
 Test(opu_genir, unsupported_shape_names_the_node) {
