@@ -1,13 +1,44 @@
 /* expr.c -- expression constructors, copies and the non-recursive destructor. */
 #include "ir.h"
 
+#include <assert.h>
 #include <string.h>
 
 static void expr_free(GPObject *o);
 static void expr_deleter(GPObject *o) { gp_object_drain(o, expr_free); }
 
-/* Nodes come from the node allocator (ir/pool.c), which keeps them in creation order. */
-static void *expr_alloc(size_t size, int32_t ti) { return gp_node_object_alloc(size, ti, expr_deleter); }
+/* Nodes come from the node allocator (ir/pool.c), which keeps them in creation order, each
+ * after its summary word (see gp_expr_summary in ir.h). */
+#define SUM_PREFIX sizeof(uint64_t)
+static inline uint64_t *sum_word(const GPExpr *e) { return (uint64_t *)((char *)(uintptr_t)e - SUM_PREFIX); }
+
+static void *expr_alloc(size_t size, int32_t ti) {
+  GPObject *o = (GPObject *)((char *)gp_node_alloc(SUM_PREFIX + size) + SUM_PREFIX);
+  o->ref_count = 1;
+  o->type_index = ti;
+  o->deleter = expr_deleter;
+  *sum_word((GPExpr *)o) = GP_SUM_KIND(ti);
+  return o;
+}
+
+uint64_t gp_expr_summary(const GPExpr *e) {
+  if (gp_kind(e) == GP_TI_OP) return gp_summary_op_bit((const GPOp *)e) | GP_SUM_KIND(GP_TI_OP);
+  return __atomic_load_n(sum_word(e), __ATOMIC_RELAXED);
+}
+
+void gp_expr_mark_typed(GPExpr *fn) {
+  assert(gp_kind(fn) == GP_TI_FUNCTION_EXPR);
+  __atomic_fetch_or(sum_word(fn), GP_SUM_TYPED, __ATOMIC_RELAXED);
+}
+
+/* A new node's word: its own kind and its children's facts (not their typed bits).  Called by
+ * every constructor once the children are in place, before the node is published. */
+static void sum_init(GPExpr *e) {
+  uint64_t s = GP_SUM_KIND(gp_kind(e));
+  int32_t nk = gp_expr_num_children(e);
+  for (int32_t i = 0; i < nk; i++) s |= gp_expr_summary(gp_expr_child_at(e, i));
+  *sum_word(e) = s & ~GP_SUM_TYPED;
+}
 
 /* A var made by gp_var_new keeps its name in the same block, right after the struct, and a
  * function made by gp_function_new its params array: one allocation per node instead of two.
@@ -64,7 +95,7 @@ static void expr_free(GPObject *o) {
   }
   default: break;
   }
-  gp_node_free(o);
+  gp_node_free(sum_word(e));
 }
 
 static bool check_expr(const void *e, const char *what) {
@@ -132,6 +163,7 @@ GPCall *gp_call_new(GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *att
   c->attrs = gp_retain(attrs);
   c->nargs = nargs;
   for (int32_t i = 0; i < nargs; i++) c->args[i] = gp_retain(args[i]);
+  sum_init(&c->base);
   return c;
 }
 
@@ -145,6 +177,7 @@ GPTuple *gp_tuple_new(int32_t n, GPExpr *const *fields) {
   GPTuple *t = expr_alloc(sizeof *t + (size_t)n * sizeof(GPExpr *), GP_TI_TUPLE);
   t->n = n;
   for (int32_t i = 0; i < n; i++) t->fields[i] = gp_retain(fields[i]);
+  sum_init(&t->base);
   return t;
 }
 
@@ -157,6 +190,7 @@ GPTupleGetItem *gp_tuple_get_item_new(GPExpr *tuple, int32_t index) {
   GPTupleGetItem *g = expr_alloc(sizeof *g, GP_TI_TUPLE_GET_ITEM);
   g->tuple = gp_retain(tuple);
   g->index = index;
+  sum_init(&g->base);
   return g;
 }
 
@@ -179,6 +213,7 @@ GPFunctionExpr *gp_function_new(int32_t nparams, GPVar *const *params, GPExpr *b
   f->body = gp_retain(body);
   f->ret_type = ret_type;
   f->attrs = gp_retain(attrs);
+  sum_init(&f->base);
   return f;
 }
 
@@ -192,6 +227,7 @@ GPLet *gp_let_new(GPVar *var, GPExpr *value, GPExpr *body) {
   l->var = gp_retain(var);
   l->value = gp_retain(value);
   l->body = gp_retain(body);
+  sum_init(&l->base);
   return l;
 }
 
@@ -203,6 +239,7 @@ GPIf *gp_if_new(GPExpr *cond, GPExpr *then_branch, GPExpr *else_branch) {
   f->cond = gp_retain(cond);
   f->then_branch = gp_retain(then_branch);
   f->else_branch = gp_retain(else_branch);
+  sum_init(&f->base);
   return f;
 }
 
@@ -230,7 +267,7 @@ static size_t expr_size(const GPExpr *e) {
 /* A copy of e whose children are kids (retained; NULL kids = e's own). */
 static GPExpr *copy_with(const GPExpr *e, GPExpr *const *kids) {
   size_t size = expr_size(e);
-  GPExpr *n = gp_node_alloc(size);
+  GPExpr *n = expr_alloc(size, gp_kind(e));
   memcpy(n, e, size);
   n->obj.ref_count = 1;
   GPExpr *own[8];
@@ -281,6 +318,7 @@ static GPExpr *copy_with(const GPExpr *e, GPExpr *const *kids) {
   default: break;
   }
   if (cur != own) gp_free(cur);
+  sum_init(n);
   return n;
 }
 

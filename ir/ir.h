@@ -301,6 +301,9 @@ int gp_op_set_attr_from(const GPOp *op, const char *key, const GPAny *value, int
  * back to the one it had before the plugin set it.  No-op for "host". */
 void gp_ops_unregister_origin(const char *origin);
 int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out);
+/* The ops with attribute key, in registry order: out[0 .. min(n, cap)), returns n (-1 + error
+ * for a NULL key, or a NULL out with cap > 0).  GPHostAPI.op_list_with_attr. */
+int32_t gp_op_list_with_attr(const char *key, const GPOp **out, int32_t cap);
 /* Drop every op attribute (releasing hooks); called when plugins are unloaded at shutdown. */
 void gp_op_attrs_clear(void);
 /* Backward type inference of an op's arguments (TVM's relations that Assign argument types:
@@ -337,6 +340,40 @@ GPExpr *gp_expr_annotate(GPExpr *e, const GPType *checked_type, uint32_t line, u
 GPExpr *gp_expr_with_children(GPExpr *e, GPExpr *const *kids, bool keep_type);
 
 static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->type_index; }
+
+/* Subtree facts (ir/expr.c).  Every expression made by the constructors above carries, in a
+ * word just before its header, what its subtree (the node itself included) contains:
+ *  - bits 0..47: a Bloom filter of the ops it calls (bit gp_summary_op_bit(op)): a clear bit
+ *    means no call of any op hashed there, so "may call op" has false positives, never false
+ *    negatives;
+ *  - bits 48..57: the expression kinds present (bit 48 + kind - GP_TI_VAR, ops included);
+ *  - bit 63 (GP_SUM_TYPED): set by InferType on a function it returned when every node of the
+ *    function has a checked_type (ops excepted).  Types are never cleared from a node, so the
+ *    bit stays true for the node's life.
+ * The word is computed when the node is made, from its children's words (which the constructor
+ * reads anyway), so asking "may this function call nn.dense?" costs O(1): a pass uses it to skip
+ * work, never to decide a rewrite.  Ops (immortal, made by the registry) have no word: their
+ * summary is their own bit. */
+enum { GP_SUM_OP_BUCKETS = 48, GP_SUM_KIND_SHIFT = 48 };
+#define GP_SUM_TYPED (1ull << 63)
+#define GP_SUM_KIND(k) (1ull << (GP_SUM_KIND_SHIFT + (k) - GP_TI_VAR))
+#define GP_SUM_KINDS (((1ull << (GP_TI_IR_END - GP_TI_VAR)) - 1) << GP_SUM_KIND_SHIFT)
+static inline uint64_t gp_summary_op_bit(const GPOp *op) {
+  uint32_t h = (uint32_t)op->index * 2654435761u; /* Fibonacci hashing: neighbours spread */
+  return 1ull << ((uint64_t)h * GP_SUM_OP_BUCKETS >> 32);
+}
+uint64_t gp_expr_summary(const GPExpr *e);
+/* False when no call of op is reachable from e (exact); true when one may be. */
+static inline bool gp_expr_may_call(const GPExpr *e, const GPOp *op) {
+  return (gp_expr_summary(e) & gp_summary_op_bit(op)) != 0;
+}
+/* Whether a node of `kind` (GP_TI_VAR .. GP_TI_OP) is reachable from e (exact). */
+static inline bool gp_expr_has_kind(const GPExpr *e, int32_t kind) {
+  return (gp_expr_summary(e) & GP_SUM_KIND(kind)) != 0;
+}
+/* Marks a function every node of which has a checked_type (InferType only). */
+void gp_expr_mark_typed(GPExpr *fn);
+static inline bool gp_expr_is_typed_closure(const GPExpr *e) { return (gp_expr_summary(e) & GP_SUM_TYPED) != 0; }
 static inline bool gp_is_expr(const void *o) {
   int32_t k = gp_kind(o);
   return k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END;

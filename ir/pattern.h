@@ -50,6 +50,9 @@ typedef struct GPPatternImpl {
   uint32_t root_kinds;
   uint64_t *root_ops;  /* bitset over op indices < root_nops */
   int32_t root_nops;
+  /* The same in gp_expr_summary's bits (ops' Bloom bits, kinds of non-call roots; all bits for
+   * root_any): a pattern cannot match under e when (gp_expr_summary(e) & root_summary) == 0. */
+  uint64_t root_summary;
 } GPPatternImpl;
 
 static inline const GPPatternImpl *gp_pat_impl(const GPPattern *p) { return (const GPPatternImpl *)p; }

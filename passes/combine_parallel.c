@@ -489,6 +489,7 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
   GPFunctionExpr *fn = mod->funcs[index];
   const GPOp *op = H->op_get(r->c->op);
   if (!op) return NULL;
+  if (!std_may_call(&fn->base, r->c->op)) return gp_retain(&fn->base); /* no such op: O(1) */
   Work w = {0};
   if (H->post_order(&fn->base, &w.nodes, &w.n) != 0) return NULL;
   size_t n = w.n;

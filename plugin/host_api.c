@@ -110,6 +110,16 @@ static GPTensor *h_tensor_read(const char *path) {
   return gp_npy_read(path);
 }
 
+static int h_expr_may_call(const GPExpr *e, const GPOp *op) {
+  if (!e || !op || !gp_is_expr(e) || gp_kind(op) != GP_TI_OP) return 0;
+  return gp_expr_may_call(e, op);
+}
+
+static int h_expr_has_kind(const GPExpr *e, int32_t type_index) {
+  if (!e || !gp_is_expr(e) || type_index < GP_TI_VAR || type_index >= GP_TI_IR_END) return 0;
+  return gp_expr_has_kind(e, type_index);
+}
+
 static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
                                 int32_t *num_inputs) {
   gp_ops_init();
@@ -368,6 +378,9 @@ static const GPHostAPI k_host_api = {
     .plugin_require = gp_plugin_require,
     .tensor_read = h_tensor_read,
     .eval_random_inputs = h_eval_random_inputs,
+    .expr_may_call = h_expr_may_call,
+    .expr_has_kind = h_expr_has_kind,
+    .op_list_with_attr = gp_op_list_with_attr,
 };
 
 const GPHostAPI *gp_host_api(void) {
