@@ -22,22 +22,34 @@ static void *expr_alloc(size_t size, int32_t ti) {
 }
 
 uint64_t gp_expr_summary(const GPExpr *e) {
-  if (gp_kind(e) == GP_TI_OP) return gp_summary_op_bit((const GPOp *)e) | GP_SUM_KIND(GP_TI_OP);
+  if (gp_kind(e) == GP_TI_OP) return gp_summary_op_bit((const GPOp *)e) | GP_SUM_KIND(GP_TI_OP) | GP_SUM_TYPED;
   return __atomic_load_n(sum_word(e), __ATOMIC_RELAXED);
 }
 
-void gp_expr_mark_typed(GPExpr *fn) {
-  assert(gp_kind(fn) == GP_TI_FUNCTION_EXPR);
-  __atomic_fetch_or(sum_word(fn), GP_SUM_TYPED, __ATOMIC_RELAXED);
+bool gp_expr_refresh_typed(GPExpr *e) {
+  if (gp_kind(e) == GP_TI_OP) return true;
+  uint64_t s = __atomic_load_n(sum_word(e), __ATOMIC_RELAXED);
+  if (s & GP_SUM_TYPED) return true;
+  if (!e->checked_type) return false;
+  int32_t nk = gp_expr_num_children(e);
+  for (int32_t i = 0; i < nk; i++)
+    if (!gp_expr_is_typed_closure(gp_expr_child_at(e, i))) return false;
+  __atomic_fetch_or(sum_word(e), GP_SUM_TYPED, __ATOMIC_RELAXED);
+  return true;
 }
 
-/* A new node's word: its own kind and its children's facts (not their typed bits).  Called by
- * every constructor once the children are in place, before the node is published. */
+/* A new node's word: its own kind, its children's facts and, when it is typed and so are they
+ * all, the typed-closure bit.  Called by every constructor once the children are in place,
+ * before the node is published. */
 static void sum_init(GPExpr *e) {
-  uint64_t s = GP_SUM_KIND(gp_kind(e));
+  uint64_t s = GP_SUM_KIND(gp_kind(e)), typed = e->checked_type ? GP_SUM_TYPED : 0;
   int32_t nk = gp_expr_num_children(e);
-  for (int32_t i = 0; i < nk; i++) s |= gp_expr_summary(gp_expr_child_at(e, i));
-  *sum_word(e) = s & ~GP_SUM_TYPED;
+  for (int32_t i = 0; i < nk; i++) {
+    uint64_t k = gp_expr_summary(gp_expr_child_at(e, i));
+    typed &= k;
+    s |= k;
+  }
+  *sum_word(e) = (s & ~GP_SUM_TYPED) | typed;
 }
 
 /* A var made by gp_var_new keeps its name in the same block, right after the struct, and a
@@ -114,6 +126,7 @@ GPVar *gp_var_new(const char *name, const GPType *annotation) {
   v->name = var_inline_name(v);
   v->type_annotation = annotation;
   v->base.checked_type = annotation;
+  sum_init(&v->base);
   return v;
 }
 
@@ -137,6 +150,7 @@ GPConstant *gp_constant_new(GPTensor *data) {
   GPConstant *c = expr_alloc(sizeof *c, GP_TI_CONSTANT);
   c->data = gp_retain(data);
   c->base.checked_type = t;
+  sum_init(&c->base);
   return c;
 }
 
@@ -329,6 +343,7 @@ GPExpr *gp_expr_annotate(GPExpr *e, const GPType *checked_type, uint32_t line, u
   n->checked_type = checked_type;
   n->line = line;
   n->col = col;
+  sum_init(n);
   return n;
 }
 
@@ -352,7 +367,10 @@ GPExpr *gp_expr_with_children(GPExpr *e, GPExpr *const *kids, bool keep_type) {
       }
   }
   GPExpr *n = copy_with(e, kids);
-  if (!keep_type && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_CONSTANT) n->checked_type = NULL;
+  if (!keep_type && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_CONSTANT) {
+    n->checked_type = NULL;
+    sum_init(n);
+  }
   return n;
 }
 

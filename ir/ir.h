@@ -347,9 +347,12 @@ static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->typ
  *    means no call of any op hashed there, so "may call op" has false positives, never false
  *    negatives;
  *  - bits 48..57: the expression kinds present (bit 48 + kind - GP_TI_VAR, ops included);
- *  - bit 63 (GP_SUM_TYPED): set by InferType on a function it returned when every node of the
- *    function has a checked_type (ops excepted).  Types are never cleared from a node, so the
- *    bit stays true for the node's life.
+ *  - bit 63 (GP_SUM_TYPED, "typed closure"): the node and every node under it have a
+ *    checked_type (ops count as typed).  Set when the node is made with its type and typed
+ *    children, or later by gp_expr_refresh_typed once a type is given to a fresh node in place
+ *    (InferType, the rewriter) or InferType keeps a typed node.  Types are never cleared from a
+ *    node, so the bit stays true for the node's life; a node typed behind the host's back (a
+ *    plugin writing checked_type) just lacks it, and InferType walks it as before.
  * The word is computed when the node is made, from its children's words (which the constructor
  * reads anyway), so asking "may this function call nn.dense?" costs O(1): a pass uses it to skip
  * work, never to decide a rewrite.  Ops (immortal, made by the registry) have no word: their
@@ -371,8 +374,9 @@ static inline bool gp_expr_may_call(const GPExpr *e, const GPOp *op) {
 static inline bool gp_expr_has_kind(const GPExpr *e, int32_t kind) {
   return (gp_expr_summary(e) & GP_SUM_KIND(kind)) != 0;
 }
-/* Marks a function every node of which has a checked_type (InferType only). */
-void gp_expr_mark_typed(GPExpr *fn);
+/* Sets e's typed-closure bit when e has a checked_type and every child has the bit; returns
+ * whether e has it now.  For a node given its type in place after construction. */
+bool gp_expr_refresh_typed(GPExpr *e);
 static inline bool gp_expr_is_typed_closure(const GPExpr *e) { return (gp_expr_summary(e) & GP_SUM_TYPED) != 0; }
 static inline bool gp_is_expr(const void *o) {
   int32_t k = gp_kind(o);
@@ -400,6 +404,9 @@ typedef struct GPNodeIndex {
   size_t n;
   int32_t *kid_off; /* n + 1 entries */
   int32_t *kids;
+  /* per id: the callee op's index for a call of an op, else -(the node's kind): a walk that
+   * selects by op or kind reads this dense array instead of every node */
+  int32_t *tag;
   bool nodes_heap;  /* nodes came from gp_malloc (GP_NI_NODES_HEAP), else from scratch */
 } GPNodeIndex;
 

@@ -92,6 +92,15 @@ static inline bool gp_pattern_may_match(const GPPattern *p, const GPExpr *e) {
   return k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END && (pi->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u);
 }
 
+/* The same from a node index's tag (GPNodeIndex.tag): no read of the node. */
+static inline bool gp_pattern_may_match_tag(const GPPattern *p, int32_t tag) {
+  const GPPatternImpl *pi = gp_pat_impl(p);
+  if (pi->root_any) return true;
+  if (tag >= 0) return tag < pi->root_nops && (pi->root_ops[tag / 64] >> (tag % 64) & 1u);
+  int32_t k = -tag;
+  return k != GP_TI_CALL && k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END && (pi->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u);
+}
+
 int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out);
 GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec);
 

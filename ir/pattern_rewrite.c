@@ -276,9 +276,8 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     gp_matcher_init(&m, spec->patterns[k]);
     int rc = 0;
     for (size_t i = n; i-- > 0 && rc >= 0;) {
-      GPExpr *e = d.ni.nodes[i];
-      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match(spec->patterns[k], e)) continue;
-      if (gp_matcher_run(&m, e)) rc = select_match(&d, &m, k, (int32_t)i);
+      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match_tag(spec->patterns[k], d.ni.tag[i])) continue;
+      if (gp_matcher_run(&m, d.ni.nodes[i])) rc = select_match(&d, &m, k, (int32_t)i);
     }
     gp_matcher_free(&m);
     if (rc < 0) {
