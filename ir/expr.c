@@ -21,12 +21,7 @@ static void *expr_alloc(size_t size, int32_t ti) {
   return o;
 }
 
-uint64_t gp_expr_summary(const GPExpr *e) {
-  if (gp_kind(e) == GP_TI_OP) return gp_summary_op_bit((const GPOp *)e) | GP_SUM_KIND(GP_TI_OP) | GP_SUM_TYPED;
-  return __atomic_load_n(sum_word(e), __ATOMIC_RELAXED);
-}
-
-bool gp_expr_refresh_typed(GPExpr *e) {
+bool gp_expr_refresh_typed_slow(GPExpr *e) {
   if (gp_kind(e) == GP_TI_OP) return true;
   uint64_t s = __atomic_load_n(sum_word(e), __ATOMIC_RELAXED);
   if (s & GP_SUM_TYPED) return true;
@@ -38,18 +33,64 @@ bool gp_expr_refresh_typed(GPExpr *e) {
   return true;
 }
 
+bool gp_expr_refresh_typed_deep(GPExpr *e) {
+  if (gp_expr_is_typed_closure(e)) return true;
+  if (!e->checked_type) return false;
+  typedef struct {
+    GPExpr *x;
+    bool expanded;
+  } Frame;
+  Frame small[64], *st = small;
+  size_t n = 0, cap = 64;
+  /* expanded nodes, each expanded once (a DAG may reach one twice): a short array, then a map */
+  GPExpr *few[32];
+  size_t nfew = 0;
+  GPPtrMap seen = {0};
+  st[n++] = (Frame){e, false};
+  while (n) {
+    Frame *f = &st[n - 1];
+    GPExpr *x = f->x;
+    if (f->expanded) { /* its typed children are done: it gets the bit unless one lacks it */
+      gp_expr_refresh_typed(x);
+      n--;
+      continue;
+    }
+    f->expanded = true;
+    if (nfew < 32) few[nfew++] = x;
+    else gp_map_put(&seen, x, x);
+    int32_t nk = gp_expr_num_children(x);
+    for (int32_t i = 0; i < nk; i++) {
+      GPExpr *c = gp_expr_child_at(x, i);
+      if (gp_expr_is_typed_closure(c) || !c->checked_type) continue;
+      bool done = false;
+      for (size_t k = 0; k < nfew && !done; k++) done = few[k] == c;
+      if (done || (seen.cap && gp_map_has(&seen, c))) continue;
+      if (n == cap) {
+        cap *= 2;
+        st = st == small ? memcpy(gp_malloc(cap * sizeof *st), small, sizeof small) : gp_realloc(st, cap * sizeof *st);
+      }
+      st[n++] = (Frame){c, false};
+    }
+  }
+  if (st != small) gp_free(st);
+  gp_map_free(&seen);
+  return gp_expr_is_typed_closure(e);
+}
+
 /* A new node's word: its own kind, its children's facts and, when it is typed and so are they
  * all, the typed-closure bit.  Called by every constructor once the children are in place,
  * before the node is published. */
 static void sum_init(GPExpr *e) {
-  uint64_t s = GP_SUM_KIND(gp_kind(e)), typed = e->checked_type ? GP_SUM_TYPED : 0;
+  uint64_t s = GP_SUM_KIND(gp_kind(e)), kids = GP_SUM_TYPED;
   int32_t nk = gp_expr_num_children(e);
   for (int32_t i = 0; i < nk; i++) {
     uint64_t k = gp_expr_summary(gp_expr_child_at(e, i));
-    typed &= k;
+    kids &= k;
     s |= k;
   }
-  *sum_word(e) = (s & ~GP_SUM_TYPED) | typed;
+  s &= ~(GP_SUM_TYPED | GP_SUM_KIDS_TYPED);
+  if (kids) s |= GP_SUM_KIDS_TYPED | (e->checked_type ? GP_SUM_TYPED : 0);
+  *sum_word(e) = s;
 }
 
 /* A var made by gp_var_new keeps its name in the same block, right after the struct, and a

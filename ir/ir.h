@@ -347,6 +347,8 @@ static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->typ
  *    means no call of any op hashed there, so "may call op" has false positives, never false
  *    negatives;
  *  - bits 48..57: the expression kinds present (bit 48 + kind - GP_TI_VAR, ops included);
+ *  - bit 62 (GP_SUM_KIDS_TYPED): every child was a typed closure when the node was made (so
+ *    typing the node in place makes it one without a look at its children);
  *  - bit 63 (GP_SUM_TYPED, "typed closure"): the node and every node under it have a
  *    checked_type (ops count as typed).  Set when the node is made with its type and typed
  *    children, or later by gp_expr_refresh_typed once a type is given to a fresh node in place
@@ -359,13 +361,18 @@ static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->typ
  * summary is their own bit. */
 enum { GP_SUM_OP_BUCKETS = 48, GP_SUM_KIND_SHIFT = 48 };
 #define GP_SUM_TYPED (1ull << 63)
+#define GP_SUM_KIDS_TYPED (1ull << 62) /* every child was a typed closure when the node was made */
 #define GP_SUM_KIND(k) (1ull << (GP_SUM_KIND_SHIFT + (k) - GP_TI_VAR))
 #define GP_SUM_KINDS (((1ull << (GP_TI_IR_END - GP_TI_VAR)) - 1) << GP_SUM_KIND_SHIFT)
 static inline uint64_t gp_summary_op_bit(const GPOp *op) {
   uint32_t h = (uint32_t)op->index * 2654435761u; /* Fibonacci hashing: neighbours spread */
   return 1ull << ((uint64_t)h * GP_SUM_OP_BUCKETS >> 32);
 }
-uint64_t gp_expr_summary(const GPExpr *e);
+static inline uint64_t gp_expr_summary(const GPExpr *e) {
+  if (((const GPObject *)e)->type_index == GP_TI_OP)
+    return gp_summary_op_bit((const GPOp *)e) | GP_SUM_KIND(GP_TI_OP) | GP_SUM_TYPED;
+  return __atomic_load_n((const uint64_t *)(const void *)e - 1, __ATOMIC_RELAXED); /* the word before it */
+}
 /* False when no call of op is reachable from e (exact); true when one may be. */
 static inline bool gp_expr_may_call(const GPExpr *e, const GPOp *op) {
   return (gp_expr_summary(e) & gp_summary_op_bit(op)) != 0;
@@ -376,7 +383,20 @@ static inline bool gp_expr_has_kind(const GPExpr *e, int32_t kind) {
 }
 /* Sets e's typed-closure bit when e has a checked_type and every child has the bit; returns
  * whether e has it now.  For a node given its type in place after construction. */
-bool gp_expr_refresh_typed(GPExpr *e);
+bool gp_expr_refresh_typed_slow(GPExpr *e);
+static inline bool gp_expr_refresh_typed(GPExpr *e) {
+  uint64_t s = gp_expr_summary(e);
+  if (s & GP_SUM_TYPED) return true;
+  if ((s & GP_SUM_KIDS_TYPED) && e->checked_type) {
+    __atomic_fetch_or((uint64_t *)(void *)e - 1, GP_SUM_TYPED, __ATOMIC_RELAXED);
+    return true;
+  }
+  return gp_expr_refresh_typed_slow(e);
+}
+/* The same for e and the typed nodes under it that lack the bit (a replacement a plugin built
+ * and typed itself): an explicit-stack walk that stops at typed closures and untyped nodes, so
+ * its cost is the size of that region, each node once. */
+bool gp_expr_refresh_typed_deep(GPExpr *e);
 static inline bool gp_expr_is_typed_closure(const GPExpr *e) { return (gp_expr_summary(e) & GP_SUM_TYPED) != 0; }
 static inline bool gp_is_expr(const void *o) {
   int32_t k = gp_kind(o);
