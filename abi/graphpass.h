@@ -15,7 +15,8 @@
  * dependencies (GPHostAPI.plugin_require) and external codegen (GPEvalOptions.external ..
  * observe_user: graphpass.ext.<Compiler>.run and value observers; GPHostAPI.tensor_read,
  * eval_random_inputs); 1.4 appended subtree facts (GPHostAPI.expr_may_call, expr_has_kind,
- * op_list_with_attr).
+ * op_list_with_attr) and node indexes for passes (GPExprIndex, GPRewriteIdFn;
+ * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -706,6 +707,30 @@ typedef struct GPPatternTable {
  * gp_retain(rebuilt) to keep it), or NULL after error_set() to abort. */
 typedef GPExpr *(*GPRewriteFn)(void *user, GPExpr *orig, GPExpr *rebuilt);
 
+/* A node index (since 1.4; GPHostAPI.expr_index_new): every distinct node reachable from a root
+ * numbered 0 .. num_nodes - 1 in the order GPHostAPI.post_order gives (children before
+ * parents, a let's value before its var; the root is last), with each node's children as ids,
+ * so that a pass keeps its per-node facts in arrays indexed by id instead of a pointer map.
+ * Read-only, made and freed by the host (expr_index_free); the arrays stay valid until then,
+ * and the nodes while the caller holds a reference to the root. */
+typedef struct GPExprIndex {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t reserved;
+  size_t num_nodes;
+  GPExpr *const *nodes;       /* nodes[num_nodes - 1] is the root; borrowed */
+  const int32_t *kid_offsets; /* num_nodes + 1 entries */
+  const int32_t *kids;        /* the child ids of node i, in gp_expr_child_at order:
+                               * kids[kid_offsets[i] .. kid_offsets[i + 1]) */
+  const int32_t *tags;        /* per node: the callee's GPOp.index for a call of an op, else
+                               * -(its type_index): a walk selecting ops reads no node */
+} GPExprIndex;
+
+/* Called by GPHostAPI.rewrite_indexed once per node of the index, in id order, like GPRewriteFn,
+ * with the node's id and done[j], the replacement of every node j < id (borrowed, valid during
+ * the walk), so a callback needs no map from node to id. */
+typedef GPExpr *(*GPRewriteIdFn)(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Instruments (since 1.3): callbacks around every pass of a run                              */
 
@@ -1260,6 +1285,15 @@ struct GPHostAPI {
    * O(hooked ops) that a function calls no hooked op.  -1 + GP_ERR_VALUE for a NULL key, a
    * negative cap or a NULL out with cap > 0.  Thread-safe. */
   int32_t (*op_list_with_attr)(const char *key, const GPOp **out, int32_t cap);
+  /* The node index of root (see GPExprIndex), or NULL + error (root not an expression; more
+   * than INT32_MAX nodes).  O(nodes); free it with expr_index_free (NULL is a no-op), on any
+   * thread. */
+  GPExprIndex *(*expr_index_new)(GPExpr *root);
+  void (*expr_index_free)(GPExprIndex *index);
+  /* GPHostAPI.rewrite over an index from expr_index_new (of the root to rewrite), calling fn
+   * with each node's id (see GPRewriteIdFn); fn NULL rebuilds nothing.  Returns the root's
+   * replacement (a new reference) or NULL + error.  The index is not changed. */
+  GPExpr *(*rewrite_indexed)(const GPExprIndex *index, GPRewriteIdFn fn, void *user);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -456,7 +456,6 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count);
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
 /* gp_rewrite over an index built with GP_NI_LET_VALUE_FIRST: fn gets the node's id and
  * done[j], the rewrite of every node j < id (borrowed; valid until the walk ends). */
-typedef GPExpr *(*GPRewriteIdFn)(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done);
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user);
 
 /* ------------------------------------------------------------------------------------------ */
