@@ -28,10 +28,8 @@ bool std_module_typed(const GPModule *m) {
   return true;
 }
 
-static bool have_facts(void) { return GP_HAS_FIELD(H, GPHostAPI, op_list_with_attr); }
-
+/* (The plugin needs a 1.4 host: std_initialize checks.) */
 bool std_may_call(const GPExpr *e, const char *op_name) {
-  if (!have_facts()) return true;
   const GPOp *op = H->op_get(op_name);
   if (!op) {
     H->error_clear(); /* an op nobody registered is called nowhere */
@@ -40,12 +38,9 @@ bool std_may_call(const GPExpr *e, const char *op_name) {
   return H->expr_may_call(e, op) != 0;
 }
 
-bool std_has_kind(const GPExpr *e, int32_t type_index) {
-  return !have_facts() || H->expr_has_kind(e, type_index) != 0;
-}
+bool std_has_kind(const GPExpr *e, int32_t type_index) { return H->expr_has_kind(e, type_index) != 0; }
 
 bool std_may_call_attr(const GPExpr *e, const char *key) {
-  if (!have_facts()) return true;
   const GPOp *small[32], **ops = small;
   int32_t n = H->op_list_with_attr(key, small, 32);
   if (n < 0) {

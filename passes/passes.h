@@ -85,7 +85,7 @@ bool std_function_skipped(const GPFunctionExpr *fn);
 bool std_module_typed(const GPModule *m);
 /* Subtree facts (GPHostAPI.expr_may_call / expr_has_kind, ABI 1.4), for skipping work: false
  * only when e certainly calls no op named op_name / holds no node of that kind; true when it
- * may, or when the host is older than 1.4. */
+ * may. */
 bool std_may_call(const GPExpr *e, const char *op_name);
 bool std_has_kind(const GPExpr *e, int32_t type_index);
 /* Whether e may call an op that has attribute key (a hook): true when the host cannot tell. */
