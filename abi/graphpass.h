@@ -1,5 +1,5 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.3.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.4.
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
@@ -14,7 +14,9 @@
  * GPHostAPI.tensor_drop_pages (memory of constants that view a mapped file), plugin
  * dependencies (GPHostAPI.plugin_require) and external codegen (GPEvalOptions.external ..
  * observe_user: graphpass.ext.<Compiler>.run and value observers; GPHostAPI.tensor_read,
- * eval_random_inputs).
+ * eval_random_inputs); 1.4 appended subtree facts (GPHostAPI.expr_may_call, expr_has_kind,
+ * op_list_with_attr) and node indexes for passes (GPExprIndex, GPRewriteIdFn;
+ * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -52,7 +54,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 3
+#define GP_ABI_VERSION_MINOR 4
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -705,6 +707,30 @@ typedef struct GPPatternTable {
  * gp_retain(rebuilt) to keep it), or NULL after error_set() to abort. */
 typedef GPExpr *(*GPRewriteFn)(void *user, GPExpr *orig, GPExpr *rebuilt);
 
+/* A node index (since 1.4; GPHostAPI.expr_index_new): every distinct node reachable from a root
+ * numbered 0 .. num_nodes - 1 in the order GPHostAPI.post_order gives (children before
+ * parents, a let's value before its var; the root is last), with each node's children as ids,
+ * so that a pass keeps its per-node facts in arrays indexed by id instead of a pointer map.
+ * Read-only, made and freed by the host (expr_index_free); the arrays stay valid until then,
+ * and the nodes while the caller holds a reference to the root. */
+typedef struct GPExprIndex {
+  size_t struct_size;
+  uint32_t abi_version;
+  int32_t reserved;
+  size_t num_nodes;
+  GPExpr *const *nodes;       /* nodes[num_nodes - 1] is the root; borrowed */
+  const int32_t *kid_offsets; /* num_nodes + 1 entries */
+  const int32_t *kids;        /* the child ids of node i, in gp_expr_child_at order:
+                               * kids[kid_offsets[i] .. kid_offsets[i + 1]) */
+  const int32_t *tags;        /* per node: the callee's GPOp.index for a call of an op, else
+                               * -(its type_index): a walk selecting ops reads no node */
+} GPExprIndex;
+
+/* Called by GPHostAPI.rewrite_indexed once per node of the index, in id order, like GPRewriteFn,
+ * with the node's id and done[j], the replacement of every node j < id (borrowed, valid during
+ * the walk), so a callback needs no map from node to id. */
+typedef GPExpr *(*GPRewriteIdFn)(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Instruments (since 1.3): callbacks around every pass of a run                              */
 
@@ -1239,6 +1265,36 @@ struct GPHostAPI {
    * array (free with `free`) of *num_inputs new references. */
   int (*eval_random_inputs)(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
                             int32_t *num_inputs);
+
+  /* ---- ABI 1.4 (subtree facts: what a pass may skip in O(1)): read only when
+   * GP_HAS_FIELD(host, GPHostAPI, op_list_with_attr) ---- */
+
+  /* Whether a call of `op` may be reachable from e (e itself included): 0 when certainly not,
+   * 1 when it may be.  O(1): every expression carries a summary of its subtree, made when the
+   * node is constructed (a Bloom filter of the ops it calls: 1 may be a false positive, 0 is
+   * exact).  For skipping a function that cannot hold what a pass rewrites (a module without
+   * nn.dense skips CombineParallelDense without a walk); never for deciding a rewrite.  e and
+   * op are borrowed; 0 when either is NULL or not an expression / op.  Thread-safe. */
+  int (*expr_may_call)(const GPExpr *e, const GPOp *op);
+  /* Whether a node of kind `type_index` (GP_TI_VAR .. GP_TI_OP) is reachable from e (e itself
+   * included); exact and O(1) (e.g. no GP_TI_GLOBAL_VAR under a function: it calls no other
+   * global function).  0 for a NULL e or a type index outside that range. */
+  int (*expr_has_kind)(const GPExpr *e, int32_t type_index);
+  /* The ops that have attribute `key` (set with op_set_attr, at any level), in registry order:
+   * fills out[0 .. min(n, cap)) with borrowed (immortal) ops and returns n, their number (cap 0
+   * counts).  With expr_may_call, a hook-driven pass (AlterOpLayout, Legalize) finds out in
+   * O(hooked ops) that a function calls no hooked op.  -1 + GP_ERR_VALUE for a NULL key, a
+   * negative cap or a NULL out with cap > 0.  Thread-safe. */
+  int32_t (*op_list_with_attr)(const char *key, const GPOp **out, int32_t cap);
+  /* The node index of root (see GPExprIndex), or NULL + error (root not an expression; more
+   * than INT32_MAX nodes).  O(nodes); free it with expr_index_free (NULL is a no-op), on any
+   * thread. */
+  GPExprIndex *(*expr_index_new)(GPExpr *root);
+  void (*expr_index_free)(GPExprIndex *index);
+  /* GPHostAPI.rewrite over an index from expr_index_new (of the root to rewrite), calling fn
+   * with each node's id (see GPRewriteIdFn); fn NULL rebuilds nothing.  Returns the root's
+   * replacement (a new reference) or NULL + error.  The index is not changed. */
+  GPExpr *(*rewrite_indexed)(const GPExprIndex *index, GPRewriteIdFn fn, void *user);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

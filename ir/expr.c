@@ -1,13 +1,97 @@
 /* expr.c -- expression constructors, copies and the non-recursive destructor. */
 #include "ir.h"
 
+#include <assert.h>
 #include <string.h>
 
 static void expr_free(GPObject *o);
 static void expr_deleter(GPObject *o) { gp_object_drain(o, expr_free); }
 
-/* Nodes come from the node allocator (ir/pool.c), which keeps them in creation order. */
-static void *expr_alloc(size_t size, int32_t ti) { return gp_node_object_alloc(size, ti, expr_deleter); }
+/* Nodes come from the node allocator (ir/pool.c), which keeps them in creation order, each
+ * after its summary word (see gp_expr_summary in ir.h). */
+#define SUM_PREFIX sizeof(uint64_t)
+static inline uint64_t *sum_word(const GPExpr *e) { return (uint64_t *)((char *)(uintptr_t)e - SUM_PREFIX); }
+
+static void *expr_alloc(size_t size, int32_t ti) {
+  GPObject *o = (GPObject *)((char *)gp_node_alloc(SUM_PREFIX + size) + SUM_PREFIX);
+  o->ref_count = 1;
+  o->type_index = ti;
+  o->deleter = expr_deleter;
+  *sum_word((GPExpr *)o) = GP_SUM_KIND(ti);
+  return o;
+}
+
+bool gp_expr_refresh_typed_slow(GPExpr *e) {
+  if (gp_kind(e) == GP_TI_OP) return true;
+  uint64_t s = __atomic_load_n(sum_word(e), __ATOMIC_RELAXED);
+  if (s & GP_SUM_TYPED) return true;
+  if (!e->checked_type) return false;
+  int32_t nk = gp_expr_num_children(e);
+  for (int32_t i = 0; i < nk; i++)
+    if (!gp_expr_is_typed_closure(gp_expr_child_at(e, i))) return false;
+  __atomic_fetch_or(sum_word(e), GP_SUM_TYPED, __ATOMIC_RELAXED);
+  return true;
+}
+
+bool gp_expr_refresh_typed_deep(GPExpr *e) {
+  if (gp_expr_is_typed_closure(e)) return true;
+  if (!e->checked_type) return false;
+  typedef struct {
+    GPExpr *x;
+    bool expanded;
+  } Frame;
+  Frame small[64], *st = small;
+  size_t n = 0, cap = 64;
+  /* expanded nodes, each expanded once (a DAG may reach one twice): a short array, then a map */
+  GPExpr *few[32];
+  size_t nfew = 0;
+  GPPtrMap seen = {0};
+  st[n++] = (Frame){e, false};
+  while (n) {
+    Frame *f = &st[n - 1];
+    GPExpr *x = f->x;
+    if (f->expanded) { /* its typed children are done: it gets the bit unless one lacks it */
+      gp_expr_refresh_typed(x);
+      n--;
+      continue;
+    }
+    f->expanded = true;
+    if (nfew < 32) few[nfew++] = x;
+    else gp_map_put(&seen, x, x);
+    int32_t nk = gp_expr_num_children(x);
+    for (int32_t i = 0; i < nk; i++) {
+      GPExpr *c = gp_expr_child_at(x, i);
+      if (gp_expr_is_typed_closure(c) || !c->checked_type) continue;
+      bool done = false;
+      for (size_t k = 0; k < nfew && !done; k++) done = few[k] == c;
+      if (done || (seen.cap && gp_map_has(&seen, c))) continue;
+      if (n == cap) {
+        cap *= 2;
+        st = st == small ? memcpy(gp_malloc(cap * sizeof *st), small, sizeof small) : gp_realloc(st, cap * sizeof *st);
+      }
+      st[n++] = (Frame){c, false};
+    }
+  }
+  if (st != small) gp_free(st);
+  gp_map_free(&seen);
+  return gp_expr_is_typed_closure(e);
+}
+
+/* A new node's word: its own kind, its children's facts and, when it is typed and so are they
+ * all, the typed-closure bit.  Called by every constructor once the children are in place,
+ * before the node is published. */
+static void sum_init(GPExpr *e) {
+  uint64_t s = GP_SUM_KIND(gp_kind(e)), kids = GP_SUM_TYPED;
+  int32_t nk = gp_expr_num_children(e);
+  for (int32_t i = 0; i < nk; i++) {
+    uint64_t k = gp_expr_summary(gp_expr_child_at(e, i));
+    kids &= k;
+    s |= k;
+  }
+  s &= ~(GP_SUM_TYPED | GP_SUM_KIDS_TYPED);
+  if (kids) s |= GP_SUM_KIDS_TYPED | (e->checked_type ? GP_SUM_TYPED : 0);
+  *sum_word(e) = s;
+}
 
 /* A var made by gp_var_new keeps its name in the same block, right after the struct, and a
  * function made by gp_function_new its params array: one allocation per node instead of two.
@@ -64,7 +148,7 @@ static void expr_free(GPObject *o) {
   }
   default: break;
   }
-  gp_node_free(o);
+  gp_node_free(sum_word(e));
 }
 
 static bool check_expr(const void *e, const char *what) {
@@ -83,6 +167,7 @@ GPVar *gp_var_new(const char *name, const GPType *annotation) {
   v->name = var_inline_name(v);
   v->type_annotation = annotation;
   v->base.checked_type = annotation;
+  sum_init(&v->base);
   return v;
 }
 
@@ -106,6 +191,7 @@ GPConstant *gp_constant_new(GPTensor *data) {
   GPConstant *c = expr_alloc(sizeof *c, GP_TI_CONSTANT);
   c->data = gp_retain(data);
   c->base.checked_type = t;
+  sum_init(&c->base);
   return c;
 }
 
@@ -132,6 +218,7 @@ GPCall *gp_call_new(GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *att
   c->attrs = gp_retain(attrs);
   c->nargs = nargs;
   for (int32_t i = 0; i < nargs; i++) c->args[i] = gp_retain(args[i]);
+  sum_init(&c->base);
   return c;
 }
 
@@ -145,6 +232,7 @@ GPTuple *gp_tuple_new(int32_t n, GPExpr *const *fields) {
   GPTuple *t = expr_alloc(sizeof *t + (size_t)n * sizeof(GPExpr *), GP_TI_TUPLE);
   t->n = n;
   for (int32_t i = 0; i < n; i++) t->fields[i] = gp_retain(fields[i]);
+  sum_init(&t->base);
   return t;
 }
 
@@ -157,6 +245,7 @@ GPTupleGetItem *gp_tuple_get_item_new(GPExpr *tuple, int32_t index) {
   GPTupleGetItem *g = expr_alloc(sizeof *g, GP_TI_TUPLE_GET_ITEM);
   g->tuple = gp_retain(tuple);
   g->index = index;
+  sum_init(&g->base);
   return g;
 }
 
@@ -179,6 +268,7 @@ GPFunctionExpr *gp_function_new(int32_t nparams, GPVar *const *params, GPExpr *b
   f->body = gp_retain(body);
   f->ret_type = ret_type;
   f->attrs = gp_retain(attrs);
+  sum_init(&f->base);
   return f;
 }
 
@@ -192,6 +282,7 @@ GPLet *gp_let_new(GPVar *var, GPExpr *value, GPExpr *body) {
   l->var = gp_retain(var);
   l->value = gp_retain(value);
   l->body = gp_retain(body);
+  sum_init(&l->base);
   return l;
 }
 
@@ -203,6 +294,7 @@ GPIf *gp_if_new(GPExpr *cond, GPExpr *then_branch, GPExpr *else_branch) {
   f->cond = gp_retain(cond);
   f->then_branch = gp_retain(then_branch);
   f->else_branch = gp_retain(else_branch);
+  sum_init(&f->base);
   return f;
 }
 
@@ -230,7 +322,7 @@ static size_t expr_size(const GPExpr *e) {
 /* A copy of e whose children are kids (retained; NULL kids = e's own). */
 static GPExpr *copy_with(const GPExpr *e, GPExpr *const *kids) {
   size_t size = expr_size(e);
-  GPExpr *n = gp_node_alloc(size);
+  GPExpr *n = expr_alloc(size, gp_kind(e));
   memcpy(n, e, size);
   n->obj.ref_count = 1;
   GPExpr *own[8];
@@ -281,6 +373,7 @@ static GPExpr *copy_with(const GPExpr *e, GPExpr *const *kids) {
   default: break;
   }
   if (cur != own) gp_free(cur);
+  sum_init(n);
   return n;
 }
 
@@ -291,6 +384,7 @@ GPExpr *gp_expr_annotate(GPExpr *e, const GPType *checked_type, uint32_t line, u
   n->checked_type = checked_type;
   n->line = line;
   n->col = col;
+  sum_init(n);
   return n;
 }
 
@@ -314,7 +408,10 @@ GPExpr *gp_expr_with_children(GPExpr *e, GPExpr *const *kids, bool keep_type) {
       }
   }
   GPExpr *n = copy_with(e, kids);
-  if (!keep_type && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_CONSTANT) n->checked_type = NULL;
+  if (!keep_type && gp_kind(e) != GP_TI_VAR && gp_kind(e) != GP_TI_CONSTANT) {
+    n->checked_type = NULL;
+    sum_init(n);
+  }
   return n;
 }
 

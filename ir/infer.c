@@ -19,7 +19,9 @@
  * over tree-like graphs touch no table (flat cost per node from 10k to 10M nodes).
  *
  * Cheap re-runs: a node that already has a checked_type and whose children were all kept is
- * kept as is (no relation is run), so a typed module comes back sharing every function.
+ * kept as is (no relation is run), so a typed module comes back sharing every function; and a
+ * function this module pass returned before carries the typed mark (gp_expr_mark_typed), so
+ * it is not walked at all.
  *
  * Parameters without a type annotation are solved from their uses (solve_params, below) when
  * do_function binds them; a function whose params are all typed never enters the solver.
@@ -134,6 +136,7 @@ static GPExpr *child_get(Infer *I, const IFrame *f, int32_t pos, const void *c) 
 /* Takes the reference `typed`: the result of the node being processed.  Notes it is done. */
 static void memo_put(Infer *I, GPExpr *orig, GPExpr *typed) {
   assert(orig == I->cur);
+  gp_expr_refresh_typed(typed); /* typed children (done before it) and a type: a typed closure */
   if (I->cur_slot >= 0) {
     assert(!I->slots[I->cur_slot]);
     I->slots[I->cur_slot] = typed;
@@ -145,6 +148,7 @@ static void memo_put(Infer *I, GPExpr *orig, GPExpr *typed) {
 
 /* Takes the reference `typed`: the result of child `pos` (a binder) of frame f. */
 static void memo_put_child(Infer *I, const IFrame *f, int32_t pos, GPExpr *orig, GPExpr *typed) {
+  gp_expr_refresh_typed(typed);
   if (f->base >= 0 && !gp_maybe_shared(orig)) {
     assert(!I->slots[f->base + pos]);
     I->slots[f->base + pos] = typed;
@@ -223,6 +227,7 @@ static GPExpr *finish(GPExpr *orig, GPExpr *rebuilt, const GPType *t) {
     rebuilt->checked_type = t;
     rebuilt->line = orig->line;
     rebuilt->col = orig->col;
+    gp_expr_refresh_typed(rebuilt);
     return rebuilt;
   }
   GPExpr *r = gp_expr_annotate(rebuilt, t, orig->line, orig->col);
@@ -978,7 +983,6 @@ static int do_function(Infer *I, IFrame *f) {
         /* the slow path: solve the untyped params from their uses, bind them annotated */
         if (!solved && !(solved = solve_params(I, f, fn))) return -1;
         GPVar *w = gp_var_new(p->name, solved[i]);
-        w->base.checked_type = solved[i];
         w->base.line = p->base.line;
         w->base.col = p->base.col;
         memo_put_child(I, f, i, &p->base, &w->base);
@@ -1050,7 +1054,6 @@ static int do_let(Infer *I, IFrame *f) {
         memo_put_child(I, f, 0, &v->base, gp_retain(v));
       } else {
         GPVar *w = gp_var_new(v->name, vt);
-        w->base.checked_type = vt;
         w->base.line = v->base.line;
         w->base.col = v->base.col;
         memo_put_child(I, f, 0, &v->base, &w->base);
@@ -1113,6 +1116,13 @@ static int run(Infer *I, size_t base) {
         continue;
       }
       if (I->expr_mode && e != I->root && (e->checked_type || gp_kind(e) == GP_TI_OP)) {
+        memo_put(I, e, gp_retain(e));
+        I->n--;
+        continue;
+      }
+      /* A typed closure (it and everything under it typed) is kept without a walk.  Not the
+       * function being inferred: its frame finishes its context. */
+      if (!I->expr_mode && gp_expr_is_typed_closure(e) && !(I->nctx && e == &I->m->funcs[I->cur_fn]->base)) {
         memo_put(I, e, gp_retain(e));
         I->n--;
         continue;
@@ -1195,6 +1205,15 @@ GPModule *gp_infer_types(const GPModule *m) {
     if (ok) I.gtypes[i] = gp_type_func(fn->nparams, ty, fn->ret_type);
     if (!I.gtypes[i]) gp_error_clear();
   }
+  /* A function InferType returned before (and so every node of it typed) is kept as it is:
+   * O(1) instead of a walk that would keep every node. */
+  for (int32_t i = 0; i < nf; i++) {
+    GPFunctionExpr *fn = m->funcs[i];
+    if (!gp_expr_is_typed_closure(&fn->base) || !fn->base.checked_type) continue;
+    gp_map_put(&I.memo, fn, gp_retain(fn));
+    I.gtypes[i] = fn->base.checked_type;
+    I.status[i] = 2;
+  }
   for (int32_t i = 0; i < nf; i++) {
     if (I.status[i]) continue;
     start_function(&I, i);
@@ -1206,6 +1225,7 @@ GPModule *gp_infer_types(const GPModule *m) {
   GPModule *out = gp_module_copy(m);
   for (int32_t i = 0; i < nf; i++) {
     GPExpr *typed = memo_get(&I, m->funcs[i]);
+    gp_expr_refresh_typed(typed);
     if (typed != &m->funcs[i]->base) gp_module_set(out, i, GP_AS(GPFunctionExpr, typed));
   }
   infer_free(&I);

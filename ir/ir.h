@@ -301,6 +301,9 @@ int gp_op_set_attr_from(const GPOp *op, const char *key, const GPAny *value, int
  * back to the one it had before the plugin set it.  No-op for "host". */
 void gp_ops_unregister_origin(const char *origin);
 int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out);
+/* The ops with attribute key, in registry order: out[0 .. min(n, cap)), returns n (-1 + error
+ * for a NULL key, or a NULL out with cap > 0).  GPHostAPI.op_list_with_attr. */
+int32_t gp_op_list_with_attr(const char *key, const GPOp **out, int32_t cap);
 /* Drop every op attribute (releasing hooks); called when plugins are unloaded at shutdown. */
 void gp_op_attrs_clear(void);
 /* Backward type inference of an op's arguments (TVM's relations that Assign argument types:
@@ -337,6 +340,64 @@ GPExpr *gp_expr_annotate(GPExpr *e, const GPType *checked_type, uint32_t line, u
 GPExpr *gp_expr_with_children(GPExpr *e, GPExpr *const *kids, bool keep_type);
 
 static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->type_index; }
+
+/* Subtree facts (ir/expr.c).  Every expression made by the constructors above carries, in a
+ * word just before its header, what its subtree (the node itself included) contains:
+ *  - bits 0..47: a Bloom filter of the ops it calls (bit gp_summary_op_bit(op)): a clear bit
+ *    means no call of any op hashed there, so "may call op" has false positives, never false
+ *    negatives;
+ *  - bits 48..57: the expression kinds present (bit 48 + kind - GP_TI_VAR, ops included);
+ *  - bit 62 (GP_SUM_KIDS_TYPED): every child was a typed closure when the node was made (so
+ *    typing the node in place makes it one without a look at its children);
+ *  - bit 63 (GP_SUM_TYPED, "typed closure"): the node and every node under it have a
+ *    checked_type (ops count as typed).  Set when the node is made with its type and typed
+ *    children, or later by gp_expr_refresh_typed once a type is given to a fresh node in place
+ *    (InferType, the rewriter) or InferType keeps a typed node.  Types are never cleared from a
+ *    node, so the bit stays true for the node's life; a node typed behind the host's back (a
+ *    plugin writing checked_type) just lacks it, and InferType walks it as before.
+ * The word is computed when the node is made, from its children's words (which the constructor
+ * reads anyway), so asking "may this function call nn.dense?" costs O(1): a pass uses it to skip
+ * work, never to decide a rewrite.  Ops (immortal, made by the registry) have no word: their
+ * summary is their own bit. */
+enum { GP_SUM_OP_BUCKETS = 48, GP_SUM_KIND_SHIFT = 48 };
+#define GP_SUM_TYPED (1ull << 63)
+#define GP_SUM_KIDS_TYPED (1ull << 62) /* every child was a typed closure when the node was made */
+#define GP_SUM_KIND(k) (1ull << (GP_SUM_KIND_SHIFT + (k) - GP_TI_VAR))
+#define GP_SUM_KINDS (((1ull << (GP_TI_IR_END - GP_TI_VAR)) - 1) << GP_SUM_KIND_SHIFT)
+static inline uint64_t gp_summary_op_bit(const GPOp *op) {
+  uint32_t h = (uint32_t)op->index * 2654435761u; /* Fibonacci hashing: neighbours spread */
+  return 1ull << ((uint64_t)h * GP_SUM_OP_BUCKETS >> 32);
+}
+static inline uint64_t gp_expr_summary(const GPExpr *e) {
+  if (((const GPObject *)e)->type_index == GP_TI_OP)
+    return gp_summary_op_bit((const GPOp *)e) | GP_SUM_KIND(GP_TI_OP) | GP_SUM_TYPED;
+  return __atomic_load_n((const uint64_t *)(const void *)e - 1, __ATOMIC_RELAXED); /* the word before it */
+}
+/* False when no call of op is reachable from e (exact); true when one may be. */
+static inline bool gp_expr_may_call(const GPExpr *e, const GPOp *op) {
+  return (gp_expr_summary(e) & gp_summary_op_bit(op)) != 0;
+}
+/* Whether a node of `kind` (GP_TI_VAR .. GP_TI_OP) is reachable from e (exact). */
+static inline bool gp_expr_has_kind(const GPExpr *e, int32_t kind) {
+  return (gp_expr_summary(e) & GP_SUM_KIND(kind)) != 0;
+}
+/* Sets e's typed-closure bit when e has a checked_type and every child has the bit; returns
+ * whether e has it now.  For a node given its type in place after construction. */
+bool gp_expr_refresh_typed_slow(GPExpr *e);
+static inline bool gp_expr_refresh_typed(GPExpr *e) {
+  uint64_t s = gp_expr_summary(e);
+  if (s & GP_SUM_TYPED) return true;
+  if ((s & GP_SUM_KIDS_TYPED) && e->checked_type) {
+    __atomic_fetch_or((uint64_t *)(void *)e - 1, GP_SUM_TYPED, __ATOMIC_RELAXED);
+    return true;
+  }
+  return gp_expr_refresh_typed_slow(e);
+}
+/* The same for e and the typed nodes under it that lack the bit (a replacement a plugin built
+ * and typed itself): an explicit-stack walk that stops at typed closures and untyped nodes, so
+ * its cost is the size of that region, each node once. */
+bool gp_expr_refresh_typed_deep(GPExpr *e);
+static inline bool gp_expr_is_typed_closure(const GPExpr *e) { return (gp_expr_summary(e) & GP_SUM_TYPED) != 0; }
 static inline bool gp_is_expr(const void *o) {
   int32_t k = gp_kind(o);
   return k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END;
@@ -363,6 +424,9 @@ typedef struct GPNodeIndex {
   size_t n;
   int32_t *kid_off; /* n + 1 entries */
   int32_t *kids;
+  /* per id: the callee op's index for a call of an op, else -(the node's kind): a walk that
+   * selects by op or kind reads this dense array instead of every node */
+  int32_t *tag;
   bool nodes_heap;  /* nodes came from gp_malloc (GP_NI_NODES_HEAP), else from scratch */
 } GPNodeIndex;
 
@@ -392,7 +456,6 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count);
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
 /* gp_rewrite over an index built with GP_NI_LET_VALUE_FIRST: fn gets the node's id and
  * done[j], the rewrite of every node j < id (borrowed; valid until the walk ends). */
-typedef GPExpr *(*GPRewriteIdFn)(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done);
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -324,6 +324,26 @@ int gp_op_get_attr(const GPOp *op, const char *key, GPAny *out) {
   return found;
 }
 
+int32_t gp_op_list_with_attr(const char *key, const GPOp **out, int32_t cap) {
+  if (!key || (cap > 0 && !out) || cap < 0) {
+    gp_error_set(GP_ERR_VALUE, "op_list_with_attr: needs a key, and an array when cap > 0");
+    return -1;
+  }
+  int32_t n = 0;
+  pthread_rwlock_rdlock(&op_lock);
+  for (int32_t o = 0; o < op_len; o++) {
+    const OpAttrList *l = &attr_tab[o];
+    for (int32_t i = 0; i < l->n; i++)
+      if (strcmp(l->items[i].key, key) == 0) {
+        if (n < cap) out[n] = op_list[o];
+        n++;
+        break;
+      }
+  }
+  pthread_rwlock_unlock(&op_lock);
+  return n;
+}
+
 void gp_op_attrs_clear(void) {
   pthread_rwlock_wrlock(&op_lock);
   for (int32_t o = 0; o < op_len; o++) {

@@ -702,9 +702,13 @@ static void root_filter(GPPatternImpl *pt) {
     case PK_CONST: pt->root_kinds |= 1u << (GP_TI_CONSTANT - GP_TI_IR_BEGIN); break;
     case PK_TUPLE: pt->root_kinds |= 1u << (GP_TI_TUPLE - GP_TI_IR_BEGIN); break;
     case PK_ITEM: pt->root_kinds |= 1u << (GP_TI_TUPLE_GET_ITEM - GP_TI_IR_BEGIN); break;
-    case PK_CALL: root_add_op(pt, n->op); break;
+    case PK_CALL:
+      root_add_op(pt, n->op);
+      pt->root_summary |= gp_summary_op_bit(n->op);
+      break;
     case PK_OPT:
       root_add_op(pt, n->op);
+      pt->root_summary |= gp_summary_op_bit(n->op);
       st[sp++] = pt->kids[n->kid0];
       break;
     case PK_ALT:
@@ -715,6 +719,9 @@ static void root_filter(GPPatternImpl *pt) {
     }
   }
   if (st != small) gp_free(st);
+  for (int32_t k = GP_TI_IR_BEGIN; k < GP_TI_IR_END; k++)
+    if (pt->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u) pt->root_summary |= GP_SUM_KIND(k);
+  if (pt->root_any) pt->root_summary = ~(uint64_t)0;
 }
 
 GPPattern *gp_pattern_compile(const char *text, const char *source_name, uint32_t line, uint32_t col) {

@@ -50,6 +50,9 @@ typedef struct GPPatternImpl {
   uint32_t root_kinds;
   uint64_t *root_ops;  /* bitset over op indices < root_nops */
   int32_t root_nops;
+  /* The same in gp_expr_summary's bits (ops' Bloom bits, kinds of non-call roots; all bits for
+   * root_any): a pattern cannot match under e when (gp_expr_summary(e) & root_summary) == 0. */
+  uint64_t root_summary;
 } GPPatternImpl;
 
 static inline const GPPatternImpl *gp_pat_impl(const GPPattern *p) { return (const GPPatternImpl *)p; }
@@ -87,6 +90,15 @@ static inline bool gp_pattern_may_match(const GPPattern *p, const GPExpr *e) {
     return idx >= 0 && idx < pi->root_nops && (pi->root_ops[idx / 64] >> (idx % 64) & 1u);
   }
   return k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END && (pi->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u);
+}
+
+/* The same from a node index's tag (GPNodeIndex.tag): no read of the node. */
+static inline bool gp_pattern_may_match_tag(const GPPattern *p, int32_t tag) {
+  const GPPatternImpl *pi = gp_pat_impl(p);
+  if (pi->root_any) return true;
+  if (tag >= 0) return tag < pi->root_nops && (pi->root_ops[tag / 64] >> (tag % 64) & 1u);
+  int32_t k = -tag;
+  return k != GP_TI_CALL && k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END && (pi->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u);
 }
 
 int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out);

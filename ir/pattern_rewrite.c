@@ -249,8 +249,21 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     }
   }
   spec->num_rewritten = 0;
+  /* Patterns whose root cannot occur under root (its op or kind is absent from root's summary)
+   * get no selection walk; when none can, nothing is indexed. */
+  uint64_t have = gp_expr_summary(root);
+  bool *live = gp_scratch_zalloc(spec->num_patterns ? (size_t)spec->num_patterns : 1, sizeof *live);
+  int32_t nlive = 0;
+  for (int32_t k = 0; k < spec->num_patterns; k++) nlive += live[k] = (gp_pat_impl(spec->patterns[k])->root_summary & have) != 0;
+  if (!nlive) {
+    gp_scratch_free(live);
+    return gp_retain(root);
+  }
   Driver d = {.spec = spec};
-  if (gp_ni_build(&d.ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
+  if (gp_ni_build(&d.ni, root, GP_NI_LET_VALUE_FIRST) != 0) {
+    gp_scratch_free(live);
+    return NULL;
+  }
   size_t n = d.ni.n;
   d.indeg = gp_scratch_zalloc(n ? n : 1, sizeof *d.indeg);
   d.claim = gp_scratch_zalloc(n ? n : 1, sizeof *d.claim);
@@ -258,20 +271,22 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
   for (size_t i = 0; i < (size_t)d.ni.kid_off[n]; i++) d.indeg[d.ni.kids[i]]++;
   mark_sealed(&d);
   for (int32_t k = 0; k < spec->num_patterns; k++) {
+    if (!live[k]) continue;
     GPMatcher m;
     gp_matcher_init(&m, spec->patterns[k]);
     int rc = 0;
     for (size_t i = n; i-- > 0 && rc >= 0;) {
-      GPExpr *e = d.ni.nodes[i];
-      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match(spec->patterns[k], e)) continue;
-      if (gp_matcher_run(&m, e)) rc = select_match(&d, &m, k, (int32_t)i);
+      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match_tag(spec->patterns[k], d.ni.tag[i])) continue;
+      if (gp_matcher_run(&m, d.ni.nodes[i])) rc = select_match(&d, &m, k, (int32_t)i);
     }
     gp_matcher_free(&m);
     if (rc < 0) {
+      gp_scratch_free(live);
       driver_free(&d);
       return NULL;
     }
   }
+  gp_scratch_free(live);
   GPExpr *out = d.nrecs ? gp_rewrite_indexed(&d.ni, rebuild, &d) : gp_retain(root);
   if (out) spec->num_rewritten = d.rewritten;
   driver_free(&d);

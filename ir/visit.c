@@ -67,6 +67,8 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   GPExpr **nodes = heap ? gp_malloc(ncap * sizeof *nodes) : gp_scratch_alloc(ncap * sizeof *nodes);
   int32_t *ekids = gp_scratch_alloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
   size_t *ebase = gp_scratch_alloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
+  int32_t *ecount = gp_scratch_alloc(ncap * sizeof *ecount); /* per id: its child count */
+  int32_t *tag = gp_scratch_alloc(ncap * sizeof *tag);       /* per id: see GPNodeIndex.tag */
   size_t n = 0;
   int rc = 0;
 #define ENTER(x, is_shared)                                                                      \
@@ -77,6 +79,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     while (klen + (size_t)c_ > kcap)                                                             \
       kcap *= 2, ekids = gp_scratch_realloc(ekids, kcap * sizeof *ekids);                        \
     fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u)};           \
+    for (int32_t p_ = 0; p_ < c_; p_++) __builtin_prefetch(gp_expr_child_at(x_, p_));            \
     klen += (size_t)c_;                                                                          \
   } while (0)
   ENTER(root, false); /* a DAG: the root is never met again below itself */
@@ -114,9 +117,14 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       ncap *= 2;
       nodes = heap ? gp_realloc(nodes, ncap * sizeof *nodes) : gp_scratch_realloc(nodes, ncap * sizeof *nodes);
       ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);
+      ecount = gp_scratch_realloc(ecount, ncap * sizeof *ecount);
+      tag = gp_scratch_realloc(tag, ncap * sizeof *tag);
     }
     int32_t id = (int32_t)n;
     nodes[n] = f->e;
+    ecount[n] = FRAME_COUNT(f);
+    int32_t k = gp_kind(f->e);
+    tag[n] = k == GP_TI_CALL && gp_kind(GP_AS(GPCall, f->e)->op) == GP_TI_OP ? GP_AS(const GPOp, GP_AS(GPCall, f->e)->op)->index : -k;
     ebase[n++] = f->base;
     if (f->count & FRAME_SHARED) sh.tab[sh_slot(&sh, f->e)].id = id;
     nf--;
@@ -136,11 +144,12 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
       ni->kid_off[i] = (int32_t)m;
-      int32_t c = gp_expr_num_children(nodes[i]);
-      memcpy(ni->kids + m, ekids + ebase[i], (size_t)c * sizeof(int32_t));
-      m += (size_t)c;
+      memcpy(ni->kids + m, ekids + ebase[i], (size_t)ecount[i] * sizeof(int32_t));
+      m += (size_t)ecount[i];
     }
     ni->kid_off[n] = (int32_t)m;
+    ni->tag = tag;
+    tag = NULL;
     ni->nodes = nodes;
     ni->nodes_heap = heap;
     ni->n = n;
@@ -152,6 +161,8 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   }
   gp_scratch_free(ekids);
   gp_scratch_free(ebase);
+  gp_scratch_free(ecount);
+  gp_scratch_free(tag);
   return rc;
 }
 
@@ -162,6 +173,7 @@ void gp_ni_free(GPNodeIndex *ni) {
     gp_scratch_free(ni->nodes);
   gp_scratch_free(ni->kid_off);
   gp_scratch_free(ni->kids);
+  gp_scratch_free(ni->tag);
   memset(ni, 0, sizeof *ni);
 }
 
@@ -208,7 +220,10 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
       if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = gp_expr_child_at(e, k);
     }
     GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
-    if (rebuilt && rebuilt != e && same_kid_types(e, kids, nk)) rebuilt->checked_type = e->checked_type;
+    if (rebuilt && rebuilt != e && same_kid_types(e, kids, nk)) {
+      rebuilt->checked_type = e->checked_type;
+      gp_expr_refresh_typed(rebuilt);
+    }
     if (kids != kids_small) gp_free(kids);
     if (!rebuilt) {
       failed = true;
@@ -216,6 +231,7 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
     }
     GPExpr *repl = fn ? fn(user, (int32_t)i, e, rebuilt, res) : gp_retain(rebuilt);
     gp_release(rebuilt);
+    if (repl && repl != rebuilt && gp_is_expr(repl)) gp_expr_refresh_typed_deep(repl); /* a typed replacement */
     if (!repl) {
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "rewrite callback failed without an error");
       failed = true;

@@ -107,7 +107,7 @@ static int any_hook(Alt *a, GPExpr *root) {
 static GPExpr *alt_function(void *user, const GPModule *mod, int32_t index) {
   Alt *a = user;
   GPExpr *root = &mod->funcs[index]->base;
-  int any = any_hook(a, root);
+  int any = std_may_call_attr(root, GP_OP_ATTR_ALTER_OP_LAYOUT) ? any_hook(a, root) : 0; /* O(1) without */
   if (any < 0) return NULL;
   if (!any) return gp_retain(root);
   return lay_rewrite_function(PASS_NAME, mod, index, alter, a, &a->stats);

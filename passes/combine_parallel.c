@@ -184,15 +184,16 @@ GPAttrs *cp_attrs_with(const GPOp *op, const GPAttrs *a, const char *key, GPAttr
 /* The driver                                                                                  */
 
 typedef struct Work {
-  GPExpr **nodes;
+  GPExprIndex *ix;  /* the function's node index (ABI 1.4): children by id */
+  GPExpr *const *nodes;
   size_t n;
-  PMap ids;         /* node -> id + 1 */
   int32_t *uoff;    /* users of node i: users[uoff[i] .. uoff[i + 1]) (call ids) */
   int32_t *users;
   unsigned char *start;   /* call i is a supported call of the op (a user of its data only) */
   unsigned char *tainted; /* depends on a node of a candidate group's branch */
   /* branches */
   const GPCall **pool;
+  int32_t *pool_id; /* the id of pool[i] */
   size_t npool, cpool;
   int32_t *boff, *blen, *broot, *blabel;
   uint64_t *bkey;
@@ -205,7 +206,8 @@ typedef struct Work {
   size_t nrepl, crepl;
 } Work;
 
-static int32_t id_of(const Work *w, const void *e) { return (int32_t)(intptr_t)pmap_get(&w->ids, e) - 1; }
+/* Argument a of call `id` (child 0 is the callee), as an id. */
+static inline int32_t arg_id(const Work *w, int32_t id, int32_t a) { return w->ix->kids[w->ix->kid_offsets[id] + 1 + a]; }
 
 static bool is_start(const CPRun *r, const GPOp *op, const GPExpr *e) {
   if (ekind(e) != GP_TI_CALL) return false;
@@ -223,7 +225,8 @@ static void grow(void **p, size_t *cap, size_t need, size_t elem) {
   *cap = nc;
 }
 
-static void add_branch(Work *w, const CPRun *r, int32_t root, const GPCall *first) {
+static void add_branch(Work *w, const CPRun *r, int32_t root, int32_t first_id) {
+  const GPCall *first = (const GPCall *)w->nodes[first_id];
   size_t need = w->nb + 1, cb = w->cb;
   grow((void **)&w->boff, &cb, need, sizeof *w->boff);
   cb = w->cb;
@@ -238,15 +241,19 @@ static void add_branch(Work *w, const CPRun *r, int32_t root, const GPCall *firs
   w->broot[b] = root;
   w->bkey[b] = r->c->key(r, first);
   const GPCall *cur = first;
+  int32_t id = first_id;
   for (;;) {
+    size_t cpool = w->cpool;
     grow((void **)&w->pool, &w->cpool, w->npool + 1, sizeof *w->pool);
+    grow((void **)&w->pool_id, &cpool, w->npool + 1, sizeof *w->pool_id);
+    w->pool_id[w->npool] = id;
     w->pool[w->npool++] = cur;
-    int32_t id = id_of(w, cur);
     if (w->uoff[id + 1] - w->uoff[id] != 1) break;
-    const GPExpr *u = w->nodes[w->users[w->uoff[id]]];
-    const GPCall *uc = (const GPCall *)u;
+    int32_t u = w->users[w->uoff[id]];
+    const GPCall *uc = (const GPCall *)w->nodes[u];
     if (ekind(uc->op) != GP_TI_OP || ((const GPOp *)uc->op)->pattern > GP_PATTERN_BROADCAST) break;
     cur = uc;
+    id = u;
   }
   w->blen[b] = (int32_t)(w->npool - (size_t)w->boff[b]);
 }
@@ -304,9 +311,9 @@ static void note(CPRun *r, const char *fmt, ...) {
   std_note(r->ctx, "%s", buf);
 }
 
-static bool input_tainted(const Work *w, const GPExpr *e) {
-  int32_t id = id_of(w, e);
-  return id >= 0 && w->tainted[id];
+/* Whether argument a of the depth-th call of branch k of g depends on a combined branch. */
+static bool input_tainted(const Work *w, const CPGroup *g, int32_t k, int32_t depth, int32_t a) {
+  return w->tainted[arg_id(w, w->pool_id[g->off[k] + depth], a)];
 }
 
 /* TVM's CheckLevel, and no argument other than the previous level depends on a branch. */
@@ -318,7 +325,7 @@ static bool check_level(CPRun *r, const Work *w, const CPGroup *g, int32_t depth
     if (c->args[parent] != (const GPExpr *)cp_at(g, k, depth - 1)) return false;
     for (int32_t i = 0; i < c->nargs; i++) {
       if (i == parent) continue;
-      if (input_tainted(w, c->args[i])) return false;
+      if (input_tainted(w, g, k, depth, i)) return false;
       if (!r->c->arg_compatible(r, call, c, i)) return false;
     }
   }
@@ -376,7 +383,7 @@ static int combine_group(CPRun *r, Work *w, const CPGroup *g) {
   for (int32_t k = 0; k < g->n; k++) {
     const GPCall *c = cp_at(g, k, 0);
     for (int32_t i = 1; i < c->nargs; i++)
-      if (input_tainted(w, c->args[i])) {
+      if (input_tainted(w, g, k, 0, i)) {
         r->refused++;
         note(r, "kept %d %s branches at %s: an input depends on a combined branch", (int)g->n, r->c->op, loc);
         return 0;
@@ -460,8 +467,8 @@ static GPExpr *mark_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
 }
 
 static void work_free(Work *w) {
-  free(w->nodes);
-  pmap_free(&w->ids);
+  H->expr_index_free(w->ix);
+  free(w->pool_id);
   pmap_free(&w->subst);
   pmap_free(&w->rmap);
   free(w->uoff);
@@ -489,10 +496,12 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
   GPFunctionExpr *fn = mod->funcs[index];
   const GPOp *op = H->op_get(r->c->op);
   if (!op) return NULL;
+  if (!std_may_call(&fn->base, r->c->op)) return gp_retain(&fn->base); /* no such op: O(1) */
   Work w = {0};
-  if (H->post_order(&fn->base, &w.nodes, &w.n) != 0) return NULL;
+  if (!(w.ix = H->expr_index_new(&fn->base))) return NULL;
+  w.nodes = w.ix->nodes;
+  w.n = w.ix->num_nodes;
   size_t n = w.n;
-  for (size_t i = 0; i < n; i++) pmap_put(&w.ids, w.nodes[i], (void *)(intptr_t)(i + 1));
   /* users (TVM's children_map_) */
   w.uoff = calloc(n + 2, sizeof *w.uoff);
   w.start = calloc(n + 1, 1);
@@ -504,7 +513,7 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
     const GPCall *c = (const GPCall *)w.nodes[i];
     w.start[i] = is_start(r, op, w.nodes[i]);
     int32_t na = w.start[i] ? 1 : c->nargs;
-    for (int32_t a = 0; a < na; a++) w.uoff[id_of(&w, c->args[a]) + 2]++;
+    for (int32_t a = 0; a < na; a++) w.uoff[arg_id(&w, (int32_t)i, a) + 2]++;
     nu += (size_t)na;
   }
   for (size_t i = 0; i < n; i++) w.uoff[i + 2] += w.uoff[i + 1];
@@ -514,7 +523,7 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
     if (ekind(w.nodes[i]) != GP_TI_CALL) continue;
     const GPCall *c = (const GPCall *)w.nodes[i];
     int32_t na = w.start[i] ? 1 : c->nargs;
-    for (int32_t a = 0; a < na; a++) w.users[w.uoff[id_of(&w, c->args[a]) + 1]++] = (int32_t)i;
+    for (int32_t a = 0; a < na; a++) w.users[w.uoff[arg_id(&w, (int32_t)i, a) + 1]++] = (int32_t)i;
   }
   /* now users of node i are users[uoff[i] .. uoff[i + 1]) */
   /* branches, per root in post-order, then groups */
@@ -522,8 +531,7 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
     size_t b0 = w.nb;
     for (int32_t u = w.uoff[i]; u < w.uoff[i + 1]; u++) {
       int32_t c = w.users[u];
-      if (w.start[c] && ((const GPCall *)w.nodes[c])->args[0] == w.nodes[i])
-        add_branch(&w, r, (int32_t)i, (const GPCall *)w.nodes[c]);
+      if (w.start[c] && arg_id(&w, c, 0) == (int32_t)i) add_branch(&w, r, (int32_t)i, c);
     }
     if (w.nb > b0) label_groups(&w, r, b0, w.nb);
   }
@@ -544,14 +552,13 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
   for (size_t b = 0; b < w.nb; b++) {
     int32_t l = w.blabel[b];
     if (gcount[l] < r->min_branches) continue;
-    for (int32_t d = 0; d < w.blen[b]; d++) w.tainted[id_of(&w, w.pool[w.boff[b] + d])] = 1;
+    for (int32_t d = 0; d < w.blen[b]; d++) w.tainted[w.pool_id[w.boff[b] + d]] = 1;
   }
   for (size_t i = 0; i < n; i++) {
     if (w.tainted[i]) continue;
-    int32_t nk = gp_expr_num_children(w.nodes[i]);
-    for (int32_t k = 0; k < nk; k++) {
-      int32_t cid = id_of(&w, gp_expr_child_at(w.nodes[i], k));
-      if (cid >= 0 && w.tainted[cid]) {
+    for (int32_t q = w.ix->kid_offsets[i]; q < w.ix->kid_offsets[i + 1]; q++) {
+      int32_t cid = w.ix->kids[q];
+      if (w.tainted[cid]) {
         w.tainted[i] = 1;
         break;
       }

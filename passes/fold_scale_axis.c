@@ -97,9 +97,10 @@ typedef struct Fsa {
   GPPassContext *ctx;
   const char *source;
   bool forward;
-  GPExpr **nodes;
+  GPExprIndex *ix; /* the function's node index (ABI 1.4): children by id, no pointer map */
+  GPExpr *const *nodes;
   size_t n;
-  PMap index;      /* node -> id + 1 */
+  uint8_t *kind;   /* per id: its OpKind */
   int32_t *axis;   /* message: axis, NO_MSG, NO_ENTRY */
   uint8_t *pos;    /* message requires a positive scale */
   uint32_t *refs;  /* backward: uses (edges) */
@@ -114,22 +115,45 @@ typedef struct Fsa {
 
 static const char *where(const Fsa *s, const GPExpr *e, char *buf, size_t n) { return std_where(s->source, e, buf, n); }
 
-static OpKind op_kind(const GPExpr *e) {
-  const char *op = sb_op_name(e);
+/* The kind of a call of the op named op (NULL: not an op call); the binary kinds also need two
+ * arguments (kinds() checks). */
+static OpKind op_kind_of(const char *op) {
   if (!op) return K_OTHER;
   if (!strcmp(op, "nn.relu") || !strcmp(op, "nn.leaky_relu")) return K_RELU;
-  if (!strcmp(op, "add") || !strcmp(op, "subtract")) return ((const GPCall *)e)->nargs == 2 ? K_ADDSUB : K_OTHER;
-  if (!strcmp(op, "multiply")) return ((const GPCall *)e)->nargs == 2 ? K_MULTIPLY : K_OTHER;
-  if (!strcmp(op, "nn.conv2d") || !strcmp(op, "nn.conv3d")) return ((const GPCall *)e)->nargs == 2 ? K_CONV : K_OTHER;
-  if (!strcmp(op, "nn.dense")) return ((const GPCall *)e)->nargs == 2 ? K_DENSE : K_OTHER;
-  if (!strcmp(op, "nn.bias_add")) return ((const GPCall *)e)->nargs == 2 ? K_BIAS_ADD : K_OTHER;
+  if (!strcmp(op, "add") || !strcmp(op, "subtract")) return K_ADDSUB;
+  if (!strcmp(op, "multiply")) return K_MULTIPLY;
+  if (!strcmp(op, "nn.conv2d") || !strcmp(op, "nn.conv3d")) return K_CONV;
+  if (!strcmp(op, "nn.dense")) return K_DENSE;
+  if (!strcmp(op, "nn.bias_add")) return K_BIAS_ADD;
   return K_OTHER;
 }
 
-static int64_t id_of(const Fsa *s, const GPExpr *e) {
-  void *v = pmap_get(&s->index, e);
-  return v ? (int64_t)(uintptr_t)v - 1 : -1;
+/* s->kind from the index's tags: each distinct op is classified once by name, then a node
+ * costs a table read (and, for the binary kinds, a look at its argument count). */
+static void kinds(Fsa *s) {
+  int32_t maxop = -1;
+  for (size_t k = 0; k < s->n; k++)
+    if (s->ix->tags[k] > maxop) maxop = s->ix->tags[k];
+  uint8_t *by_op = gp_scratch_alloc((size_t)maxop + 2);
+  memset(by_op, 0xff, (size_t)maxop + 2);
+  for (size_t k = 0; k < s->n; k++) {
+    int32_t t = s->ix->tags[k];
+    if (t < 0) {
+      s->kind[k] = K_OTHER;
+      continue;
+    }
+    if (by_op[t] == 0xff) by_op[t] = (uint8_t)op_kind_of(sb_op_name(s->nodes[k]));
+    OpKind kk = (OpKind)by_op[t];
+    if (kk != K_OTHER && kk != K_RELU && ((const GPCall *)s->nodes[k])->nargs != 2) kk = K_OTHER;
+    s->kind[k] = (uint8_t)kk;
+  }
+  gp_scratch_free(by_op);
 }
+
+/* Child i of node k, and argument i of call k (child 0 is the callee), as ids. */
+static inline int32_t kid_id(const Fsa *s, size_t k, int32_t i) { return s->ix->kids[s->ix->kid_offsets[k] + i]; }
+static inline int32_t arg_id(const Fsa *s, size_t k, int32_t i) { return kid_id(s, k, 1 + i); }
+static inline OpKind kind_at(const Fsa *s, int64_t id) { return (OpKind)s->kind[id]; }
 
 static const GPType *ttype(const GPExpr *e) {
   const GPType *t = e->checked_type;
@@ -183,9 +207,7 @@ static bool conv_info(const GPExpr *call, bool forward, Conv *ci, const char **w
 
 /* ---- messages */
 
-static void update(Fsa *s, const GPExpr *child, int32_t axis, bool pos) {
-  int64_t j = id_of(s, child);
-  if (j < 0) return;
+static void update(Fsa *s, int32_t j, int32_t axis, bool pos) {
   if (s->axis[j] == NO_ENTRY) {
     s->axis[j] = axis;
     s->pos[j] = axis >= 0 && pos;
@@ -197,10 +219,7 @@ static void update(Fsa *s, const GPExpr *child, int32_t axis, bool pos) {
   }
 }
 
-static int32_t msg_of(const Fsa *s, const GPExpr *e) {
-  int64_t j = id_of(s, e);
-  return j < 0 || s->axis[j] < 0 ? NO_MSG : s->axis[j];
-}
+static int32_t msg_of(const Fsa *s, int32_t j) { return s->axis[j] < 0 ? NO_MSG : s->axis[j]; }
 
 /* TVM's MatchBroadcastToLeftAxes without a value: trhs matches tlhs at `axis` and is 1
  * elsewhere (right-aligned). */
@@ -233,53 +252,53 @@ static void forward_prep(Fsa *s) {
     switch (ekind(e)) {
     case GP_TI_CALL: {
       const GPCall *c = (const GPCall *)e;
-      switch (op_kind(e)) {
-      case K_RELU: update(s, c->args[0], out, true); break;
+      switch (kind_at(s, k)) {
+      case K_RELU: update(s, arg_id(s, k, 0), out, true); break;
       case K_ADDSUB: {
         const GPType *t0 = ttype(c->args[0]), *t1 = ttype(c->args[1]);
         if (out >= 0 && match_axes(t0, t1, out)) {
-          update(s, c->args[0], out, pos);
-          update(s, c->args[1], NO_MSG, false);
+          update(s, arg_id(s, k, 0), out, pos);
+          update(s, arg_id(s, k, 1), NO_MSG, false);
         } else if (out >= 0 && match_axes(t1, t0, out)) {
-          update(s, c->args[0], NO_MSG, false);
-          update(s, c->args[1], out, pos);
+          update(s, arg_id(s, k, 0), NO_MSG, false);
+          update(s, arg_id(s, k, 1), out, pos);
         } else {
-          update(s, c->args[0], NO_MSG, false);
-          update(s, c->args[1], NO_MSG, false);
+          update(s, arg_id(s, k, 0), NO_MSG, false);
+          update(s, arg_id(s, k, 1), NO_MSG, false);
         }
         break;
       }
       case K_CONV: {
         Conv ci;
         const char *why;
-        update(s, c->args[0], conv_info(e, true, &ci, &why) ? ci.c : NO_MSG, false);
-        update(s, c->args[1], NO_MSG, false);
+        update(s, arg_id(s, k, 0), conv_info(e, true, &ci, &why) ? ci.c : NO_MSG, false);
+        update(s, arg_id(s, k, 1), NO_MSG, false);
         break;
       }
       case K_DENSE: {
         const GPType *t0 = ttype(c->args[0]);
-        update(s, c->args[0], t0 && t0->n == 2 ? 1 : NO_MSG, false);
-        update(s, c->args[1], NO_MSG, false);
+        update(s, arg_id(s, k, 0), t0 && t0->n == 2 ? 1 : NO_MSG, false);
+        update(s, arg_id(s, k, 1), NO_MSG, false);
         break;
       }
       default:
-        for (int32_t i = 0; i < c->nargs; i++) update(s, c->args[i], NO_MSG, false);
+        for (int32_t i = 0; i < c->nargs; i++) update(s, arg_id(s, k, i), NO_MSG, false);
         break;
       }
       break;
     }
     case GP_TI_TUPLE:
-      for (int32_t i = 0; i < ((const GPTuple *)e)->n; i++) update(s, ((const GPTuple *)e)->fields[i], NO_MSG, false);
+      for (int32_t i = 0; i < ((const GPTuple *)e)->n; i++) update(s, kid_id(s, k, i), NO_MSG, false);
       break;
     case GP_TI_LET:
-      update(s, ((const GPLet *)e)->value, NO_MSG, false);
-      update(s, ((const GPLet *)e)->body, NO_MSG, false);
+      update(s, kid_id(s, k, 1), NO_MSG, false);
+      update(s, kid_id(s, k, 2), NO_MSG, false);
       break;
-    case GP_TI_FUNCTION_EXPR: update(s, ((const GPFunctionExpr *)e)->body, NO_MSG, false); break;
+    case GP_TI_FUNCTION_EXPR: update(s, kid_id(s, k, ((const GPFunctionExpr *)e)->nparams), NO_MSG, false); break;
     case GP_TI_IF:
-      update(s, ((const GPIf *)e)->cond, NO_MSG, false);
-      update(s, ((const GPIf *)e)->then_branch, NO_MSG, false);
-      update(s, ((const GPIf *)e)->else_branch, NO_MSG, false);
+      update(s, kid_id(s, k, 0), NO_MSG, false);
+      update(s, kid_id(s, k, 1), NO_MSG, false);
+      update(s, kid_id(s, k, 2), NO_MSG, false);
       break;
     default: break; /* a get-item sends nothing (TVM's MixedModeVisitor default) */
     }
@@ -288,21 +307,14 @@ static void forward_prep(Fsa *s) {
 
 /* Backward prep: children first; only calls used once get a message. */
 static void backward_prep(Fsa *s) {
-  for (size_t k = 0; k < s->n; k++) {
-    GPExpr *e = s->nodes[k];
-    int32_t nc = gp_expr_num_children(e);
-    for (int32_t i = 0; i < nc; i++) {
-      int64_t j = id_of(s, gp_expr_child_at(e, i));
-      if (j >= 0) s->refs[j]++;
-    }
-  }
+  for (size_t q = 0; q < (size_t)s->ix->kid_offsets[s->n]; q++) s->refs[s->ix->kids[q]]++;
   if (s->n) s->refs[s->n - 1]++; /* the root */
   for (size_t k = 0; k < s->n; k++) {
-    GPExpr *e = s->nodes[k];
-    OpKind kind = op_kind(e);
+    OpKind kind = kind_at(s, k);
     if (kind == K_OTHER || kind == K_MULTIPLY || s->refs[k] != 1) continue;
+    GPExpr *e = s->nodes[k];
     const GPCall *c = (const GPCall *)e;
-    int32_t m0 = msg_of(s, c->args[0]);
+    int32_t m0 = msg_of(s, arg_id(s, k, 0));
     int32_t out = NO_MSG;
     bool pos = false;
     switch (kind) {
@@ -311,9 +323,9 @@ static void backward_prep(Fsa *s) {
       pos = true;
       break;
     case K_ADDSUB: {
-      int32_t m1 = msg_of(s, c->args[1]);
+      int32_t m1 = msg_of(s, arg_id(s, k, 1));
       const GPType *t0 = ttype(c->args[0]), *t1 = ttype(c->args[1]);
-      int64_t j0 = id_of(s, c->args[0]), j1 = id_of(s, c->args[1]);
+      int64_t j0 = arg_id(s, k, 0), j1 = arg_id(s, k, 1);
       if (m0 >= 0 && match_axes(t0, t1, m0)) out = m0, pos = s->pos[j0];
       else if (m1 >= 0 && match_axes(t1, t0, m1)) out = m1, pos = s->pos[j1];
       else if (m0 >= 0 && m0 == m1 && same_shape(t0, t1)) out = m0, pos = s->pos[j0];
@@ -331,7 +343,7 @@ static void backward_prep(Fsa *s) {
       break;
     }
     case K_BIAS_ADD:
-      if (m0 >= 0 && pp_attr_int(e, "axis", 1) == m0) out = m0, pos = s->pos[id_of(s, c->args[0])];
+      if (m0 >= 0 && pp_attr_int(e, "axis", 1) == m0) out = m0, pos = s->pos[arg_id(s, k, 0)];
       break;
     default: break;
     }
@@ -783,13 +795,11 @@ static bool same_dtype_or_fail(const Fsa *s, const GPExpr *at, const GPExpr *w, 
 
 /* ---- forward rewrite */
 
-static GPExpr *fwd_node(Fsa *s, GPExpr *orig, GPExpr *rebuilt) {
-  OpKind kind = op_kind(orig);
+static GPExpr *fwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
+  OpKind kind = kind_at(s, i);
   if (kind == K_OTHER || kind == K_BIAS_ADD) return gp_retain(rebuilt);
-  int64_t i = id_of(s, orig);
-  if (i < 0) return gp_retain(rebuilt);
   const GPCall *oc = (const GPCall *)orig, *rc = (const GPCall *)rebuilt;
-  int64_t j0 = id_of(s, oc->args[0]), j1 = oc->nargs > 1 ? id_of(s, oc->args[1]) : -1;
+  int64_t j0 = arg_id(s, (size_t)i, 0), j1 = oc->nargs > 1 ? arg_id(s, (size_t)i, 1) : -1;
   bool sc0 = j0 >= 0 && s->value[j0], sc1 = j1 >= 0 && s->value[j1];
   SBuild b = {.ops = &s->ops};
   char loc[256];
@@ -888,15 +898,15 @@ fail:
 static int backward_decide(Fsa *s) {
   size_t *stack = gp_scratch_alloc(sizeof(size_t) * (s->n ? s->n : 1));
   for (size_t k = 0; k < s->n; k++) {
+    if (kind_at(s, k) != K_MULTIPLY) continue;
     GPExpr *e = s->nodes[k];
-    if (op_kind(e) != K_MULTIPLY) continue;
     const GPCall *c = (const GPCall *)e;
-    int32_t m0 = msg_of(s, c->args[0]), m1 = msg_of(s, c->args[1]);
+    int32_t m0 = msg_of(s, arg_id(s, k, 0)), m1 = msg_of(s, arg_id(s, k, 1));
     char loc[256], loc2[256];
     if (m0 < 0 && m1 < 0) {
       for (int i = 0; i < 2; i++) {
-        int64_t a = id_of(s, c->args[i]);
-        OpKind ak = op_kind(c->args[i]);
+        int64_t a = arg_id(s, k, i);
+        OpKind ak = kind_at(s, a);
         if (a >= 0 && s->refs[a] > 1 && ak != K_OTHER && ak != K_MULTIPLY) {
           notes_add(s->notes, "kept multiply at %s: its argument %s at %s has %u uses", where(s, e, loc, sizeof loc),
                    sb_op_name(c->args[i]), where(s, c->args[i], loc2, sizeof loc2), (unsigned)s->refs[a]);
@@ -908,7 +918,7 @@ static int backward_decide(Fsa *s) {
     }
     int side = m0 >= 0 ? 0 : 1;
     int32_t axis = side ? m1 : m0;
-    int64_t a = id_of(s, c->args[side]);
+    int64_t a = arg_id(s, k, side);
     SBuild b = {.ops = &s->ops};
     const char *why = NULL;
     GPExpr *sc = match_scale(s, &b, ttype(c->args[side]), ttype(c->args[1 - side]), axis, c->args[1 - side], &why);
@@ -932,13 +942,12 @@ static int backward_decide(Fsa *s) {
     while (top) {
       size_t x = stack[--top];
       s->chain[x] = (int32_t)k + 1;
-      const GPCall *xc = (const GPCall *)s->nodes[x];
-      switch (op_kind(s->nodes[x])) {
+      switch (kind_at(s, x)) {
       case K_RELU:
-      case K_BIAS_ADD: stack[top++] = (size_t)id_of(s, xc->args[0]); break;
+      case K_BIAS_ADD: stack[top++] = (size_t)arg_id(s, x, 0); break;
       case K_ADDSUB:
         for (int i = 0; i < 2; i++)
-          if (msg_of(s, xc->args[i]) >= 0) stack[top++] = (size_t)id_of(s, xc->args[i]);
+          if (msg_of(s, arg_id(s, x, i)) >= 0) stack[top++] = (size_t)arg_id(s, x, i);
         break;
       default: break; /* conv, dense: the weight takes the scale */
       }
@@ -948,23 +957,21 @@ static int backward_decide(Fsa *s) {
   return 0;
 }
 
-static GPExpr *bwd_node(Fsa *s, GPExpr *orig, GPExpr *rebuilt) {
-  int64_t i = id_of(s, orig);
-  if (i < 0 || ekind(orig) != GP_TI_CALL) return gp_retain(rebuilt);
+static GPExpr *bwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
+  if (ekind(orig) != GP_TI_CALL) return gp_retain(rebuilt);
   const GPCall *oc = (const GPCall *)orig, *rc = (const GPCall *)rebuilt;
   if (s->scale[i]) /* a folded multiply: its argument already carries the scale */
     return gp_retain(rc->args[s->sside[i]]);
   if (!s->chain[i]) return gp_retain(rebuilt);
   int64_t f = s->chain[i] - 1;
   GPExpr *sc = s->scale[f];
-  const GPCall *mul = (const GPCall *)s->nodes[f];
-  int32_t axis = msg_of(s, mul->args[s->sside[f]]);
+  int32_t axis = msg_of(s, arg_id(s, (size_t)f, s->sside[f]));
   SBuild b = {.ops = &s->ops};
   GPExpr *out = NULL;
-  switch (op_kind(orig)) {
+  switch (kind_at(s, i)) {
   case K_RELU: return gp_retain(rebuilt);
   case K_ADDSUB: {
-    bool m0 = msg_of(s, oc->args[0]) >= 0, m1 = msg_of(s, oc->args[1]) >= 0;
+    bool m0 = msg_of(s, arg_id(s, (size_t)i, 0)) >= 0, m1 = msg_of(s, arg_id(s, (size_t)i, 1)) >= 0;
     if (m0 && m1) return gp_retain(rebuilt);
     const GPType *ts = ttype(m0 ? oc->args[0] : oc->args[1]);
     GPExpr *e = mk_expand_bias(s, &b, sc, ts->n, axis);
@@ -976,7 +983,7 @@ static GPExpr *bwd_node(Fsa *s, GPExpr *orig, GPExpr *rebuilt) {
   case K_CONV:
   case K_DENSE: {
     GPExpr *w = sc;
-    if (op_kind(orig) == K_CONV) {
+    if (kind_at(s, i) == K_CONV) {
       Conv ci;
       const char *why;
       if (!conv_info(orig, false, &ci, &why)) return gp_retain(rebuilt); /* cannot happen */
@@ -999,9 +1006,10 @@ static GPExpr *bwd_node(Fsa *s, GPExpr *orig, GPExpr *rebuilt) {
   return r;
 }
 
-static GPExpr *fsa_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
+static GPExpr *fsa_rewrite(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
+  (void)done;
   Fsa *s = user;
-  return s->forward ? fwd_node(s, orig, rebuilt) : bwd_node(s, orig, rebuilt);
+  return s->forward ? fwd_node(s, id, orig, rebuilt) : bwd_node(s, id, orig, rebuilt);
 }
 
 static void fsa_free(Fsa *s) {
@@ -1016,8 +1024,10 @@ static void fsa_free(Fsa *s) {
   gp_scratch_free(s->value);
   gp_scratch_free(s->scale);
   gp_scratch_free(s->sside);
-  pmap_free(&s->index);
-  if (s->nodes) H->free(s->nodes);
+  gp_scratch_free(s->kind);
+  H->expr_index_free(s->ix);
+  s->ix = NULL;
+  s->kind = NULL;
   s->nodes = NULL;
   s->value = s->scale = NULL;
 }
@@ -1026,10 +1036,12 @@ static GPExpr *fsa_function(void *user, const GPModule *mod, int32_t index) {
   Fsa *s = user;
   s->source = mod->source_name;
   GPExpr *root = &mod->funcs[index]->base;
-  if (H->post_order(root, &s->nodes, &s->n) != 0) return NULL;
+  if (!(s->ix = H->expr_index_new(root))) return NULL;
+  s->nodes = s->ix->nodes;
+  s->n = s->ix->num_nodes;
   size_t n = s->n ? s->n : 1;
-  s->index = (PMap){0};
-  for (size_t k = 0; k < s->n; k++) pmap_put(&s->index, s->nodes[k], (void *)(uintptr_t)(k + 1));
+  s->kind = gp_scratch_alloc(n);
+  kinds(s);
   s->axis = gp_scratch_alloc(sizeof(int32_t) * n);
   for (size_t k = 0; k < n; k++) s->axis[k] = s->forward ? NO_ENTRY : NO_MSG;
   s->pos = gp_scratch_zalloc(n, 1);
@@ -1043,13 +1055,13 @@ static GPExpr *fsa_function(void *user, const GPModule *mod, int32_t index) {
   if (s->forward) {
     if (s->n) s->axis[s->n - 1] = NO_MSG; /* the function itself */
     forward_prep(s);
-    for (size_t k = 0; k < s->n && !any; k++) any = s->axis[k] >= 0 && op_kind(s->nodes[k]) == K_MULTIPLY;
+    for (size_t k = 0; k < s->n && !any; k++) any = s->axis[k] >= 0 && kind_at(s, k) == K_MULTIPLY;
   } else {
     backward_prep(s);
     if (backward_decide(s) != 0) goto done;
     for (size_t k = 0; k < s->n && !any; k++) any = s->scale[k] != NULL;
   }
-  out = any ? H->rewrite(root, fsa_rewrite, s) : gp_retain(root);
+  out = any ? H->rewrite_indexed(s->ix, fsa_rewrite, s) : gp_retain(root);
 done:
   fsa_free(s);
   return out;

@@ -28,6 +28,36 @@ bool std_module_typed(const GPModule *m) {
   return true;
 }
 
+/* (The plugin needs a 1.4 host: std_initialize checks.) */
+bool std_may_call(const GPExpr *e, const char *op_name) {
+  const GPOp *op = H->op_get(op_name);
+  if (!op) {
+    H->error_clear(); /* an op nobody registered is called nowhere */
+    return false;
+  }
+  return H->expr_may_call(e, op) != 0;
+}
+
+bool std_has_kind(const GPExpr *e, int32_t type_index) { return H->expr_has_kind(e, type_index) != 0; }
+
+bool std_may_call_attr(const GPExpr *e, const char *key) {
+  const GPOp *small[32], **ops = small;
+  int32_t n = H->op_list_with_attr(key, small, 32);
+  if (n < 0) {
+    H->error_clear();
+    return true;
+  }
+  if (n > 32) {
+    ops = malloc((size_t)n * sizeof *ops);
+    if (!ops) return true;
+    n = H->op_list_with_attr(key, ops, n);
+  }
+  bool may = false;
+  for (int32_t i = 0; i < n && !may; i++) may = H->expr_may_call(e, ops[i]) != 0;
+  if (ops != small) free(ops);
+  return may;
+}
+
 GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *user) {
   return std_function_pass_typed(mod, run, user, NULL);
 }

@@ -116,7 +116,9 @@ static GPExpr *leg_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
 static void leg_free(Leg *l) { std_hooks_free(&l->hooks); }
 
 static GPExpr *leg_function(void *user, const GPModule *mod, int32_t index) {
-  return H->rewrite(&mod->funcs[index]->base, leg_rewrite, user);
+  GPExpr *root = &mod->funcs[index]->base;
+  if (!std_may_call_attr(root, GP_OP_ATTR_LEGALIZE)) return gp_retain(root); /* no hooked op: O(1) */
+  return H->rewrite(root, leg_rewrite, user);
 }
 
 static int legalize(void *self, const GPAny *args, int32_t nargs, GPAny *result) {

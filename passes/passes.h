@@ -83,6 +83,13 @@ static inline GPExpr *std_note_typed(GPExpr *r, bool *untyped) {
 bool std_function_skipped(const GPFunctionExpr *fn);
 /* Every function and its body carry a checked type. */
 bool std_module_typed(const GPModule *m);
+/* Subtree facts (GPHostAPI.expr_may_call / expr_has_kind, ABI 1.4), for skipping work: false
+ * only when e certainly calls no op named op_name / holds no node of that kind; true when it
+ * may. */
+bool std_may_call(const GPExpr *e, const char *op_name);
+bool std_has_kind(const GPExpr *e, int32_t type_index);
+/* Whether e may call an op that has attribute key (a hook): true when the host cannot tell. */
+bool std_may_call_attr(const GPExpr *e, const char *key);
 /* "<source>:<line>:<col>" of a node (or "an unknown location"); returns buf. */
 const char *std_where(const char *source, const GPExpr *e, char *buf, size_t n);
 /* "a tuple", "an int", ... for a type index; std_describe_any adds the value of a POD. */

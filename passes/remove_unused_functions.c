@@ -44,6 +44,7 @@ static int remove_unused(void *self, const GPAny *args, int32_t nargs, GPAny *re
   }
   while (wlen) {
     int32_t f = work[--wlen];
+    if (!std_has_kind(&mod->funcs[f]->base, GP_TI_GLOBAL_VAR)) continue; /* calls no global: O(1) */
     GPExpr **nodes;
     size_t count;
     if (H->post_order(&mod->funcs[f]->base, &nodes, &count) != 0) {

@@ -110,6 +110,53 @@ static GPTensor *h_tensor_read(const char *path) {
   return gp_npy_read(path);
 }
 
+static int h_expr_may_call(const GPExpr *e, const GPOp *op) {
+  if (!e || !op || !gp_is_expr(e) || gp_kind(op) != GP_TI_OP) return 0;
+  return gp_expr_may_call(e, op);
+}
+
+static int h_expr_has_kind(const GPExpr *e, int32_t type_index) {
+  if (!e || !gp_is_expr(e) || type_index < GP_TI_VAR || type_index >= GP_TI_IR_END) return 0;
+  return gp_expr_has_kind(e, type_index);
+}
+
+/* A GPExprIndex is the public view of a host node index. */
+typedef struct ExprIndex {
+  GPExprIndex pub;
+  GPNodeIndex ni;
+} ExprIndex;
+
+static GPExprIndex *h_expr_index_new(GPExpr *root) {
+  ExprIndex *x = gp_calloc(1, sizeof *x);
+  if (gp_ni_build(&x->ni, root, GP_NI_LET_VALUE_FIRST) != 0) {
+    gp_free(x);
+    return NULL;
+  }
+  x->pub = (GPExprIndex){.struct_size = sizeof(GPExprIndex),
+                         .abi_version = GP_ABI_VERSION,
+                         .num_nodes = x->ni.n,
+                         .nodes = x->ni.nodes,
+                         .kid_offsets = x->ni.kid_off,
+                         .kids = x->ni.kids,
+                         .tags = x->ni.tag};
+  return &x->pub;
+}
+
+static void h_expr_index_free(GPExprIndex *index) {
+  if (!index) return;
+  ExprIndex *x = (ExprIndex *)index;
+  gp_ni_free(&x->ni);
+  gp_free(x);
+}
+
+static GPExpr *h_rewrite_indexed(const GPExprIndex *index, GPRewriteIdFn fn, void *user) {
+  if (!index) {
+    gp_error_set(GP_ERR_VALUE, "rewrite_indexed: NULL index");
+    return NULL;
+  }
+  return gp_rewrite_indexed(&((const ExprIndex *)index)->ni, fn, user);
+}
+
 static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
                                 int32_t *num_inputs) {
   gp_ops_init();
@@ -368,6 +415,12 @@ static const GPHostAPI k_host_api = {
     .plugin_require = gp_plugin_require,
     .tensor_read = h_tensor_read,
     .eval_random_inputs = h_eval_random_inputs,
+    .expr_may_call = h_expr_may_call,
+    .expr_has_kind = h_expr_has_kind,
+    .op_list_with_attr = gp_op_list_with_attr,
+    .expr_index_new = h_expr_index_new,
+    .expr_index_free = h_expr_index_free,
+    .rewrite_indexed = h_rewrite_indexed,
 };
 
 const GPHostAPI *gp_host_api(void) {

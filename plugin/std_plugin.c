@@ -61,6 +61,11 @@ static int register_llvm_target(void) {
 
 static int std_initialize(const GPHostAPI *host) {
   if (!host || host->struct_size < GP_STRUCT_SIZE(GPHostAPI, plugin_load)) return -1;
+  if (!GP_HAS_FIELD(host, GPHostAPI, rewrite_indexed)) { /* its passes index functions through 1.4's tables */
+    host->error_set(GP_ERR_VERSION, "the standard plugin needs a graphpass host of ABI 1.4 or newer (this one is %u.%u)",
+                    GP_ABI_MAJOR_OF(host->abi_version), GP_ABI_MINOR_OF(host->abi_version));
+    return -1;
+  }
   gp_std_host = host;
   int (*const regs[])(void) = {std_register_infer_type, std_register_remove_unused_functions,
                                 std_register_dead_code_elimination, std_register_print_ir, std_register_fuse_ops,
