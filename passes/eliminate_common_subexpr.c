@@ -35,12 +35,22 @@
 typedef struct Cand {
   uint64_t hash;
   GPExpr *node; /* borrowed: a rewrite result, alive until the rewrite returns; NULL = empty */
+  int32_t id;   /* its id in the function's node index */
 } Cand;
 
 typedef struct Ecse {
   const char *source;
   GPPackedFunc *skip; /* owned, may be NULL */
   const char *skip_name;
+  /* Candidates of the current function.  A call (a get-item) can only equal an earlier one
+   * that has the same node at its first argument that is neither a scalar constant nor a tuple
+   * (at its tuple): so candidates are listed at that node's id (head / next, by id of the node
+   * index), and a lookup reads the short list of one recent node instead of a table over the
+   * whole function.  Calls without such an argument go to the hash table. */
+  const GPExprIndex *ix;
+  int32_t *rep;  /* id -> id of the node its rewrite is (itself, or the earlier equal one) */
+  int32_t *head; /* id -> first candidate listed at it, or -1 */
+  int32_t *next; /* candidate id -> next one at the same node, or -1 */
   Cand *slots;
   size_t len, cap; /* cap is 0 or a power of two */
   int64_t calls, items; /* replaced */
@@ -141,6 +151,16 @@ static const unsigned char *scalar_bytes(const GPExpr *e, size_t *n) {
   return (const unsigned char *)t->dl.data + t->dl.byte_offset;
 }
 
+/* Whether e may be equivalent to another node than itself as an argument (arg_equivalent):
+ * a scalar constant or a tuple.  From its type, without reading a constant's tensor. */
+static bool arg_by_value(const GPExpr *e) {
+  int32_t k = ekind(e);
+  if (k == GP_TI_TUPLE) return true;
+  if (k != GP_TI_CONSTANT) return false;
+  const GPType *t = e->checked_type;
+  return !t || (t->kind == GP_TYPE_TENSOR && t->n == 0);
+}
+
 /* TVM's IsEqualScalar: both scalar constants of the same dtype and bytes. */
 static bool equal_scalar(const GPExpr *a, const GPExpr *b) {
   size_t na, nb;
@@ -209,14 +229,14 @@ static bool equivalent(const GPExpr *a, const GPExpr *b) {
 
 /* ---- the candidate table */
 
-static GPExpr *table_find(const Ecse *s, uint64_t h, const GPExpr *e) {
+static const Cand *table_find(const Ecse *s, uint64_t h, const GPExpr *e) {
   if (!s->cap) return NULL;
   for (size_t i = (size_t)h & (s->cap - 1); s->slots[i].node; i = (i + 1) & (s->cap - 1))
-    if (s->slots[i].hash == h && equivalent(s->slots[i].node, e)) return s->slots[i].node;
+    if (s->slots[i].hash == h && equivalent(s->slots[i].node, e)) return &s->slots[i];
   return NULL;
 }
 
-static int table_add(Ecse *s, uint64_t h, GPExpr *e) {
+static int table_add(Ecse *s, uint64_t h, GPExpr *e, int32_t id) {
   if ((s->len + 1) * 4 > s->cap * 3) {
     size_t ncap = s->cap ? s->cap * 2 : 64;
     Cand *ns = calloc(ncap, sizeof *ns);
@@ -236,7 +256,7 @@ static int table_add(Ecse *s, uint64_t h, GPExpr *e) {
   }
   size_t j = (size_t)h & (s->cap - 1);
   while (s->slots[j].node) j = (j + 1) & (s->cap - 1);
-  s->slots[j] = (Cand){h, e};
+  s->slots[j] = (Cand){h, e, id};
   s->len++;
   return 0;
 }
@@ -274,22 +294,34 @@ static int skip_node(Ecse *s, GPExpr *orig, GPExpr *node) {
   return res.v_int64 != 0;
 }
 
-static GPExpr *ecse_node(Ecse *s, GPExpr *orig, GPExpr *rebuilt) {
-  uint64_t h;
+static GPExpr *ecse_node(Ecse *s, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
+  s->rep[id] = id;
+  int32_t key = -1; /* the id the candidate is listed at, or -1: the table */
+  const int32_t *kids = s->ix->kids + s->ix->kid_offsets[id];
   if (ekind(rebuilt) == GP_TI_CALL) {
     const GPCall *c = (const GPCall *)rebuilt;
     if (c->nargs == 0 || ekind(c->op) != GP_TI_OP || (((const GPOp *)c->op)->flags & GP_OP_STATEFUL))
       return gp_retain(rebuilt);
-    h = call_hash(c);
+    for (int32_t a = 0; a < c->nargs && key < 0; a++)
+      if (!arg_by_value(c->args[a])) key = s->rep[kids[1 + a]];
   } else if (ekind(rebuilt) == GP_TI_TUPLE_GET_ITEM) {
-    h = item_hash((const GPTupleGetItem *)rebuilt);
+    key = s->rep[kids[0]];
   } else {
     return gp_retain(rebuilt);
   }
   int skip = skip_node(s, orig, rebuilt);
   if (skip < 0) return NULL;
   if (skip) return gp_retain(rebuilt);
-  GPExpr *earlier = table_find(s, h, rebuilt);
+  GPExpr *earlier = NULL;
+  uint64_t h = 0;
+  if (key >= 0) {
+    for (int32_t j = s->head[key]; j >= 0 && !earlier; j = s->next[j])
+      if (equivalent(done[j], rebuilt)) earlier = done[j], s->rep[id] = j;
+  } else {
+    h = ekind(rebuilt) == GP_TI_CALL ? call_hash((const GPCall *)rebuilt) : item_hash((const GPTupleGetItem *)rebuilt);
+    const Cand *c = table_find(s, h, rebuilt);
+    if (c) earlier = c->node, s->rep[id] = c->id;
+  }
   if (earlier) {
     if (ekind(rebuilt) == GP_TI_CALL)
       s->calls++;
@@ -297,22 +329,42 @@ static GPExpr *ecse_node(Ecse *s, GPExpr *orig, GPExpr *rebuilt) {
       s->items++;
     return gp_retain(earlier);
   }
-  if (table_add(s, h, rebuilt) != 0) return NULL;
+  if (key >= 0) {
+    s->next[id] = s->head[key];
+    s->head[key] = id;
+  } else if (table_add(s, h, rebuilt, id) != 0) {
+    return NULL;
+  }
   return gp_retain(rebuilt);
 }
 
 /* A replacement is an equal earlier node (same op, attrs and argument types: the same type), so
  * the rewrite keeps every type and the result needs no re-typing when all came back typed. */
-static GPExpr *ecse_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
+static GPExpr *ecse_rewrite(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
   Ecse *s = user;
-  return std_note_typed(ecse_node(s, orig, rebuilt), &s->untyped);
+  return std_note_typed(ecse_node(s, id, orig, rebuilt, done), &s->untyped);
 }
 
 static GPExpr *ecse_function(void *user, const GPModule *mod, int32_t index) {
   Ecse *s = user;
   s->untyped = false;
-  GPExpr *r = H->rewrite(&mod->funcs[index]->base, ecse_rewrite, s);
-  table_clear(s); /* one table per global function; its nodes die with the rewrite */
+  GPExprIndex *ix = H->expr_index_new(&mod->funcs[index]->base);
+  if (!ix) return NULL;
+  size_t n = ix->num_nodes ? ix->num_nodes : 1;
+  s->ix = ix;
+  s->rep = malloc(n * sizeof *s->rep);
+  s->head = malloc(n * sizeof *s->head);
+  s->next = malloc(n * sizeof *s->next);
+  if (!s->rep || !s->head || !s->next) abort();
+  memset(s->head, 0xff, n * sizeof *s->head);
+  GPExpr *r = H->rewrite_indexed(ix, ecse_rewrite, s);
+  table_clear(s); /* one table and one set of lists per global function; its nodes die with the rewrite */
+  free(s->rep);
+  free(s->head);
+  free(s->next);
+  s->rep = s->head = s->next = NULL;
+  s->ix = NULL;
+  H->expr_index_free(ix);
   return r;
 }
 

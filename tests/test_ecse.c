@@ -62,6 +62,9 @@ Test(ecse, equal_scalar_constants_but_not_equal_tensors) { ecse_golden("scalars"
 Test(ecse, get_items_of_the_same_tuple_and_index) { ecse_golden("get_item"); }
 Test(ecse, stateful_and_zero_argument_calls_are_kept) { ecse_unchanged("skipped"); }
 Test(ecse, merging_cascades_through_calls_and_tuple_arguments) { ecse_golden("cascade"); }
+/* A duplicate met after a user of its twin (relu, exp, relu, exp in post order), and calls
+ * whose arguments are all scalar constants (found by hash, then the key of their users). */
+Test(ecse, merges_a_duplicate_met_after_its_twins_user) { ecse_golden("interleaved"); }
 Test(ecse, inside_primitive_functions_and_closures_not_function_calls) { ecse_golden("primitive"); }
 Test(ecse, external_and_skip_optimization_functions_untouched) { ecse_golden("external"); }
 
