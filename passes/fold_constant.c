@@ -302,7 +302,14 @@ static void fold_free(Fold *f) {
 
 /* Mark what lies inside Primitive functions; record let bindings.  Reverse post-order visits
  * every parent before its children. */
-static void analyse(Fold *f, GPExpr **nodes, size_t count) {
+/* fold_rewrite over the node index the analysis read (one index per function, not two). */
+static GPExpr *fold_rewrite_id(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
+  (void)id;
+  (void)done;
+  return fold_rewrite(user, orig, rebuilt);
+}
+
+static void analyse(Fold *f, GPExpr *const *nodes, size_t count) {
   for (size_t k = count; k-- > 0;) {
     GPExpr *e = nodes[k];
     if (ekind(e) == GP_TI_LET) {
@@ -345,12 +352,11 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
   for (int32_t fi = 0; fi < typed->num_functions; fi++) {
     Fold f = {.ctx = ctx, .source = typed->source_name, .max_bytes = max_bytes};
     GPExpr *root = &typed->funcs[fi]->base;
-    GPExpr **nodes;
-    size_t count;
-    if (H->post_order(root, &nodes, &count) != 0) goto fail;
-    analyse(&f, nodes, count);
-    H->free(nodes);
-    GPExpr *nf = H->rewrite(root, fold_rewrite, &f);
+    GPExprIndex *ix = H->expr_index_new(root);
+    if (!ix) goto fail;
+    analyse(&f, ix->nodes, ix->num_nodes);
+    GPExpr *nf = H->rewrite_indexed(ix, fold_rewrite_id, &f);
+    H->expr_index_free(ix);
     folded += f.folded;
     if (__builtin_add_overflow(bytes, f.bytes, &bytes)) bytes = INT64_MAX;
     fold_free(&f);
