@@ -284,6 +284,8 @@ typedef struct GPAttrs {
 
 /* ------------------------------------------------------------------------------------------ */
 /* IR: expressions.  Read the fields directly; build only through GPHostAPI constructors.      */
+/* (Since 1.4 the host keeps facts about each expression's subtree just before its header, so an
+ * expression is never allocated, copied or freed by a plugin: only the constructors make one.)  */
 
 typedef struct GPExpr {
   GPObject obj;               /* type_index is one of GP_TI_VAR .. GP_TI_OP */

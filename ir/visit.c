@@ -25,8 +25,12 @@ typedef struct {
   int shift;
 } Shared;
 
+static inline size_t sh_home(const Shared *s, const void *key) {
+  return (size_t)(((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> s->shift);
+}
+
 static inline size_t sh_slot(const Shared *s, const void *key) {
-  size_t i = (size_t)(((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> s->shift);
+  size_t i = sh_home(s, key);
   size_t mask = s->cap - 1;
   while (s->tab[i].key && s->tab[i].key != key) i = (i + 1) & mask;
   return i;
@@ -79,7 +83,11 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     while (klen + (size_t)c_ > kcap)                                                             \
       kcap *= 2, ekids = gp_scratch_realloc(ekids, kcap * sizeof *ekids);                        \
     fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u)};           \
-    for (int32_t p_ = 0; p_ < c_; p_++) __builtin_prefetch(gp_expr_child_at(x_, p_));            \
+    for (int32_t p_ = 0; p_ < c_; p_++) {                                                        \
+      const void *k_ = gp_expr_child_at(x_, p_); /* the child, and its slot should it be shared */ \
+      __builtin_prefetch(k_);                                                                    \
+      if (sh.cap) __builtin_prefetch(&sh.tab[sh_home(&sh, k_)]);                                 \
+    }                                                                                            \
     klen += (size_t)c_;                                                                          \
   } while (0)
   ENTER(root, false); /* a DAG: the root is never met again below itself */
