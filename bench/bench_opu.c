@@ -198,35 +198,23 @@ int main(int argc, char **argv) {
     if (compile_only) {
       printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f", models[mi], t1 - t0, set_cpu, t2 - t1, cal_ms, emit_ms,
              emit_cpu);
-      if (outdir) printf(" %9.1f", write_ms);
-      printf("\n");
-      fflush(stdout);
-      gp_release(c);
-      gp_release(p);
-      gp_ctx_free(ctx);
-      for (int32_t i = 0; i < nin; i++) gp_release(cal[i]);
-      for (int32_t i = 0; i < nt; i++) gp_release(test[i]);
-      gp_free(cal);
-      gp_free(test);
-      gp_buf_free(&spec);
-      gp_release(m);
-      continue;
+    } else {
+      double fms, oms, warm;
+      gp_release(eval_out0(c, test, nt, 1, threads, 1, &warm)); /* compiles and caches the programs */
+      GPTensor *want = eval_out0(m, test, nt, 0, threads, runs, &fms);
+      GPTensor *got = eval_out0(c, test, nt, 1, threads, runs, &oms);
+      int64_t row = want->dl.ndim ? want->dl.shape[want->dl.ndim - 1] : 1, mism = 0;
+      double cos = opu_cosine(got, want, row, &mism);
+      int ok = cos >= 0.99 && mism == 0;
+      bad |= !ok;
+      printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s", models[mi], t1 - t0, set_cpu,
+             t2 - t1, cal_ms, emit_ms, emit_cpu, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
+      gp_release(want);
+      gp_release(got);
     }
-    double fms, oms, warm;
-    gp_release(eval_out0(c, test, nt, 1, threads, 1, &warm)); /* compiles and caches the programs */
-    GPTensor *want = eval_out0(m, test, nt, 0, threads, runs, &fms);
-    GPTensor *got = eval_out0(c, test, nt, 1, threads, runs, &oms);
-    int64_t row = want->dl.ndim ? want->dl.shape[want->dl.ndim - 1] : 1, mism = 0;
-    double cos = opu_cosine(got, want, row, &mism);
-    int ok = cos >= 0.99 && mism == 0;
-    bad |= !ok;
-    printf("%-13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %9.5f %5s", models[mi], t1 - t0, set_cpu,
-           t2 - t1, cal_ms, emit_ms, emit_cpu, fms, oms, oms / fms, cos, mism ? "DIFF" : "same");
     if (outdir) printf(" %9.1f", write_ms);
     printf("\n");
     fflush(stdout);
-    gp_release(want);
-    gp_release(got);
     gp_release(c);
     gp_release(p);
     gp_ctx_free(ctx);

@@ -694,6 +694,21 @@ static void write_pb(const char *path, Gponnx__TensorProto *t) {
   gp_free(b);
 }
 
+/* dir/name/model.onnx from md, and the empty dir/name/test_data_set_0 for its data. */
+static void write_case_model(const char *dir, const char *name, const Model *md) {
+  char cmd[512], path[512];
+  snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/test_data_set_0", dir, name);
+  cr_assert_eq(system(cmd), 0);
+  size_t len;
+  uint8_t *buf = pack(md, &len);
+  snprintf(path, sizeof path, "%s/%s/model.onnx", dir, name);
+  FILE *f = fopen(path, "wb");
+  cr_assert(f, "%s", path);
+  fwrite(buf, 1, len, f);
+  fclose(f);
+  gp_free(buf);
+}
+
 Test(onnx, runner_pass_fail_skip_and_totals) {
   char dir[] = "/tmp/gp_onnxt_XXXXXX";
   cr_assert(mkdtemp(dir));
@@ -703,16 +718,8 @@ Test(onnx, runner_pass_fail_skip_and_totals) {
     md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
     md.nodes[md.nn++] = node(k == 2 ? "FooBar" : "Relu", "x", "y", NULL);
     md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
-    size_t len;
-    uint8_t *buf = pack(&md, &len);
-    char cmd[512], path[512];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/test_data_set_0", dir, names[k]);
-    cr_assert_eq(system(cmd), 0);
-    snprintf(path, sizeof path, "%s/%s/model.onnx", dir, names[k]);
-    FILE *f = fopen(path, "wb");
-    fwrite(buf, 1, len, f);
-    fclose(f);
-    gp_free(buf);
+    char path[512];
+    write_case_model(dir, names[k], &md);
     snprintf(path, sizeof path, "%s/%s/test_data_set_0/input_0.pb", dir, names[k]);
     write_pb(path, tensor_f32("x", 2, d13, (float[]){-1, 0, 2}));
     snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_0.pb", dir, names[k]);
@@ -1538,16 +1545,8 @@ Test(onnx, runner_sequences) {
     md.inputs[md.ni++] = vi_wrap(vi("s", 1, 1, d3, NULL), 4);
     md.nodes[md.nn++] = node("Identity", "s", "y", NULL);
     md.outputs[md.no++] = vi_wrap(vi("y", 1, 1, d3, NULL), 4);
-    size_t len;
-    uint8_t *buf = pack(&md, &len);
-    char cmd[512], path[512];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/test_data_set_0", dir, names[k]);
-    cr_assert_eq(system(cmd), 0);
-    snprintf(path, sizeof path, "%s/%s/model.onnx", dir, names[k]);
-    FILE *f = fopen(path, "wb");
-    fwrite(buf, 1, len, f);
-    fclose(f);
-    gp_free(buf);
+    char path[512];
+    write_case_model(dir, names[k], &md);
     Gponnx__TensorProto *ts[] = {tensor_f32("a", 1, d3, (float[]){1, 2, 3}), tensor_f32("b", 1, d3, (float[]){4, 5, 6})};
     Gponnx__SequenceProto sq = GPONNX__SEQUENCE_PROTO__INIT;
     sq.has_elem_type = 1;
@@ -1556,10 +1555,11 @@ Test(onnx, runner_sequences) {
     sq.tensor_values = ts;
     for (int side = 0; side < 2; side++) {
       if (side == 1 && k == 1) sq.n_tensor_values = 1;
+      size_t len;
       uint8_t *b = pack_seq(&sq, &len);
       if (side == 0 && k == 2) len -= 5;
       snprintf(path, sizeof path, "%s/%s/test_data_set_0/%s_0.pb", dir, names[k], side ? "output" : "input");
-      f = fopen(path, "wb");
+      FILE *f = fopen(path, "wb");
       fwrite(b, 1, len, f);
       fclose(f);
       gp_free(b);
