@@ -212,14 +212,22 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
   return true;
 }
 
+/* How many nodes ahead gp_rewrite_indexed prefetches (their addresses are in the index). */
+#define REWRITE_AHEAD 8
+
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) {
   size_t n = ni->n;
-  GPExpr **res = gp_scratch_zalloc(n ? n : 1, sizeof *res); /* id -> rewrite (owned) */
+  GPExpr **res = gp_scratch_zalloc(n ? n : 1, sizeof *res); /* id -> rewrite */
+  /* res[i] is a reference of ours unless it is the input node itself (the caller's root keeps
+   * those alive): an unchanged node is released while it is in cache, not in a last pass over
+   * every node when it is not. */
+  uint8_t *own = gp_scratch_zalloc(n ? n : 1, 1);
   GPExpr *kids_small[16];
   GPExpr *result = NULL;
   bool failed = false;
   for (size_t i = 0; i < n && !failed; i++) {
     GPExpr *e = ni->nodes[i];
+    if (i + REWRITE_AHEAD < n) __builtin_prefetch(ni->nodes[i + REWRITE_AHEAD]); /* addresses known ahead */
     int32_t nk = gp_expr_num_children(e);
     GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
     for (int32_t k = 0; k < nk; k++) {
@@ -251,11 +259,18 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
       failed = true;
       break;
     }
+    if (repl == e) {
+      gp_release(repl); /* borrowed from the input from now on */
+    } else {
+      own[i] = 1;
+    }
     res[i] = repl;
   }
   if (!failed && n) result = gp_retain(res[n - 1]);
-  for (size_t i = 0; i < n; i++) gp_release(res[i]);
+  for (size_t i = 0; i < n; i++)
+    if (own[i]) gp_release(res[i]);
   gp_scratch_free(res);
+  gp_scratch_free(own);
   return result;
 }
 
