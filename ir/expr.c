@@ -77,6 +77,10 @@ bool gp_expr_refresh_typed_deep(GPExpr *e) {
   return gp_expr_is_typed_closure(e);
 }
 
+void gp_expr_mark_indexed(GPExpr *e) {
+  if (gp_kind(e) != GP_TI_OP) __atomic_fetch_or(sum_word(e), GP_SUM_INDEXED, __ATOMIC_RELAXED);
+}
+
 /* A new node's word: its own kind, its children's facts and, when it is typed and so are they
  * all, the typed-closure bit.  Called by every constructor once the children are in place,
  * before the node is published. */
@@ -88,7 +92,7 @@ static void sum_init(GPExpr *e) {
     kids &= k;
     s |= k;
   }
-  s &= ~(GP_SUM_TYPED | GP_SUM_KIDS_TYPED);
+  s &= ~(GP_SUM_TYPED | GP_SUM_KIDS_TYPED | GP_SUM_INDEXED);
   if (kids) s |= GP_SUM_KIDS_TYPED | (e->checked_type ? GP_SUM_TYPED : 0);
   *sum_word(e) = s;
 }
@@ -103,6 +107,7 @@ static inline GPVar **fn_inline_params(GPFunctionExpr *f) { return (GPVar **)(f 
  * drops to zero is queued on the drain loop instead of freed recursively. */
 static void expr_free(GPObject *o) {
   GPExpr *e = (GPExpr *)o;
+  if (gp_expr_summary(e) & GP_SUM_INDEXED) gp_ni_forget(e); /* before the address can be reused */
   switch (o->type_index) {
   case GP_TI_VAR: {
     GPVar *v = GP_AS(GPVar, e);

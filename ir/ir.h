@@ -362,6 +362,7 @@ static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->typ
 enum { GP_SUM_OP_BUCKETS = 48, GP_SUM_KIND_SHIFT = 48 };
 #define GP_SUM_TYPED (1ull << 63)
 #define GP_SUM_KIDS_TYPED (1ull << 62) /* every child was a typed closure when the node was made */
+#define GP_SUM_INDEXED (1ull << 61)    /* the node may root an index in the shared-index cache */
 #define GP_SUM_KIND(k) (1ull << (GP_SUM_KIND_SHIFT + (k) - GP_TI_VAR))
 #define GP_SUM_KINDS (((1ull << (GP_TI_IR_END - GP_TI_VAR)) - 1) << GP_SUM_KIND_SHIFT)
 static inline uint64_t gp_summary_op_bit(const GPOp *op) {
@@ -436,6 +437,15 @@ enum { GP_NI_LET_VALUE_FIRST = 1, GP_NI_NODES_HEAP = 2 };
 /* 0, or -1 + error (root not an expression; more than INT32_MAX nodes). */
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags);
 void gp_ni_free(GPNodeIndex *ni);
+/* The GP_NI_LET_VALUE_FIRST index of root, read-only and shared: passes that run one after the
+ * other on a function the first left unchanged index it once.  A small cache keyed by the root
+ * node (immutable, so its index never changes); an entry goes when its root is freed
+ * (gp_ni_forget, from the root's deleter) or is evicted while nobody uses it.  The caller holds
+ * a reference to root until gp_ni_release.  NULL + error as gp_ni_build. */
+const GPNodeIndex *gp_ni_acquire(GPExpr *root);
+void gp_expr_mark_indexed(GPExpr *e); /* (visit.c's cache: sets GP_SUM_INDEXED) */
+void gp_ni_release(const GPNodeIndex *ni);
+void gp_ni_forget(const GPExpr *root);
 static inline int32_t gp_ni_kid(const GPNodeIndex *ni, int32_t i, int32_t j) {
   return ni->kids[ni->kid_off[i] + j];
 }

@@ -31,7 +31,7 @@ typedef struct MRec {
 
 typedef struct Driver {
   GPRewriteSpec *spec;
-  GPNodeIndex ni;
+  const GPNodeIndex *ni; /* shared (gp_ni_acquire) */
   int32_t *indeg;
   int32_t *claim;    /* 0, or 1 + the match that claims the node */
   uint8_t *skip;     /* inside a Composite / Primitive / Compiler function */
@@ -67,23 +67,23 @@ static bool fn_is_sealed(const GPExpr *e) {
 
 /* Mark every node under a sealed nested function (each node once: linear). */
 static void mark_sealed(Driver *d) {
-  size_t n = d->ni.n;
+  size_t n = d->ni->n;
   int32_t *stack = NULL;
   size_t sl = 0, sc = 0;
   for (size_t i = 0; i + 1 < n; i++) {
-    if (d->skip[i] || !fn_is_sealed(d->ni.nodes[i])) continue;
+    if (d->skip[i] || !fn_is_sealed(d->ni->nodes[i])) continue;
     stack = gp_realloc(stack, (sc = sc ? sc : 64) * sizeof *stack);
     stack[sl++] = (int32_t)i;
     while (sl) {
       int32_t v = stack[--sl];
       if (d->skip[v]) continue;
       d->skip[v] = 1;
-      int32_t vk = gp_expr_num_children(d->ni.nodes[v]);
+      int32_t vk = gp_expr_num_children(d->ni->nodes[v]);
       if (sl + (size_t)vk > sc) {
         while (sl + (size_t)vk > sc) sc *= 2;
         stack = gp_realloc(stack, sc * sizeof *stack);
       }
-      for (int32_t k = 0; k < vk; k++) stack[sl++] = gp_ni_kid(&d->ni, v, k);
+      for (int32_t k = 0; k < vk; k++) stack[sl++] = gp_ni_kid(d->ni, v, k);
     }
   }
   gp_free(stack);
@@ -93,10 +93,10 @@ static void mark_sealed(Driver *d) {
 static int32_t find_child(const Driver *d, const int32_t *ids, size_t n, const GPExpr *e) {
   for (size_t j = 0; j < n; j++) {
     int32_t u = ids[j];
-    int32_t nk = gp_expr_num_children(d->ni.nodes[u]);
+    int32_t nk = gp_expr_num_children(d->ni->nodes[u]);
     for (int32_t k = 0; k < nk; k++) {
-      int32_t c = gp_ni_kid(&d->ni, u, k);
-      if (d->ni.nodes[c] == e) return c;
+      int32_t c = gp_ni_kid(d->ni, u, k);
+      if (d->ni->nodes[c] == e) return c;
     }
   }
   return -1;
@@ -118,7 +118,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
   bool ok = true;
   for (size_t j = 0; j < nn && ok; j++) {
     int32_t id = in[j];
-    if (gp_kind(d->ni.nodes[id]) == GP_TI_CONSTANT) continue;
+    if (gp_kind(d->ni->nodes[id]) == GP_TI_CONSTANT) continue;
     if (d->claim[id]) ok = false;
     if (!ok || j == 0) continue;
     bool dup = false;
@@ -130,8 +130,8 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
       bool seen = false;
       for (size_t r = 0; r < q; r++) seen = seen || in[r] == in[q];
       if (seen) continue;
-      int32_t nk = gp_expr_num_children(d->ni.nodes[in[q]]);
-      for (int32_t k = 0; k < nk; k++) inside += gp_ni_kid(&d->ni, in[q], k) == id;
+      int32_t nk = gp_expr_num_children(d->ni->nodes[in[q]]);
+      for (int32_t k = 0; k < nk; k++) inside += gp_ni_kid(d->ni, in[q], k) == id;
     }
     if (inside != d->indeg[id]) ok = false;
   }
@@ -144,7 +144,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
   }
   if (ok && d->spec->check) {
     GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = pattern,
-                  .pattern = &m->p->pub, .root = d->ni.nodes[root], .num_nodes = (int32_t)nn,
+                  .pattern = &m->p->pub, .root = d->ni->nodes[root], .num_nodes = (int32_t)nn,
                   .num_inputs = (int32_t)ni, .nodes = (GPExpr *const *)m->nodes.items,
                   .inputs = (GPExpr *const *)m->inputs.items, .num_captures = (int32_t)nc, .captures = m->caps};
     int r = d->spec->check(d->spec->user, &gm);
@@ -163,7 +163,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
     GPExpr *e = m->caps[c];
     int32_t id = -1;
     for (size_t q = 0; e && q < nn + ni && id < 0; q++)
-      if (d->ni.nodes[d->ids[base + q]] == e) id = d->ids[base + q];
+      if (d->ni->nodes[d->ids[base + q]] == e) id = d->ids[base + q];
     ids_push(d, id);
   }
   if (d->nrecs == d->cap_recs) {
@@ -175,7 +175,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
   d->nrecs++;
   for (size_t j = 0; j < nn; j++) {
     int32_t id = d->ids[base + j];
-    if (gp_kind(d->ni.nodes[id]) != GP_TI_CONSTANT) d->claim[id] = (int32_t)d->nrecs;
+    if (gp_kind(d->ni->nodes[id]) != GP_TI_CONSTANT) d->claim[id] = (int32_t)d->nrecs;
   }
   return 1;
 }
@@ -217,7 +217,7 @@ static GPExpr *rebuild(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GP
 }
 
 static void driver_free(Driver *d) {
-  gp_ni_free(&d->ni);
+  gp_ni_release(d->ni);
   gp_scratch_free(d->indeg);
   gp_scratch_free(d->claim);
   gp_scratch_free(d->skip);
@@ -263,15 +263,15 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     return gp_retain(root);
   }
   Driver d = {.spec = spec};
-  if (gp_ni_build(&d.ni, root, GP_NI_LET_VALUE_FIRST) != 0) {
+  if (!(d.ni = gp_ni_acquire(root))) {
     gp_scratch_free(live);
     return NULL;
   }
-  size_t n = d.ni.n;
+  size_t n = d.ni->n;
   d.indeg = gp_scratch_zalloc(n ? n : 1, sizeof *d.indeg);
   d.claim = gp_scratch_zalloc(n ? n : 1, sizeof *d.claim);
   d.skip = gp_scratch_zalloc(n ? n : 1, 1);
-  for (size_t i = 0; i < (size_t)d.ni.kid_off[n]; i++) d.indeg[d.ni.kids[i]]++;
+  for (size_t i = 0; i < (size_t)d.ni->kid_off[n]; i++) d.indeg[d.ni->kids[i]]++;
   mark_sealed(&d);
   for (int32_t k = 0; k < spec->num_patterns; k++) {
     if (!live[k]) continue;
@@ -280,13 +280,13 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     int rc = 0;
     for (size_t i = n; i-- > 0 && rc >= 0;) {
       /* a match reads the candidate and its children: fetch those of a candidate ahead */
-      if (i >= SELECT_AHEAD && gp_pattern_may_match_tag(spec->patterns[k], d.ni.tag[i - SELECT_AHEAD])) {
+      if (i >= SELECT_AHEAD && gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i - SELECT_AHEAD])) {
         size_t j = i - SELECT_AHEAD;
-        __builtin_prefetch(d.ni.nodes[j]);
-        for (int32_t q = d.ni.kid_off[j]; q < d.ni.kid_off[j + 1]; q++) __builtin_prefetch(d.ni.nodes[d.ni.kids[q]]);
+        __builtin_prefetch(d.ni->nodes[j]);
+        for (int32_t q = d.ni->kid_off[j]; q < d.ni->kid_off[j + 1]; q++) __builtin_prefetch(d.ni->nodes[d.ni->kids[q]]);
       }
-      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match_tag(spec->patterns[k], d.ni.tag[i])) continue;
-      if (gp_matcher_run(&m, d.ni.nodes[i])) rc = select_match(&d, &m, k, (int32_t)i);
+      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i])) continue;
+      if (gp_matcher_run(&m, d.ni->nodes[i])) rc = select_match(&d, &m, k, (int32_t)i);
     }
     gp_matcher_free(&m);
     if (rc < 0) {
@@ -296,7 +296,7 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     }
   }
   gp_scratch_free(live);
-  GPExpr *out = d.nrecs ? gp_rewrite_indexed(&d.ni, rebuild, &d) : gp_retain(root);
+  GPExpr *out = d.nrecs ? gp_rewrite_indexed(d.ni, rebuild, &d) : gp_retain(root);
   if (out) spec->num_rewritten = d.rewritten;
   driver_free(&d);
   return out;

@@ -3,6 +3,8 @@
 #include "ir.h"
 #include "../common/scratch.h"
 
+#include <assert.h>
+#include <pthread.h>
 #include <string.h>
 
 /* Visiting order: child order, except (with GP_NI_LET_VALUE_FIRST) a let's value before its
@@ -185,15 +187,98 @@ void gp_ni_free(GPNodeIndex *ni) {
   memset(ni, 0, sizeof *ni);
 }
 
+/* ---- the shared-index cache (gp_ni_acquire) */
+
+typedef struct NiEntry {
+  GPNodeIndex ni;     /* first: a GPNodeIndex pointer is its entry */
+  const GPExpr *root; /* borrowed: the entry goes before root is freed */
+  uint32_t users;
+  bool cached;        /* in ni_cache (else private to its one user) */
+  uint64_t stamp;     /* last use, for eviction */
+} NiEntry;
+
+#define NI_CACHE 1 /* consecutive passes share the function one passes to the next; one index of the biggest graph is the memory it may hold */
+
+static pthread_mutex_t ni_lock = PTHREAD_MUTEX_INITIALIZER;
+static NiEntry *ni_cache[NI_CACHE];
+static uint64_t ni_clock;
+
+static void entry_free(NiEntry *x) {
+  gp_ni_free(&x->ni);
+  gp_free(x);
+}
+
+const GPNodeIndex *gp_ni_acquire(GPExpr *root) {
+  pthread_mutex_lock(&ni_lock);
+  for (int i = 0; i < NI_CACHE; i++)
+    if (ni_cache[i] && ni_cache[i]->root == root) {
+      ni_cache[i]->users++;
+      ni_cache[i]->stamp = ++ni_clock;
+      pthread_mutex_unlock(&ni_lock);
+      return &ni_cache[i]->ni;
+    }
+  pthread_mutex_unlock(&ni_lock);
+  NiEntry *x = gp_calloc(1, sizeof *x);
+  if (gp_ni_build(&x->ni, root, GP_NI_LET_VALUE_FIRST | GP_NI_NODES_HEAP) != 0) {
+    gp_free(x);
+    return NULL;
+  }
+  x->root = root;
+  x->users = 1;
+  NiEntry *evicted = NULL;
+  pthread_mutex_lock(&ni_lock);
+  int slot = -1;
+  bool dup = false; /* another thread cached it meanwhile: ours stays private */
+  for (int i = 0; i < NI_CACHE; i++) dup = dup || (ni_cache[i] && ni_cache[i]->root == root);
+  for (int i = 0; i < NI_CACHE && !dup && slot < 0; i++)
+    if (!ni_cache[i]) slot = i;
+  for (int i = 0; i < NI_CACHE && !dup; i++) /* else the least recently used that nobody uses */
+    if (slot < 0 || (ni_cache[slot] && !ni_cache[i]->users && ni_cache[i]->stamp < ni_cache[slot]->stamp))
+      if (!ni_cache[i]->users) slot = i;
+  if (slot >= 0) {
+    evicted = ni_cache[slot];
+    ni_cache[slot] = x;
+    x->cached = true;
+    x->stamp = ++ni_clock;
+    gp_expr_mark_indexed(root);
+  }
+  pthread_mutex_unlock(&ni_lock);
+  if (evicted) entry_free(evicted); /* unused (users 0): outside the lock */
+  return &x->ni;
+}
+
+void gp_ni_release(const GPNodeIndex *ni) {
+  if (!ni) return;
+  NiEntry *x = (NiEntry *)(uintptr_t)ni;
+  pthread_mutex_lock(&ni_lock);
+  assert(x->users > 0);
+  bool drop = --x->users == 0 && !x->cached;
+  pthread_mutex_unlock(&ni_lock);
+  if (drop) entry_free(x);
+}
+
+void gp_ni_forget(const GPExpr *root) {
+  NiEntry *gone = NULL;
+  pthread_mutex_lock(&ni_lock);
+  for (int i = 0; i < NI_CACHE; i++)
+    if (ni_cache[i] && ni_cache[i]->root == root) {
+      assert(!ni_cache[i]->users); /* a user holds root: it cannot be freed now */
+      gone = ni_cache[i];
+      ni_cache[i] = NULL;
+    }
+  pthread_mutex_unlock(&ni_lock);
+  if (gone) entry_free(gone);
+}
+
 int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
   *out = NULL;
   *count = 0;
-  GPNodeIndex ni;
-  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST | GP_NI_NODES_HEAP) != 0) return -1;
-  *out = ni.nodes; /* gp_malloc'd: the caller frees it with gp_free */
-  *count = ni.n;
-  ni.nodes = NULL;
-  gp_ni_free(&ni);
+  const GPNodeIndex *ni = gp_ni_acquire(root);
+  if (!ni) return -1;
+  *out = gp_malloc((ni->n ? ni->n : 1) * sizeof **out); /* the caller frees it with gp_free */
+  memcpy(*out, ni->nodes, ni->n * sizeof **out);
+  *count = ni->n;
+  gp_ni_release(ni);
   return 0;
 }
 
@@ -287,10 +372,10 @@ static GPExpr *plain_rewrite(void *user, int32_t id, GPExpr *orig, GPExpr *rebui
 }
 
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user) {
-  GPNodeIndex ni;
-  if (gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST) != 0) return NULL;
+  const GPNodeIndex *ni = gp_ni_acquire(root);
+  if (!ni) return NULL;
   PlainRewrite pr = {fn, user};
-  GPExpr *result = gp_rewrite_indexed(&ni, fn ? plain_rewrite : NULL, &pr);
-  gp_ni_free(&ni);
+  GPExpr *result = gp_rewrite_indexed(ni, fn ? plain_rewrite : NULL, &pr);
+  gp_ni_release(ni);
   return result;
 }

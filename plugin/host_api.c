@@ -123,29 +123,34 @@ static int h_expr_has_kind(const GPExpr *e, int32_t type_index) {
 /* A GPExprIndex is the public view of a host node index. */
 typedef struct ExprIndex {
   GPExprIndex pub;
-  GPNodeIndex ni;
+  const GPNodeIndex *ni; /* shared (gp_ni_acquire) */
 } ExprIndex;
 
 static GPExprIndex *h_expr_index_new(GPExpr *root) {
   ExprIndex *x = gp_calloc(1, sizeof *x);
-  if (gp_ni_build(&x->ni, root, GP_NI_LET_VALUE_FIRST) != 0) {
+  if (!root || !gp_is_expr(root)) {
+    gp_free(x);
+    gp_error_set(GP_ERR_VALUE, "expr_index_new: root is not an expression");
+    return NULL;
+  }
+  if (!(x->ni = gp_ni_acquire(root))) {
     gp_free(x);
     return NULL;
   }
   x->pub = (GPExprIndex){.struct_size = sizeof(GPExprIndex),
                          .abi_version = GP_ABI_VERSION,
-                         .num_nodes = x->ni.n,
-                         .nodes = x->ni.nodes,
-                         .kid_offsets = x->ni.kid_off,
-                         .kids = x->ni.kids,
-                         .tags = x->ni.tag};
+                         .num_nodes = x->ni->n,
+                         .nodes = x->ni->nodes,
+                         .kid_offsets = x->ni->kid_off,
+                         .kids = x->ni->kids,
+                         .tags = x->ni->tag};
   return &x->pub;
 }
 
 static void h_expr_index_free(GPExprIndex *index) {
   if (!index) return;
   ExprIndex *x = (ExprIndex *)index;
-  gp_ni_free(&x->ni);
+  gp_ni_release(x->ni);
   gp_free(x);
 }
 
@@ -154,7 +159,7 @@ static GPExpr *h_rewrite_indexed(const GPExprIndex *index, GPRewriteIdFn fn, voi
     gp_error_set(GP_ERR_VALUE, "rewrite_indexed: NULL index");
     return NULL;
   }
-  return gp_rewrite_indexed(&((const ExprIndex *)index)->ni, fn, user);
+  return gp_rewrite_indexed(((const ExprIndex *)index)->ni, fn, user);
 }
 
 static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
