@@ -446,6 +446,8 @@ const GPNodeIndex *gp_ni_acquire(GPExpr *root);
 void gp_expr_mark_indexed(GPExpr *e); /* (visit.c's cache: sets GP_SUM_INDEXED) */
 void gp_ni_release(const GPNodeIndex *ni);
 void gp_ni_forget(const GPExpr *root);
+/* Drops every cached index nobody uses (benchmarks: each timed run starts cold). */
+void gp_ni_cache_clear(void);
 static inline int32_t gp_ni_kid(const GPNodeIndex *ni, int32_t i, int32_t j) {
   return ni->kids[ni->kid_off[i] + j];
 }

@@ -270,6 +270,19 @@ void gp_ni_forget(const GPExpr *root) {
   if (gone) entry_free(gone);
 }
 
+void gp_ni_cache_clear(void) {
+  NiEntry *gone[NI_CACHE];
+  int n = 0;
+  pthread_mutex_lock(&ni_lock);
+  for (int i = 0; i < NI_CACHE; i++)
+    if (ni_cache[i] && !ni_cache[i]->users) {
+      gone[n++] = ni_cache[i];
+      ni_cache[i] = NULL;
+    }
+  pthread_mutex_unlock(&ni_lock);
+  while (n) entry_free(gone[--n]);
+}
+
 int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count) {
   *out = NULL;
   *count = 0;
