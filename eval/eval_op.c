@@ -344,10 +344,16 @@ GPExpr *gp_eval_call(const GPCall *call) {
     for (int32_t i = 0; i < nin; i++) gp_tensor_drop_pages(ins[i]);
     GPExpr *cs[MAX_OUT];
     for (int32_t j = 0; j < nout; j++) {
-      GPConstant *c = gp_constant_new(outs[j]);
+      GPConstant *c = gp_constant_new(outs[j]); /* typed from its tensor */
       gp_release(outs[j]);
-      cs[j] = gp_expr_annotate(&c->base, gp_tensor_type(c->data), call->base.line, call->base.col);
-      gp_release(c);
+      if (!c) { /* cannot happen for a kernel's output; leave nothing behind */
+        for (int32_t k = 0; k < j; k++) gp_release(cs[k]);
+        for (int32_t k = j + 1; k < nout; k++) gp_release(outs[k]);
+        goto done;
+      }
+      c->base.line = call->base.line; /* fresh and not shared yet: located in place, not copied */
+      c->base.col = call->base.col;
+      cs[j] = &c->base;
     }
     if (out_type->kind == GP_TYPE_TUPLE) {
       GPTuple *t = gp_tuple_new(nout, cs);
