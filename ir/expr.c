@@ -1,7 +1,6 @@
 /* expr.c -- expression constructors, copies and the non-recursive destructor. */
 #include "ir.h"
 
-#include <assert.h>
 #include <string.h>
 
 static void expr_free(GPObject *o);

@@ -20,8 +20,8 @@
  *
  * Cheap re-runs: a node that already has a checked_type and whose children were all kept is
  * kept as is (no relation is run), so a typed module comes back sharing every function; and a
- * function this module pass returned before carries the typed mark (gp_expr_mark_typed), so
- * it is not walked at all.
+ * typed closure (a node whose subtree is all typed: gp_expr_is_typed_closure, which every
+ * node InferType returns becomes) is not walked at all.
  *
  * Parameters without a type annotation are solved from their uses (solve_params, below) when
  * do_function binds them; a function whose params are all typed never enters the solver.
@@ -1205,11 +1205,12 @@ GPModule *gp_infer_types(const GPModule *m) {
     if (ok) I.gtypes[i] = gp_type_func(fn->nparams, ty, fn->ret_type);
     if (!I.gtypes[i]) gp_error_clear();
   }
-  /* A function InferType returned before (and so every node of it typed) is kept as it is:
-   * O(1) instead of a walk that would keep every node. */
+  /* A function that is a typed closure is kept as it is, its type known to its callers: O(1)
+   * instead of a walk that would keep every node. */
   for (int32_t i = 0; i < nf; i++) {
     GPFunctionExpr *fn = m->funcs[i];
-    if (!gp_expr_is_typed_closure(&fn->base) || !fn->base.checked_type) continue;
+    if (!gp_expr_is_typed_closure(&fn->base)) continue;
+    assert(fn->base.checked_type);
     gp_map_put(&I.memo, fn, gp_retain(fn));
     I.gtypes[i] = fn->base.checked_type;
     I.status[i] = 2;
@@ -1224,8 +1225,7 @@ GPModule *gp_infer_types(const GPModule *m) {
   }
   GPModule *out = gp_module_copy(m);
   for (int32_t i = 0; i < nf; i++) {
-    GPExpr *typed = memo_get(&I, m->funcs[i]);
-    gp_expr_refresh_typed(typed);
+    GPExpr *typed = memo_get(&I, m->funcs[i]); /* a typed closure: memo_put refreshed it */
     if (typed != &m->funcs[i]->base) gp_module_set(out, i, GP_AS(GPFunctionExpr, typed));
   }
   infer_free(&I);

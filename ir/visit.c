@@ -344,8 +344,8 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
       break;
     }
     GPExpr *repl = fn ? fn(user, (int32_t)i, e, rebuilt, res) : gp_retain(rebuilt);
+    bool replaced = repl != rebuilt;
     gp_release(rebuilt);
-    if (repl && repl != rebuilt && gp_is_expr(repl)) gp_expr_refresh_typed_deep(repl); /* a typed replacement */
     if (!repl) {
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "rewrite callback failed without an error");
       failed = true;
@@ -357,6 +357,7 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
       failed = true;
       break;
     }
+    if (replaced) gp_expr_refresh_typed_deep(repl); /* a replacement its maker typed */
     if (repl == e) {
       gp_release(repl); /* borrowed from the input from now on */
     } else {

@@ -330,18 +330,34 @@ static float scale_for(double range, int uns) {
   return (float)s;
 }
 
+/* Room for one more element in the array *p of *cap elements holding n (doubling, from 64);
+ * -1 + GP_ERR_MEMORY with *p and *cap unchanged. */
+static int grow(void **p, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? 2 * *cap : 64;
+  void *q = nc <= SIZE_MAX / elem ? realloc(*p, nc * elem) : NULL;
+  if (!q) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+/* The same for the uint32_t-counted tensor and instruction tables. */
+static int grow32(void **p, uint32_t *cap, uint32_t n, size_t elem) {
+  size_t c = *cap;
+  if (c >= UINT32_MAX / 2) return H->error_set(GP_ERR_UNSUPPORTED, "%s: more than 2^31 tensors or instructions", PASS), -1;
+  if (grow(p, &c, n, elem) != 0) return -1;
+  *cap = (uint32_t)c;
+  return 0;
+}
+
 static int new_tensor_flags(Comp *c, uint32_t d[4], uint32_t flags, float scale, uint32_t *out) {
   uint64_t esize = (flags & OPU_T_INT32) ? 4 : 1, bytes = (uint64_t)d[0] * d[1] * d[2] * d[3] * esize;
   if (c->act + bytes > UINT32_MAX) {
     H->error_set(GP_ERR_UNSUPPORTED, "%s: @%s needs more than 4 GiB of activation memory", PASS, c->fname);
     return -1;
   }
-  if (c->ntens == c->captens) {
-    c->captens = c->captens ? 2 * c->captens : 64;
-    OpuTensor *nt = realloc(c->tens, c->captens * sizeof *nt);
-    if (!nt) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
-    c->tens = nt;
-  }
+  if (grow32((void **)&c->tens, &c->captens, c->ntens, sizeof *c->tens) != 0) return -1;
   uint64_t addr = (c->act + 63) / 64 * 64;
   c->tens[c->ntens] = (OpuTensor){(uint32_t)addr, d[0], d[1], d[2], d[3], (uint32_t)(d[1] * d[2] * d[3] * esize), flags,
                                   scale};
@@ -355,27 +371,14 @@ static int new_tensor(Comp *c, uint32_t d[4], int uns, float scale, uint32_t *ou
 }
 
 static int add_view(Comp *c, OpuTensor t, uint32_t *out) {
-  if (c->ntens == c->captens) {
-    c->captens = c->captens ? 2 * c->captens : 64;
-    OpuTensor *nt = realloc(c->tens, c->captens * sizeof *nt);
-    if (!nt) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
-    c->tens = nt;
-  }
+  if (grow32((void **)&c->tens, &c->captens, c->ntens, sizeof *c->tens) != 0) return -1;
   c->tens[c->ntens] = t;
   *out = c->ntens++;
   return 0;
 }
 
 static OpuInstr *emit(Comp *c, uint16_t op, uint32_t in0, uint32_t out) {
-  if (c->nins == c->capins) {
-    c->capins = c->capins ? 2 * c->capins : 64;
-    OpuInstr *ni = realloc(c->ins, c->capins * sizeof *ni);
-    if (!ni) {
-      H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS);
-      return NULL;
-    }
-    c->ins = ni;
-  }
+  if (grow32((void **)&c->ins, &c->capins, c->nins, sizeof *c->ins) != 0) return NULL;
   OpuInstr *s = &c->ins[c->nins++];
   memset(s, 0, sizeof *s);
   s->op = op;
@@ -677,13 +680,7 @@ static int emit_pending(Comp *c, Pending *p, uint32_t out) {
   s->w_off = (uint32_t)w_off;
   s->q_off = (uint32_t)q_off;
   set_clamp(c, s, p);
-  if (c->njobs == c->capjobs) {
-    size_t nc = c->capjobs ? 2 * c->capjobs : 64;
-    ConvEmit *nj = realloc(c->jobs, nc * sizeof *nj);
-    if (!nj) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
-    c->jobs = nj;
-    c->capjobs = nc;
-  }
+  if (grow((void **)&c->jobs, &c->capjobs, c->njobs, sizeof *c->jobs) != 0) return -1;
   /* the weights and records are written by conv_emit_all, after the walk */
   c->jobs[c->njobs++] = (ConvEmit){
       .W = p->w ? (const float *)((const char *)p->w->dl.data + p->w->dl.byte_offset) : NULL,
@@ -748,15 +745,7 @@ static int materialize_output(Comp *c, int32_t i, uint32_t *out) {
 }
 
 static Pending *new_pending(Comp *c, int kind, int32_t node) {
-  if (c->npend == c->cappend) {
-    c->cappend = c->cappend ? 2 * c->cappend : 64;
-    Pending *np = realloc(c->pend, c->cappend * sizeof *np);
-    if (!np) {
-      H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS);
-      return NULL;
-    }
-    c->pend = np;
-  }
+  if (grow((void **)&c->pend, &c->cappend, c->npend, sizeof *c->pend) != 0) return NULL;
   Pending *p = &c->pend[c->npend];
   memset(p, 0, sizeof *p);
   p->kind = kind;

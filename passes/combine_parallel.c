@@ -225,6 +225,15 @@ static void grow(void **p, size_t *cap, size_t need, size_t elem) {
   *cap = nc;
 }
 
+/* Appends call `c` (node `id`) to the branch pool; pool and pool_id grow together. */
+static void pool_push(Work *w, const GPCall *c, int32_t id) {
+  size_t cap = w->cpool;
+  grow((void **)&w->pool, &w->cpool, w->npool + 1, sizeof *w->pool);
+  grow((void **)&w->pool_id, &cap, w->npool + 1, sizeof *w->pool_id); /* to the same capacity */
+  w->pool_id[w->npool] = id;
+  w->pool[w->npool++] = c;
+}
+
 static void add_branch(Work *w, const CPRun *r, int32_t root, int32_t first_id) {
   const GPCall *first = (const GPCall *)w->nodes[first_id];
   size_t need = w->nb + 1, cb = w->cb;
@@ -243,11 +252,7 @@ static void add_branch(Work *w, const CPRun *r, int32_t root, int32_t first_id) 
   const GPCall *cur = first;
   int32_t id = first_id;
   for (;;) {
-    size_t cpool = w->cpool;
-    grow((void **)&w->pool, &w->cpool, w->npool + 1, sizeof *w->pool);
-    grow((void **)&w->pool_id, &cpool, w->npool + 1, sizeof *w->pool_id);
-    w->pool_id[w->npool] = id;
-    w->pool[w->npool++] = cur;
+    pool_push(w, cur, id);
     if (w->uoff[id + 1] - w->uoff[id] != 1) break;
     int32_t u = w->users[w->uoff[id]];
     const GPCall *uc = (const GPCall *)w->nodes[u];

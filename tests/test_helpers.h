@@ -92,6 +92,19 @@ static inline bool th_numerics_possible(const GPModule *m) {
   return ok;
 }
 
+/* The end of a golden test: out equals want, and in still prints as in_text (its text before
+ * the run); releases all four. */
+static inline void th_golden_finish(GPModule *in, char *in_text, GPModule *out, GPModule *want) {
+  th_assert_module_eq(out, want);
+  char *in_text2 = gp_print(in, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  cr_assert_str_eq(in_text, in_text2, "the pass changed its input module");
+  gp_free(in_text);
+  gp_free(in_text2);
+  gp_release(want);
+  gp_release(out);
+  gp_release(in);
+}
+
 /* The golden test of a pass pipeline: run `pipeline` on `before` with `ctx` (the caller's
  * configs and instruments; verify_numerics is turned on when @main has static parameter
  * types and every constant has values, so every golden test also checks that the pipeline
@@ -109,14 +122,7 @@ static inline void th_golden_ctx(const char *before, const char *after, const ch
   GPModule *want = gp_infer_types(want_text);
   cr_assert(want, "%s", gp_error_message());
   gp_release(want_text);
-  th_assert_module_eq(out, want);
-  char *in_text2 = gp_print(in, GP_PRINT_TYPES | GP_PRINT_METADATA);
-  cr_assert_str_eq(in_text, in_text2, "the pass changed its input module");
-  gp_free(in_text);
-  gp_free(in_text2);
-  gp_release(want);
-  gp_release(out);
-  gp_release(in);
+  th_golden_finish(in, in_text, out, want);
 }
 
 /* th_golden_ctx with a fresh context and optional "key", "value", ..., NULL configs. */
