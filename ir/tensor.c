@@ -1,7 +1,7 @@
 /* tensor.c -- tensor objects over DLPack.
  * A tensor either wraps a producer's DLManagedTensor (its deleter runs once, when the tensor
- * is freed) or owns a 64-byte aligned buffer of its own, or has no data at all (a constant of
- * known type whose values are unknown). */
+ * is freed) or owns a 64-byte aligned buffer of its own (in its own block when small), or has
+ * no data at all (a constant of known type whose values are unknown). */
 #include "ir.h"
 #include "../common/checked.h"
 
@@ -18,12 +18,22 @@ typedef struct {
                    * address), or NULL */
   size_t map_len;  /* own_data is a mapping of this many bytes (huge-page backed), or 0 */
   bool file_backed; /* the producer's data views a read-only file mapping (never written) */
+  bool pooled;     /* a small tensor: header, dims and data are one node-pool block */
   int64_t dims[];  /* shape[ndim] then strides[ndim] when the producer gave strides */
 } TensorImpl;
+
+/* Data of at most this many bytes lives in the tensor's own block, from the node pool: a
+ * folded constant costs one allocation instead of two from malloc, and its values sit next to
+ * its header (a pass that reads a constant's data touches one place). */
+#define INLINE_MAX 1024
 
 static void tensor_free(GPObject *o) {
   TensorImpl *t = (TensorImpl *)o;
   if (t->pub.managed && t->pub.managed->deleter) t->pub.managed->deleter(t->pub.managed);
+  if (t->pooled) {
+    gp_node_free(t);
+    return;
+  }
   if (t->map_len)
     munmap(t->own_data, t->map_len);
   else
@@ -44,9 +54,7 @@ static bool dtype_supported(DLDataType dt) {
   }
 }
 
-static TensorImpl *tensor_new(DLDataType dtype, int32_t ndim, const int64_t *shape, const int64_t *strides) {
-  size_t ndims = (size_t)ndim * (strides ? 2 : 1);
-  TensorImpl *t = gp_object_alloc(sizeof(TensorImpl) + ndims * sizeof(int64_t), GP_TI_TENSOR, tensor_free);
+static void tensor_init(TensorImpl *t, DLDataType dtype, int32_t ndim, const int64_t *shape, const int64_t *strides) {
   if (ndim) memcpy(t->dims, shape, (size_t)ndim * sizeof(int64_t));
   if (strides && ndim) memcpy(t->dims + ndim, strides, (size_t)ndim * sizeof(int64_t));
   t->pub.dl.device = (DLDevice){kDLCPU, 0};
@@ -54,6 +62,12 @@ static TensorImpl *tensor_new(DLDataType dtype, int32_t ndim, const int64_t *sha
   t->pub.dl.ndim = ndim;
   t->pub.dl.shape = ndim ? t->dims : NULL;
   t->pub.dl.strides = strides && ndim ? t->dims + ndim : NULL;
+}
+
+static TensorImpl *tensor_new(DLDataType dtype, int32_t ndim, const int64_t *shape, const int64_t *strides) {
+  size_t ndims = (size_t)ndim * (strides ? 2 : 1);
+  TensorImpl *t = gp_object_alloc(sizeof(TensorImpl) + ndims * sizeof(int64_t), GP_TI_TENSOR, tensor_free);
+  tensor_init(t, dtype, ndim, shape, strides);
   return t;
 }
 
@@ -176,6 +190,18 @@ GPTensor *gp_tensor_alloc(DLDataType dtype, int32_t ndim, const int64_t *shape, 
     return NULL;
   }
   if (check_shape(ndim, shape, "tensor") != 0) return NULL;
+  if (with_data) { /* small: one pooled block, data 64-byte aligned after the dims */
+    size_t nbytes = gp_dtype_bytes(dtype);
+    for (int32_t i = 0; i < ndim && nbytes <= INLINE_MAX; i++) nbytes *= (size_t)shape[i];
+    if (nbytes <= INLINE_MAX) {
+      size_t head = sizeof(TensorImpl) + (size_t)ndim * sizeof(int64_t);
+      TensorImpl *t = gp_node_object_alloc(head + 63 + nbytes, GP_TI_TENSOR, tensor_free); /* zeroed */
+      tensor_init(t, dtype, ndim, shape, NULL);
+      t->pooled = true;
+      t->pub.dl.data = (void *)(((uintptr_t)t + head + 63) & ~(uintptr_t)63);
+      return &t->pub;
+    }
+  }
   TensorImpl *t = tensor_new(dtype, ndim, shape, NULL);
   if (with_data) {
     size_t nbytes = gp_tensor_nbytes(&t->pub);
