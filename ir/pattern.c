@@ -851,6 +851,40 @@ static bool is_call_of(const GPExpr *e, const GPOp *op) {
 
 static bool m_node(GPMatcher *m, int32_t pi, GPExpr *e);
 
+/* Whether pattern node pi may match node id of ni, read from the index alone (tags, child
+ * counts and child ids; no node): a necessary condition, checked `depth` levels below id.
+ * Captures, attributes and types are the matcher's.  Recursion on the pattern, not the graph. */
+static bool pre(const GPPatternImpl *p, int32_t pi, const GPNodeIndex *ni, int32_t id, int depth) {
+  const GPPatNode *pn = &p->nodes[pi];
+  const int32_t *pk = p->kids ? p->kids + pn->kid0 : NULL;
+  const int32_t *ik = ni->kids + ni->kid_off[id];
+  int32_t tag = ni->tag[id], nk = ni->kid_off[id + 1] - ni->kid_off[id];
+  switch (pn->kind) {
+  case PK_ANY: return true;
+  case PK_VAR: return tag == -GP_TI_VAR;
+  case PK_CONST: return tag == -GP_TI_CONSTANT;
+  case PK_CALL:
+  case PK_OPT: {
+    bool ok = tag == pn->op->index && nk == pn->nkids + 1; /* child 0 is the callee */
+    for (int32_t k = 0; k < pn->nkids && ok && depth > 0; k++) ok = pre(p, pk[k], ni, ik[1 + k], depth - 1);
+    return ok || (pn->kind == PK_OPT && pre(p, pk[0], ni, id, depth));
+  }
+  case PK_TUPLE: {
+    bool ok = tag == -GP_TI_TUPLE && nk == pn->nkids;
+    for (int32_t k = 0; k < pn->nkids && ok && depth > 0; k++) ok = pre(p, pk[k], ni, ik[k], depth - 1);
+    return ok;
+  }
+  case PK_ITEM: return tag == -GP_TI_TUPLE_GET_ITEM && (depth == 0 || pre(p, pk[0], ni, ik[0], depth - 1));
+  case PK_ALT: return pre(p, pk[0], ni, id, depth) || pre(p, pk[1], ni, id, depth);
+  default: return true;
+  }
+}
+
+bool gp_pattern_prematch(const GPPattern *p, const GPNodeIndex *ni, int32_t id) {
+  const GPPatternImpl *pi = gp_pat_impl(p);
+  return pre(pi, pi->root, ni, id, 2);
+}
+
 static bool m_struct(GPMatcher *m, const GPPatNode *pn, GPExpr *e) {
   const GPPatternImpl *p = m->p;
   const int32_t *kids = p->kids ? p->kids + pn->kid0 : NULL; /* a pattern of one leaf has none */

@@ -101,6 +101,10 @@ static inline bool gp_pattern_may_match_tag(const GPPattern *p, int32_t tag) {
   return k != GP_TI_CALL && k >= GP_TI_IR_BEGIN && k < GP_TI_IR_END && (pi->root_kinds >> (k - GP_TI_IR_BEGIN) & 1u);
 }
 
+/* Quick reject from a node index: false when the pattern cannot match node id, judged from the
+ * tags, child counts and child ids of id and two levels of its children (no node is read). */
+bool gp_pattern_prematch(const GPPattern *p, const GPNodeIndex *ni, int32_t id);
+
 int gp_pattern_match(const GPPattern *p, GPExpr *e, GPMatch **out);
 GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec);
 

@@ -280,12 +280,14 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     int rc = 0;
     for (size_t i = n; i-- > 0 && rc >= 0;) {
       /* a match reads the candidate and its children: fetch those of a candidate ahead */
-      if (i >= SELECT_AHEAD && gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i - SELECT_AHEAD])) {
+      if (i >= SELECT_AHEAD && gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i - SELECT_AHEAD]) &&
+          gp_pattern_prematch(spec->patterns[k], d.ni, (int32_t)(i - SELECT_AHEAD))) {
         size_t j = i - SELECT_AHEAD;
         __builtin_prefetch(d.ni->nodes[j]);
         for (int32_t q = d.ni->kid_off[j]; q < d.ni->kid_off[j + 1]; q++) __builtin_prefetch(d.ni->nodes[d.ni->kids[q]]);
       }
       if (d.skip[i] || d.claim[i] || !gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i])) continue;
+      if (!gp_pattern_prematch(spec->patterns[k], d.ni, (int32_t)i)) continue;
       if (gp_matcher_run(&m, d.ni->nodes[i])) rc = select_match(&d, &m, k, (int32_t)i);
     }
     gp_matcher_free(&m);

@@ -766,10 +766,18 @@ static bool all_positive(const GPExpr *e) {
   return true;
 }
 
+/* A call of like's op and attrs on new arguments.  When each has the type of the argument it
+ * replaces (a weight or bias scaled in place keeps its shape and dtype) the call has like's
+ * type: typed here, the re-typing after the rewrite keeps the whole chain without a walk. */
 static GPExpr *mk_call(SBuild *b, const GPCall *like, GPExpr *a0, GPExpr *a1) {
   if (!a0 || (like->nargs == 2 && !a1) || b->failed) return NULL;
   GPExpr *args[2] = {a0, a1};
-  return own(b, (GPExpr *)H->call_new(like->op, like->nargs, args, like->attrs));
+  GPCall *c = H->call_new(like->op, like->nargs, args, like->attrs);
+  bool same = c && like->base.checked_type;
+  for (int32_t k = 0; k < like->nargs && same; k++)
+    same = args[k]->checked_type && args[k]->checked_type == like->args[k]->checked_type;
+  if (same) c->base.checked_type = like->base.checked_type;
+  return own(b, (GPExpr *)c);
 }
 
 /* The pending error as "cannot fold ... at <node>: <message>". */
@@ -1036,6 +1044,7 @@ static GPExpr *fsa_function(void *user, const GPModule *mod, int32_t index) {
   Fsa *s = user;
   s->source = mod->source_name;
   GPExpr *root = &mod->funcs[index]->base;
+  if (!std_may_call(root, "multiply")) return gp_retain(root); /* both directions fold multiplies */
   if (!(s->ix = H->expr_index_new(root))) return NULL;
   s->nodes = s->ix->nodes;
   s->n = s->ix->num_nodes;
