@@ -278,16 +278,25 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     GPMatcher m;
     gp_matcher_init(&m, spec->patterns[k]);
     int rc = 0;
+    /* Candidates are judged from the index (tags, then gp_pattern_prematch) SELECT_AHEAD ids
+     * before the walk reaches them, and their nodes and children fetched then: a match reads
+     * them.  cand[i % SELECT_AHEAD] holds the verdict on id i until the walk gets there. */
+    bool cand[SELECT_AHEAD] = {false};
+    const GPPattern *pk = spec->patterns[k];
     for (size_t i = n; i-- > 0 && rc >= 0;) {
-      /* a match reads the candidate and its children: fetch those of a candidate ahead */
-      if (i >= SELECT_AHEAD && gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i - SELECT_AHEAD]) &&
-          gp_pattern_prematch(spec->patterns[k], d.ni, (int32_t)(i - SELECT_AHEAD))) {
+      if (i + SELECT_AHEAD >= n) /* the first ids the walk meets: judged now */
+        cand[i % SELECT_AHEAD] = gp_pattern_may_match_tag(pk, d.ni->tag[i]) && gp_pattern_prematch(pk, d.ni, (int32_t)i);
+      bool here = cand[i % SELECT_AHEAD];
+      if (i >= SELECT_AHEAD) {
         size_t j = i - SELECT_AHEAD;
-        __builtin_prefetch(d.ni->nodes[j]);
-        for (int32_t q = d.ni->kid_off[j]; q < d.ni->kid_off[j + 1]; q++) __builtin_prefetch(d.ni->nodes[d.ni->kids[q]]);
+        bool c = gp_pattern_may_match_tag(pk, d.ni->tag[j]) && gp_pattern_prematch(pk, d.ni, (int32_t)j);
+        cand[j % SELECT_AHEAD] = c;
+        if (c) {
+          __builtin_prefetch(d.ni->nodes[j]);
+          for (int32_t q = d.ni->kid_off[j]; q < d.ni->kid_off[j + 1]; q++) __builtin_prefetch(d.ni->nodes[d.ni->kids[q]]);
+        }
       }
-      if (d.skip[i] || d.claim[i] || !gp_pattern_may_match_tag(spec->patterns[k], d.ni->tag[i])) continue;
-      if (!gp_pattern_prematch(spec->patterns[k], d.ni, (int32_t)i)) continue;
+      if (!here || d.skip[i] || d.claim[i]) continue;
       if (gp_matcher_run(&m, d.ni->nodes[i])) rc = select_match(&d, &m, k, (int32_t)i);
     }
     gp_matcher_free(&m);

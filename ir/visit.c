@@ -25,6 +25,7 @@ typedef struct {
   SharedEnt *tab;
   size_t cap, used;
   int shift;
+  uint32_t gen; /* grows so far (a slot found before a grow is stale) */
 } Shared;
 
 static inline size_t sh_home(const Shared *s, const void *key) {
@@ -45,17 +46,120 @@ static void sh_grow(Shared *s) {
   s->shift = 64;
   for (size_t c = s->cap; c > 1; c >>= 1) s->shift--;
   s->tab = gp_scratch_zalloc(s->cap, sizeof *s->tab);
+  s->gen++;
   for (size_t i = 0; i < ocap; i++)
     if (old[i].key) s->tab[sh_slot(s, old[i].key)] = old[i];
   gp_scratch_free(old);
 }
 
-/* 24 bytes: a chain of n nodes holds n frames at its deepest. */
+/* Shared constants.  A constant held by more than one reference is usually met once: the
+ * other holder is the previous version of the graph, still alive while a pass reads the new
+ * one.  Putting each into the shared table costs two misses in a table as big as the graph;
+ * instead a constant is numbered when met and its first-visit bit set in a small bitmap
+ * (hashed by address, kept under 1/16 full).  A constant whose bit is already set is a suspect
+ * (met before, or a collision): numbered too, and resolved after the walk by looking its
+ * address up among the first visits (Leaves.log, in id order).  A suspect met before is
+ * dropped and its parent pointed at the first id; the later ids shift down, as if the walk had
+ * found it in a table. */
+typedef struct {
+  const void *e;
+  int32_t id;
+  size_t at; /* suspects: its parent's entry in ekids */
+} LeafEnt;
+
+typedef struct {
+  uint64_t *bits;
+  size_t nbits;
+  int shift;
+  LeafEnt *log, *sus; /* first visits; suspects */
+  size_t nlog, caplog, nsus, capsus;
+} Leaves;
+
+static inline size_t lv_bit(const Leaves *lv, const void *e) {
+  return (size_t)(((uint64_t)(uintptr_t)e * 0x9e3779b97f4a7c15ull) >> lv->shift);
+}
+
+static void lv_size(Leaves *lv, size_t nbits) {
+  gp_scratch_free(lv->bits);
+  lv->nbits = nbits;
+  lv->shift = 64;
+  for (size_t c = nbits; c > 1; c >>= 1) lv->shift--;
+  lv->bits = gp_scratch_zalloc(nbits / 64, sizeof *lv->bits);
+  for (size_t i = 0; i < lv->nlog + lv->nsus; i++) { /* every address met so far */
+    size_t b = lv_bit(lv, i < lv->nlog ? lv->log[i].e : lv->sus[i - lv->nlog].e);
+    lv->bits[b / 64] |= 1ull << (b % 64);
+  }
+}
+
+static void lv_push(LeafEnt **a, size_t *len, size_t *cap, LeafEnt x) {
+  if (*len == *cap) {
+    *cap = *cap ? *cap * 2 : 256;
+    *a = gp_scratch_realloc(*a, *cap * sizeof **a);
+  }
+  (*a)[(*len)++] = x;
+}
+
+/* Records constant e, numbered id, met at ekids[at]. */
+static void lv_meet(Leaves *lv, const void *e, int32_t id, size_t at) {
+  if (!lv->bits || (lv->nlog + 1) * 16 > lv->nbits) lv_size(lv, lv->bits ? lv->nbits * 4 : 1u << 16);
+  size_t b = lv_bit(lv, e);
+  uint64_t m = 1ull << (b % 64);
+  if (!(lv->bits[b / 64] & m)) {
+    lv->bits[b / 64] |= m;
+    lv_push(&lv->log, &lv->nlog, &lv->caplog, (LeafEnt){e, id, 0});
+  } else {
+    lv_push(&lv->sus, &lv->nsus, &lv->capsus, (LeafEnt){e, id, at});
+  }
+}
+
+/* The ids of suspects met before (ascending; *nrm of them), each parent entry in ekids pointed
+ * at the first id.  NULL when there are none. */
+static int32_t *lv_resolve(Leaves *lv, int32_t *ekids, size_t *nrm) {
+  *nrm = 0;
+  if (!lv->nsus) return NULL;
+  /* first id per suspect address: over first visits and suspects both (a first visit can be a
+   * suspect by collision) */
+  Shared first = {0};
+  for (size_t i = 0; i < lv->nsus; i++) {
+    if ((first.used + 1) * 2 > first.cap) sh_grow(&first);
+    size_t s = sh_slot(&first, lv->sus[i].e);
+    if (!first.tab[s].key) {
+      first.tab[s].key = lv->sus[i].e;
+      first.tab[s].id = lv->sus[i].id;
+      first.used++;
+    }
+  }
+  for (size_t i = 0; i < lv->nlog; i++) {
+    size_t s = sh_slot(&first, lv->log[i].e);
+    if (first.tab[s].key && lv->log[i].id < first.tab[s].id) first.tab[s].id = lv->log[i].id;
+  }
+  int32_t *rm = NULL;
+  size_t cap = 0;
+  for (size_t i = 0; i < lv->nsus; i++) {
+    int32_t f = (int32_t)first.tab[sh_slot(&first, lv->sus[i].e)].id;
+    if (f == lv->sus[i].id) continue; /* its first visit (a collision) */
+    ekids[lv->sus[i].at] = f;
+    if (*nrm == cap) cap = cap ? cap * 2 : 64, rm = gp_scratch_realloc(rm, cap * sizeof *rm);
+    rm[(*nrm)++] = lv->sus[i].id;
+  }
+  gp_scratch_free(first.tab);
+  return rm;
+}
+
+static void lv_free(Leaves *lv) {
+  gp_scratch_free(lv->bits);
+  gp_scratch_free(lv->log);
+  gp_scratch_free(lv->sus);
+}
+
+/* 32 bytes: a chain of n nodes holds n frames at its deepest. */
 typedef struct {
   GPExpr *e;
   size_t base;     /* this node's child ids in `ekids` (child order) */
   int32_t next;
   uint32_t count;  /* children, and FRAME_SHARED when the node went into the shared table */
+  uint32_t slot;   /* FRAME_SHARED: its slot in the table, while the table has generation gen */
+  uint32_t gen;
 } Frame;
 #define FRAME_SHARED 0x80000000u
 #define FRAME_COUNT(f) ((int32_t)((f)->count & ~FRAME_SHARED))
@@ -84,7 +188,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     if (nf == fcap) fcap *= 2, fr = gp_scratch_realloc(fr, fcap * sizeof *fr);                   \
     while (klen + (size_t)c_ > kcap)                                                             \
       kcap *= 2, ekids = gp_scratch_realloc(ekids, kcap * sizeof *ekids);                        \
-    fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u)};           \
+    fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u), slot_, sh.gen}; \
     for (int32_t p_ = 0; p_ < c_; p_++) {                                                        \
       const void *k_ = gp_expr_child_at(x_, p_); /* the child, and its slot should it be shared */ \
       __builtin_prefetch(k_);                                                                    \
@@ -92,6 +196,24 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }                                                                                            \
     klen += (size_t)c_;                                                                          \
   } while (0)
+  /* Gives node x (of cnt_ children, at base_ in ekids) the next id. */
+#define NUMBER(x, cnt_, base_)                                                                   \
+  do {                                                                                           \
+    if (n == ncap) {                                                                             \
+      ncap *= 2;                                                                                 \
+      nodes = heap ? gp_realloc(nodes, ncap * sizeof *nodes) : gp_scratch_realloc(nodes, ncap * sizeof *nodes); \
+      ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);                                   \
+      ecount = gp_scratch_realloc(ecount, ncap * sizeof *ecount);                                \
+      tag = gp_scratch_realloc(tag, ncap * sizeof *tag);                                         \
+    }                                                                                            \
+    nodes[n] = (x);                                                                              \
+    ecount[n] = (cnt_);                                                                          \
+    int32_t k_ = gp_kind(x);                                                                     \
+    tag[n] = k_ == GP_TI_CALL && gp_kind(GP_AS(GPCall, x)->op) == GP_TI_OP ? GP_AS(const GPOp, GP_AS(GPCall, x)->op)->index : -k_; \
+    ebase[n++] = (base_);                                                                        \
+  } while (0)
+  Leaves lv = {0};
+  uint32_t slot_ = 0;
   ENTER(root, false); /* a DAG: the root is never met again below itself */
   while (nf) {
     Frame *f = &fr[nf - 1];
@@ -104,6 +226,17 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         ENTER(c, false);
         continue;
       }
+      if (n >= (size_t)INT32_MAX) {
+        gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
+        rc = -1;
+        break;
+      }
+      if (gp_kind(c) == GP_TI_CONSTANT) { /* a leaf: numbered now (see Leaves) */
+        ekids[at] = (int32_t)n;
+        lv_meet(&lv, c, (int32_t)n, at);
+        NUMBER(c, 0, klen);
+        continue;
+      }
       if ((sh.used + 1) * 2 > sh.cap) sh_grow(&sh);
       size_t s = sh_slot(&sh, c);
       if (sh.tab[s].key) {
@@ -114,6 +247,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       sh.tab[s].id = -1;
       sh.used++;
       ekids[at] = -1;
+      slot_ = (uint32_t)s;
       ENTER(c, true);
       continue;
     }
@@ -123,20 +257,9 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       rc = -1;
       break;
     }
-    if (n == ncap) {
-      ncap *= 2;
-      nodes = heap ? gp_realloc(nodes, ncap * sizeof *nodes) : gp_scratch_realloc(nodes, ncap * sizeof *nodes);
-      ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);
-      ecount = gp_scratch_realloc(ecount, ncap * sizeof *ecount);
-      tag = gp_scratch_realloc(tag, ncap * sizeof *tag);
-    }
     int32_t id = (int32_t)n;
-    nodes[n] = f->e;
-    ecount[n] = FRAME_COUNT(f);
-    int32_t k = gp_kind(f->e);
-    tag[n] = k == GP_TI_CALL && gp_kind(GP_AS(GPCall, f->e)->op) == GP_TI_OP ? GP_AS(const GPOp, GP_AS(GPCall, f->e)->op)->index : -k;
-    ebase[n++] = f->base;
-    if (f->count & FRAME_SHARED) sh.tab[sh_slot(&sh, f->e)].id = id;
+    NUMBER(f->e, FRAME_COUNT(f), f->base);
+    if (f->count & FRAME_SHARED) sh.tab[f->gen == sh.gen ? f->slot : sh_slot(&sh, f->e)].id = id;
     nf--;
     if (nf) {
       Frame *p = &fr[nf - 1];
@@ -145,8 +268,31 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }
   }
 #undef ENTER
+#undef NUMBER
   gp_scratch_free(fr);
   gp_scratch_free(sh.tab);
+  size_t nrm = 0;
+  int32_t *rm = rc == 0 ? lv_resolve(&lv, ekids, &nrm) : NULL;
+  lv_free(&lv);
+  if (nrm) { /* drop the constants met twice; every later id moves down */
+    int32_t *remap = gp_scratch_alloc(n * sizeof *remap);
+    size_t r = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (r < nrm && (size_t)rm[r] == i) {
+        remap[i] = -1;
+        r++;
+        continue;
+      }
+      remap[i] = (int32_t)m;
+      nodes[m] = nodes[i], ebase[m] = ebase[i], ecount[m] = ecount[i], tag[m] = tag[i];
+      m++;
+    }
+    for (size_t i = 0; i < m; i++)
+      for (int32_t j = 0; j < ecount[i]; j++) ekids[ebase[i] + (size_t)j] = remap[ekids[ebase[i] + (size_t)j]];
+    n = m;
+    gp_scratch_free(remap);
+  }
+  gp_scratch_free(rm);
   if (rc == 0) {
     /* CSR in id order */
     ni->kid_off = gp_scratch_alloc((n + 1) * sizeof(int32_t));

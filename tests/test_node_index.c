@@ -1,0 +1,146 @@
+/* test_node_index.c -- the node index (ir/visit.c gp_ni_build): the same numbering as a plain
+ * depth-first walk with a visited set, on graphs where constants are shared in every way the
+ * build treats specially (held by a second graph version, used twice, three times, by
+ * thousands of calls, so that the first-visit bitmap collides and suspects resolve both
+ * ways). */
+#include "test_helpers.h"
+
+#include <dirent.h>
+
+/* The reference: post-order DFS (children in child order; a let's value before its var) with a
+ * visited map; *out gets the nodes, kids the child ids (CSR in id order). */
+typedef struct Ref {
+  GPExpr **nodes;
+  size_t n;
+  int32_t *kids;
+  size_t nkids;
+} Ref;
+
+static Ref reference(GPExpr *root) {
+  GPPtrMap id = {0}; /* node -> id + 1 */
+  GPVec order = {0};
+  typedef struct {
+    GPExpr *e;
+    int32_t next;
+  } F;
+  size_t cap = 1024, sp = 0;
+  F *st = gp_malloc(cap * sizeof *st);
+  st[sp++] = (F){root, 0};
+  while (sp) {
+    F *f = &st[sp - 1];
+    int32_t nk = gp_expr_num_children(f->e);
+    if (f->next < nk) {
+      int32_t pos = f->next++;
+      if (gp_kind(f->e) == GP_TI_LET && pos < 2) pos = 1 - pos;
+      GPExpr *c = gp_expr_child_at(f->e, pos);
+      if (gp_map_has(&id, c)) continue;
+      gp_map_put(&id, c, (void *)(uintptr_t)-1); /* on the path */
+      if (sp == cap) st = gp_realloc(st, (cap *= 2) * sizeof *st);
+      st[sp++] = (F){c, 0};
+      continue;
+    }
+    gp_map_put(&id, f->e, (void *)(uintptr_t)(order.len + 1));
+    gp_vec_push(&order, f->e);
+    sp--;
+  }
+  Ref r = {.nodes = (GPExpr **)order.items, .n = order.len};
+  size_t kc = 0;
+  for (size_t i = 0; i < r.n; i++) kc += (size_t)gp_expr_num_children(r.nodes[i]);
+  r.kids = gp_malloc((kc ? kc : 1) * sizeof *r.kids);
+  for (size_t i = 0; i < r.n; i++)
+    for (int32_t k = 0; k < gp_expr_num_children(r.nodes[i]); k++)
+      r.kids[r.nkids++] = (int32_t)(uintptr_t)gp_map_get(&id, gp_expr_child_at(r.nodes[i], k)) - 1;
+  gp_map_free(&id);
+  gp_free(st);
+  return r;
+}
+
+static void same_as_reference(GPExpr *root) {
+  GPNodeIndex ni;
+  cr_assert_eq(gp_ni_build(&ni, root, GP_NI_LET_VALUE_FIRST), 0, "%s", gp_error_message());
+  Ref r = reference(root);
+  cr_assert_eq(ni.n, r.n, "index of %zu nodes, reference %zu", ni.n, r.n);
+  for (size_t i = 0; i < r.n; i++) cr_assert_eq(ni.nodes[i], r.nodes[i], "node %zu", i);
+  cr_assert_eq((size_t)ni.kid_off[ni.n], r.nkids);
+  for (size_t k = 0; k < r.nkids; k++) cr_assert_eq(ni.kids[k], r.kids[k], "kid entry %zu", k);
+  for (size_t i = 0; i < ni.n; i++) {
+    int32_t want = gp_kind(ni.nodes[i]) == GP_TI_CALL && gp_kind(GP_AS(GPCall, ni.nodes[i])->op) == GP_TI_OP
+                       ? GP_AS(const GPOp, GP_AS(GPCall, ni.nodes[i])->op)->index
+                       : -gp_kind(ni.nodes[i]);
+    cr_assert_eq(ni.tag[i], want, "tag %zu", i);
+  }
+  gp_free(r.nodes);
+  gp_free(r.kids);
+  gp_ni_free(&ni);
+}
+
+static GPExpr *scalar(float v) {
+  GPTensor *t = gp_tensor_alloc((DLDataType){kDLFloat, 32, 1}, 0, NULL, true);
+  *(float *)t->dl.data = v;
+  GPConstant *c = gp_constant_new(t);
+  gp_release(t);
+  return &c->base;
+}
+
+static GPExpr *add(GPExpr *a, GPExpr *b) { /* takes a, borrows b */
+  GPExpr *args[2] = {a, b};
+  GPCall *c = gp_call_new((GPExpr *)gp_op_get("add"), 2, args, NULL);
+  gp_release(a);
+  return &c->base;
+}
+
+/* A chain of n adds over constants from a pool of `distinct`: constant i % distinct, so each is
+ * used n / distinct times; with `keep`, a second reference to every constant is held outside. */
+static void chain(int n, int distinct, bool keep) {
+  GPExpr **pool = gp_malloc((size_t)distinct * sizeof *pool);
+  for (int i = 0; i < distinct; i++) pool[i] = scalar((float)i);
+  GPExpr *x = (GPExpr *)gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 0, NULL));
+  GPExpr *y = gp_retain(x);
+  for (int i = 0; i < n; i++) y = add(y, pool[(i * 7919) % distinct]);
+  if (!keep) /* held by the chain alone: a constant used once is not shared */
+    for (int i = 0; i < distinct; i++) gp_release(pool[i]);
+  same_as_reference(y);
+  gp_release(y);
+  gp_release(x);
+  if (keep)
+    for (int i = 0; i < distinct; i++) gp_release(pool[i]);
+  gp_free(pool);
+}
+
+Test(node_index, shared_constants_match_a_plain_walk) {
+  gp_ops_init();
+  chain(10, 10, true);        /* each once, held outside too */
+  chain(10, 3, true);         /* reused */
+  chain(200000, 150000, true); /* many: the bitmap collides; some used twice, most once */
+  chain(200000, 1000, true);  /* each 200 times */
+  chain(5000, 1, true);       /* one constant everywhere */
+  chain(200000, 150000, false); /* held by the chain alone */
+  chain(20000, 7, false);
+}
+
+Test(node_index, the_golden_inputs_match_a_plain_walk) {
+  static const char *const dirs[] = {"tests/data/passes", "tests/data/fusion", "tests/data/simplify_expr",
+                                     "tests/data/fold_scale_axis"};
+  int files = 0;
+  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+    DIR *dp = opendir(dirs[d]);
+    cr_assert(dp, "%s", dirs[d]);
+    for (struct dirent *de; (de = readdir(dp));) {
+      size_t len = strlen(de->d_name);
+      if (len < 6 || strcmp(de->d_name + len - 6, ".relay") != 0) continue;
+      char path[1024];
+      snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
+      size_t tlen;
+      char *text = th_read(path, &tlen);
+      gp_error_clear();
+      GPModule *m = gp_parse(text, tlen, path);
+      gp_free(text);
+      if (!m) continue;
+      for (int32_t f = 0; f < m->num_functions; f++) same_as_reference(&m->funcs[f]->base);
+      gp_release(m);
+      files++;
+    }
+    closedir(dp);
+  }
+  cr_assert_gt(files, 50);
+}
