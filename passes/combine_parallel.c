@@ -209,6 +209,21 @@ typedef struct Work {
 /* Argument a of call `id` (child 0 is the callee), as an id. */
 static inline int32_t arg_id(const Work *w, int32_t id, int32_t a) { return w->ix->kids[w->ix->kid_offsets[id] + 1 + a]; }
 
+/* Whether some node is the first argument of at least min calls of op, from the index's tags
+ * and child ids alone (no node is read).  TVM groups branches of one parent only, so without
+ * such a node no group reaches min_branches. */
+static bool feeds_enough(const Work *w, const GPOp *op, int64_t min) {
+  const GPExprIndex *ix = w->ix;
+  uint32_t *feeds = calloc(w->n + 1, sizeof *feeds);
+  if (!feeds) abort();
+  bool any = false;
+  for (size_t i = 0; i < w->n && !any; i++)
+    if (ix->tags[i] == op->index && ix->kid_offsets[i + 1] - ix->kid_offsets[i] >= 2)
+      any = ++feeds[arg_id(w, (int32_t)i, 0)] >= min;
+  free(feeds);
+  return any;
+}
+
 static bool is_start(const CPRun *r, const GPOp *op, const GPExpr *e) {
   if (ekind(e) != GP_TI_CALL) return false;
   const GPCall *c = (const GPCall *)e;
@@ -507,6 +522,10 @@ static GPExpr *combine_function(void *user, const GPModule *mod, int32_t index) 
   w.nodes = w.ix->nodes;
   w.n = w.ix->num_nodes;
   size_t n = w.n;
+  if (!feeds_enough(&w, op, r->min_branches)) {
+    H->expr_index_free(w.ix);
+    return gp_retain(&fn->base);
+  }
   /* users (TVM's children_map_) */
   w.uoff = calloc(n + 2, sizeof *w.uoff);
   w.start = calloc(n + 1, 1);
