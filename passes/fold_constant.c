@@ -309,8 +309,12 @@ static GPExpr *fold_rewrite_id(void *user, int32_t id, GPExpr *orig, GPExpr *reb
   return fold_rewrite(user, orig, rebuilt);
 }
 
-static void analyse(Fold *f, GPExpr *const *nodes, size_t count) {
-  for (size_t k = count; k-- > 0;) {
+static void analyse(Fold *f, const GPExprIndex *ix) {
+  GPExpr *const *nodes = ix->nodes;
+  for (size_t k = ix->num_nodes; k-- > 0;) {
+    /* only lets, functions and what lies inside a Primitive one: the rest is judged from the
+     * index's tags without reading the node */
+    if (ix->tags[k] != -GP_TI_LET && ix->tags[k] != -GP_TI_FUNCTION_EXPR && !f->inside.len) continue;
     GPExpr *e = nodes[k];
     if (ekind(e) == GP_TI_LET) {
       const GPLet *l = (const GPLet *)e;
@@ -354,7 +358,7 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
     GPExpr *root = &typed->funcs[fi]->base;
     GPExprIndex *ix = H->expr_index_new(root);
     if (!ix) goto fail;
-    analyse(&f, ix->nodes, ix->num_nodes);
+    analyse(&f, ix);
     GPExpr *nf = H->rewrite_indexed(ix, fold_rewrite_id, &f);
     H->expr_index_free(ix);
     folded += f.folded;
