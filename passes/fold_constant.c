@@ -309,6 +309,26 @@ static GPExpr *fold_rewrite_id(void *user, int32_t id, GPExpr *orig, GPExpr *reb
   return fold_rewrite(user, orig, rebuilt);
 }
 
+/* Whether any node of ix may fold (see fold_rewrite), from the index's tags and child ids
+ * alone: a call of an op with arguments that are all constants or tuples, a shape_of, a
+ * get-item of a literal tuple, an if or a let.  Without one nothing changes (a rewrite only
+ * rebuilds the nodes above a change). */
+static bool any_candidate(const GPExprIndex *ix, int32_t shape_of, int32_t vm_shape_of) {
+  for (size_t i = 0; i < ix->num_nodes; i++) {
+    int32_t t = ix->tags[i];
+    const int32_t *kid = ix->kids + ix->kid_offsets[i];
+    int32_t nk = ix->kid_offsets[i + 1] - ix->kid_offsets[i];
+    if (t == -GP_TI_LET || t == -GP_TI_IF) return true;
+    if (t == -GP_TI_TUPLE_GET_ITEM && ix->tags[kid[0]] == -GP_TI_TUPLE) return true;
+    if (t < 0 || nk < 2) continue; /* not a call of an op, or no arguments */
+    if (t == shape_of || t == vm_shape_of) return true;
+    bool all = true;
+    for (int32_t a = 1; a < nk && all; a++) all = ix->tags[kid[a]] == -GP_TI_CONSTANT || ix->tags[kid[a]] == -GP_TI_TUPLE;
+    if (all) return true;
+  }
+  return false;
+}
+
 static void analyse(Fold *f, const GPExprIndex *ix) {
   GPExpr *const *nodes = ix->nodes;
   for (size_t k = ix->num_nodes; k-- > 0;) {
@@ -353,11 +373,18 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
   if (!typed) return -1;
   GPModule *out = NULL;
   int64_t folded = 0, bytes = 0;
+  const GPOp *so = H->op_get("shape_of"), *vso = H->op_get("vm.shape_of");
+  H->error_clear(); /* an op this host does not have: no call of it either */
+  int32_t shape_of = so ? so->index : INT32_MIN, vm_shape_of = vso ? vso->index : INT32_MIN;
   for (int32_t fi = 0; fi < typed->num_functions; fi++) {
     Fold f = {.ctx = ctx, .source = typed->source_name, .max_bytes = max_bytes};
     GPExpr *root = &typed->funcs[fi]->base;
     GPExprIndex *ix = H->expr_index_new(root);
     if (!ix) goto fail;
+    if (!any_candidate(ix, shape_of, vm_shape_of)) {
+      H->expr_index_free(ix);
+      continue;
+    }
     analyse(&f, ix);
     GPExpr *nf = H->rewrite_indexed(ix, fold_rewrite_id, &f);
     H->expr_index_free(ix);

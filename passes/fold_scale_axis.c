@@ -129,7 +129,7 @@ static OpKind op_kind_of(const char *op) {
 }
 
 /* s->kind from the index's tags: each distinct op is classified once by name, then a node
- * costs a table read (and, for the binary kinds, a look at its argument count). */
+ * costs a table read (and, for the binary kinds, its argument count from the index). */
 static void kinds(Fsa *s) {
   int32_t maxop = -1;
   for (size_t k = 0; k < s->n; k++)
@@ -144,7 +144,7 @@ static void kinds(Fsa *s) {
     }
     if (by_op[t] == 0xff) by_op[t] = (uint8_t)op_kind_of(sb_op_name(s->nodes[k]));
     OpKind kk = (OpKind)by_op[t];
-    if (kk != K_OTHER && kk != K_RELU && ((const GPCall *)s->nodes[k])->nargs != 2) kk = K_OTHER;
+    if (kk != K_OTHER && kk != K_RELU && s->ix->kid_offsets[k + 1] - s->ix->kid_offsets[k] != 3) kk = K_OTHER; /* callee + 2 */
     s->kind[k] = (uint8_t)kk;
   }
   gp_scratch_free(by_op);

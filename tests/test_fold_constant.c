@@ -528,3 +528,44 @@ Test(fold_constant, cli_verify_numerics) {
   cr_assert(strstr(out, "--verify-numerics"), "%s", out);
   gp_free(out);
 }
+
+/* Nothing to fold (no call over constants only, no shape_of, get-item of a literal tuple, if or
+ * let): the functions come back as they were, without a rewrite; and one candidate deep in a
+ * chain is still found. */
+Test(fold_constant, nothing_to_fold_keeps_the_functions) {
+  static const char text[] = "#[version = \"0.0.5\"]\n"
+                             "def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {\n"
+                             "  %0 = add(%x, %y);\n"
+                             "  %1 = nn.relu(%0);\n"
+                             "  %2 = split(%1, indices_or_sections=2);\n"
+                             "  %3 = %2.0;\n"
+                             "  multiply(%3, %3)\n"
+                             "}\n";
+  GPModule *m = gp_parse(text, sizeof text - 1, "nothing.relay");
+  cr_assert(m, "%s", gp_error_message());
+  GPPassContext *ctx = gp_ctx_new();
+  GPModule *t = gp_run_pipeline(m, "InferType", ctx);
+  GPModule *o = gp_run_pipeline(t, FC, ctx);
+  cr_assert(o, "%s", gp_error_message());
+  cr_assert_eq(o->funcs[0], t->funcs[0]);
+  gp_release(o);
+  static const char text2[] = "#[version = \"0.0.5\"]\n"
+                              "def @main(%x: Tensor[(4), float32]) {\n"
+                              "  %0 = add(%x, %x);\n"
+                              "  %1 = nn.relu(%0);\n"
+                              "  %2 = negative(2f);\n"
+                              "  add(%1, %2)\n"
+                              "}\n";
+  GPModule *m2 = gp_parse(text2, sizeof text2 - 1, "one.relay");
+  cr_assert(m2, "%s", gp_error_message());
+  o = gp_run_pipeline(m2, FC, ctx);
+  cr_assert(o, "%s", gp_error_message());
+  char *p = gp_print(o, 0);
+  cr_assert(strstr(p, "-2f") && !strstr(p, "negative"), "%s", p);
+  gp_free(p);
+  gp_release(o);
+  gp_release(m2);
+  gp_release(t);
+  gp_release(m);
+  gp_ctx_free(ctx);
+}
