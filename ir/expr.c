@@ -106,7 +106,10 @@ static inline GPVar **fn_inline_params(GPFunctionExpr *f) { return (GPVar **)(f 
  * drops to zero is queued on the drain loop instead of freed recursively. */
 static void expr_free(GPObject *o) {
   GPExpr *e = (GPExpr *)o;
-  if (gp_expr_summary(e) & GP_SUM_INDEXED) gp_ni_forget(e); /* before the address can be reused */
+  if (gp_expr_summary(e) & GP_SUM_INDEXED) { /* before the address can be reused */
+    gp_ni_forget(e);
+    gp_pattern_fixed_forget(e);
+  }
   switch (o->type_index) {
   case GP_TI_VAR: {
     GPVar *v = GP_AS(GPVar, e);

@@ -362,7 +362,7 @@ static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->typ
 enum { GP_SUM_OP_BUCKETS = 48, GP_SUM_KIND_SHIFT = 48 };
 #define GP_SUM_TYPED (1ull << 63)
 #define GP_SUM_KIDS_TYPED (1ull << 62) /* every child was a typed closure when the node was made */
-#define GP_SUM_INDEXED (1ull << 61)    /* the node may root an index in the shared-index cache */
+#define GP_SUM_INDEXED (1ull << 61)    /* the node may key a host cache (shared index, pattern fixed point) */
 #define GP_SUM_KIND(k) (1ull << (GP_SUM_KIND_SHIFT + (k) - GP_TI_VAR))
 #define GP_SUM_KINDS (((1ull << (GP_TI_IR_END - GP_TI_VAR)) - 1) << GP_SUM_KIND_SHIFT)
 static inline uint64_t gp_summary_op_bit(const GPOp *op) {
@@ -446,6 +446,11 @@ const GPNodeIndex *gp_ni_acquire(GPExpr *root);
 void gp_expr_mark_indexed(GPExpr *e); /* (visit.c's cache: sets GP_SUM_INDEXED) */
 void gp_ni_release(const GPNodeIndex *ni);
 void gp_ni_forget(const GPExpr *root);
+/* The pattern driver's fixed-point memo (ir/pattern_rewrite.c): forget what it knows of root
+ * (its deleter, through GP_SUM_INDEXED), or everything (NULL: a plugin's callbacks go). */
+void gp_pattern_fixed_forget(const GPExpr *root);
+/* Off: the driver settles nothing and every round is a full one (tests compare the two). */
+void gp_pattern_fixed_enable(bool on);
 /* Drops every cached index nobody uses (benchmarks: each timed run starts cold). */
 void gp_ni_cache_clear(void);
 static inline int32_t gp_ni_kid(const GPNodeIndex *ni, int32_t i, int32_t j) {
@@ -469,6 +474,10 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
 /* gp_rewrite over an index built with GP_NI_LET_VALUE_FIRST: fn gets the node's id and
  * done[j], the rewrite of every node j < id (borrowed; valid until the walk ends). */
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user);
+/* gp_rewrite_indexed that also hands back the rewrite of every id (*res, ni->n entries, each a
+ * reference of the caller's: gp_rewrite_res_free), when it succeeds. */
+GPExpr *gp_rewrite_indexed_keep(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPExpr ***res);
+void gp_rewrite_res_free(GPExpr **res, size_t n);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Modules (ir/module.c)                                                                       */

@@ -17,6 +17,8 @@
 #include "../common/scratch.h"
 
 #include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* How many nodes ahead the selection walk prefetches a candidate and its children. */
@@ -42,6 +44,7 @@ typedef struct Driver {
   GPExpr **scratch;  /* the match handed to rewrite */
   size_t cap_scratch;
   int64_t rewritten;
+  int64_t blocked;   /* matches refused for a claim or an outside use (not by the check) */
 } Driver;
 
 static void ids_push(Driver *d, int32_t v) {
@@ -142,6 +145,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
     for (size_t q = 0; q < nn; q++) ok = ok && d->ids[base + q] != id;
     ids_push(d, id);
   }
+  if (!ok) d->blocked++;
   if (ok && d->spec->check) {
     GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = pattern,
                   .pattern = &m->p->pub, .root = d->ni->nodes[root], .num_nodes = (int32_t)nn,
@@ -226,6 +230,228 @@ static void driver_free(Driver *d) {
   gp_free(d->scratch);
 }
 
+/* ---- the fixed point
+ *
+ * A caller repeating a rewrite until nothing changes (SimplifyExpr) ends with a round that finds
+ * nothing over the whole graph.  After a round that rewrote, the driver settles that round here
+ * instead, over the places where the graph changed: a match in the result that was not there
+ * before has a node within the patterns' height of a replacement (a node it made, or its root),
+ * since elsewhere each node and what lies below it to that depth are the input's, rebuilt (same
+ * ops, attributes, types, constants and sharing), where every match was either rewritten,
+ * declined by the check (which sees only the match, so declines again), or refused for a claim
+ * or an outside use (then nothing is settled).  So the candidates are the replacements' new
+ * nodes and, per replacement, the rebuilt ancestors of its root up to the height (not through
+ * another accepted match's nodes: that match's own walk covers what lies above it); when none
+ * matches with the check's consent, the result is a fixed point of this spec, and a repeat call
+ * with the same spec (patterns, check, rewrite, user) on it returns it at once.  Not tried when
+ * the graph holds a nested function (sealed bodies are not matched) or a replacement has more
+ * than FIX_MAX_NEW new nodes. */
+#define FIX_MAX_NEW 256
+
+typedef struct FixMemo {
+  const GPExpr *root;   /* borrowed: forgotten in the root's deleter (GP_SUM_INDEXED) */
+  GPPattern **patterns; /* references: their addresses cannot be reused while remembered */
+  int32_t n;
+  GPMatchCheckFn check;
+  GPMatchRewriteFn rewrite;
+  void *user;
+} FixMemo;
+
+static pthread_mutex_t fix_lock = PTHREAD_MUTEX_INITIALIZER;
+static FixMemo fix_memo;
+static _Atomic bool fix_off; /* gp_pattern_fixed_enable(false): every round is a full one */
+
+void gp_pattern_fixed_enable(bool on) {
+  atomic_store(&fix_off, !on);
+  if (!on) gp_pattern_fixed_forget(NULL);
+}
+
+static void fix_drop_locked(FixMemo *old) {
+  *old = fix_memo;
+  memset(&fix_memo, 0, sizeof fix_memo);
+}
+
+static void fix_release(FixMemo *old) {
+  for (int32_t k = 0; k < old->n; k++) gp_release(old->patterns[k]);
+  gp_free(old->patterns);
+}
+
+void gp_pattern_fixed_forget(const GPExpr *root) {
+  FixMemo old = {0};
+  pthread_mutex_lock(&fix_lock);
+  if (fix_memo.root && (!root || fix_memo.root == root)) fix_drop_locked(&old);
+  pthread_mutex_unlock(&fix_lock);
+  fix_release(&old);
+}
+
+static bool fix_same(const FixMemo *f, const GPExpr *root, const GPRewriteSpec *spec) {
+  if (f->root != root || f->n != spec->num_patterns || f->check != spec->check || f->rewrite != spec->rewrite ||
+      f->user != spec->user)
+    return false;
+  for (int32_t k = 0; k < f->n; k++)
+    if (f->patterns[k] != spec->patterns[k]) return false;
+  return true;
+}
+
+static bool fix_known(const GPExpr *root, const GPRewriteSpec *spec) {
+  pthread_mutex_lock(&fix_lock);
+  bool hit = fix_same(&fix_memo, root, spec);
+  pthread_mutex_unlock(&fix_lock);
+  return hit;
+}
+
+static void fix_put(GPExpr *root, const GPRewriteSpec *spec) {
+  FixMemo nw = {.root = root, .n = spec->num_patterns, .check = spec->check, .rewrite = spec->rewrite,
+                .user = spec->user};
+  nw.patterns = gp_malloc((size_t)(nw.n ? nw.n : 1) * sizeof *nw.patterns);
+  for (int32_t k = 0; k < nw.n; k++) nw.patterns[k] = gp_retain((GPPattern *)spec->patterns[k]);
+  gp_expr_mark_indexed(root); /* its deleter calls gp_pattern_fixed_forget */
+  FixMemo old;
+  pthread_mutex_lock(&fix_lock);
+  fix_drop_locked(&old);
+  fix_memo = nw;
+  pthread_mutex_unlock(&fix_lock);
+  fix_release(&old);
+}
+
+/* Levels below its root a pattern node looks (a leaf: 0).  Recursion on the pattern. */
+static int32_t pat_height(const GPPatternImpl *p, int32_t pi) {
+  const GPPatNode *pn = &p->nodes[pi];
+  const int32_t *kids = p->kids ? p->kids + pn->kid0 : NULL;
+  int32_t h = 0;
+  switch (pn->kind) {
+  case PK_CALL:
+  case PK_TUPLE:
+  case PK_ITEM:
+  case PK_OPT:
+    for (int32_t k = 0; k < pn->nkids; k++) {
+      int32_t c = pat_height(p, kids[k]);
+      if (c + 1 > h) h = c + 1;
+    }
+    return h;
+  case PK_ALT: {
+    int32_t a = pat_height(p, kids[0]), b = pat_height(p, kids[1]);
+    return a > b ? a : b;
+  }
+  default: return 0;
+  }
+}
+
+typedef struct Cands {
+  GPPtrMap seen;
+  GPVec list;
+} Cands;
+
+static void cand_add(Cands *c, GPExpr *e) {
+  if (gp_kind(e) == GP_TI_OP || gp_map_has(&c->seen, e)) return;
+  gp_map_put(&c->seen, e, e);
+  gp_vec_push(&c->list, e);
+}
+
+/* True when the round's result (res: the rewrite of every input id) is a fixed point of the
+ * spec (see above); false when it may not be or could not be told.  Errors are not left. */
+static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
+  const GPNodeIndex *ni = d->ni;
+  size_t n = ni->n;
+  const GPRewriteSpec *spec = d->spec;
+  if (d->blocked || !n || gp_expr_has_kind(gp_kind(ni->nodes[n - 1]) == GP_TI_FUNCTION_EXPR
+                                               ? GP_AS(GPFunctionExpr, ni->nodes[n - 1])->body
+                                               : ni->nodes[n - 1],
+                                           GP_TI_FUNCTION_EXPR))
+    return false;
+  int32_t height = 0;
+  for (int32_t k = 0; k < spec->num_patterns; k++) {
+    if (!live[k]) continue;
+    const GPPatternImpl *pi = gp_pat_impl(spec->patterns[k]);
+    int32_t h = pat_height(pi, pi->root);
+    if (h > height) height = h;
+  }
+  /* parents in the input, by id (CSR) */
+  int32_t *poff = gp_scratch_zalloc(n + 1, sizeof *poff);
+  size_t ne = (size_t)ni->kid_off[n];
+  int32_t *par = gp_scratch_alloc((ne ? ne : 1) * sizeof *par);
+  for (size_t q = 0; q < ne; q++) poff[ni->kids[q] + 1]++;
+  for (size_t i = 0; i < n; i++) poff[i + 1] += poff[i];
+  int32_t *fill = gp_scratch_alloc((n ? n : 1) * sizeof *fill);
+  memcpy(fill, poff, n * sizeof *fill);
+  for (size_t i = 0; i < n; i++)
+    for (int32_t q = ni->kid_off[i]; q < ni->kid_off[i + 1]; q++) par[fill[ni->kids[q]]++] = (int32_t)i;
+  gp_scratch_free(fill);
+  Cands c = {0};
+  GPPtrMap stop = {0};
+  GPVec walk = {0}, level = {0}, next = {0};
+  bool ok = true;
+  for (size_t r = 0; r < d->nrecs && ok; r++) {
+    const MRec *rec = &d->recs[r];
+    /* the replacement's new nodes: below its root, down to the rewrites of the match's nodes */
+    const int32_t *ids = d->ids + rec->off;
+    for (int32_t j = 0; j < rec->nnodes + rec->ninputs; j++)
+      if (ids[j] >= 0 && ids[j] != rec->root) gp_map_put(&stop, res[ids[j]], res[ids[j]]);
+    walk.len = 0;
+    gp_vec_push(&walk, res[rec->root]);
+    size_t made = 0;
+    while (walk.len && ok) {
+      GPExpr *e = walk.items[--walk.len];
+      if (gp_map_has(&stop, e) || gp_kind(e) == GP_TI_OP || gp_map_has(&c.seen, e)) continue;
+      if (++made > FIX_MAX_NEW) ok = false;
+      cand_add(&c, e);
+      for (int32_t k = 0; k < gp_expr_num_children(e); k++) gp_vec_push(&walk, gp_expr_child_at(e, k));
+    }
+    gp_map_free(&stop);
+    memset(&stop, 0, sizeof stop);
+    /* the ancestors of its root, up to the height */
+    level.len = 0;
+    gp_vec_push(&level, (void *)(intptr_t)rec->root);
+    for (int32_t h = 0; h < height && ok && level.len; h++) {
+      next.len = 0;
+      for (size_t q = 0; q < level.len; q++) {
+        int32_t v = (int32_t)(intptr_t)level.items[q];
+        for (int32_t e = poff[v]; e < poff[v + 1]; e++) {
+          int32_t p = par[e];
+          /* a node of another accepted match is gone (an interior one) or that match's
+           * replacement (its root): that record's walk covers it and what lies above */
+          if (d->claim[p] || gp_map_has(&c.seen, res[p])) continue;
+          cand_add(&c, res[p]);
+          gp_vec_push(&next, (void *)(intptr_t)p);
+        }
+      }
+      GPVec t = level;
+      level = next;
+      next = t;
+    }
+  }
+  gp_scratch_free(poff);
+  gp_scratch_free(par);
+  for (int32_t k = 0; k < spec->num_patterns && ok; k++) {
+    if (!live[k]) continue;
+    GPMatcher m;
+    gp_matcher_init(&m, spec->patterns[k]);
+    for (size_t q = 0; q < c.list.len && ok; q++) {
+      GPExpr *e = c.list.items[q];
+      if (!gp_pattern_may_match(spec->patterns[k], e) || !gp_matcher_run(&m, e)) continue;
+      if (!spec->check) {
+        ok = false;
+        break;
+      }
+      GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = k,
+                    .pattern = spec->patterns[k], .root = e, .num_nodes = (int32_t)m.nodes.len,
+                    .num_inputs = (int32_t)m.inputs.len, .nodes = (GPExpr *const *)m.nodes.items,
+                    .inputs = (GPExpr *const *)m.inputs.items, .num_captures = m.p->pub.num_captures,
+                    .captures = m.caps};
+      int rc = spec->check(spec->user, &gm);
+      if (rc != 0) ok = false; /* accepted (or failed): a full round decides */
+      if (rc < 0) gp_error_clear();
+    }
+    gp_matcher_free(&m);
+  }
+  gp_map_free(&c.seen);
+  gp_vec_free(&c.list);
+  gp_vec_free(&walk);
+  gp_vec_free(&level);
+  gp_vec_free(&next);
+  return ok;
+}
+
 GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
   if (!root || !gp_is_expr(root)) {
     gp_error_set(GP_ERR_VALUE, "pattern_rewrite: the root is not an expression");
@@ -252,6 +478,7 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     }
   }
   spec->num_rewritten = 0;
+  if (fix_known(root, spec)) return gp_retain(root); /* settled by the round that made it */
   /* Patterns whose root cannot occur under root (its op or kind is absent from root's summary)
    * get no selection walk; when none can, nothing is indexed. */
   uint64_t have = gp_expr_summary(root);
@@ -306,8 +533,16 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
       return NULL;
     }
   }
+  GPExpr *out = NULL;
+  if (!d.nrecs) {
+    out = gp_retain(root);
+  } else {
+    GPExpr **res = NULL;
+    out = gp_rewrite_indexed_keep(d.ni, rebuild, &d, &res);
+    if (out && out != root && !atomic_load(&fix_off) && settle(&d, res, live)) fix_put(out, spec);
+    gp_rewrite_res_free(res, d.ni->n);
+  }
   gp_scratch_free(live);
-  GPExpr *out = d.nrecs ? gp_rewrite_indexed(d.ni, rebuild, &d) : gp_retain(root);
   if (out) spec->num_rewritten = d.rewritten;
   driver_free(&d);
   return out;

@@ -459,7 +459,7 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
 /* How many nodes ahead gp_rewrite_indexed prefetches (their addresses are in the index). */
 #define REWRITE_AHEAD 8
 
-GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) {
+static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPExpr ***keep) {
   size_t n = ni->n;
   GPExpr **res = gp_scratch_zalloc(n ? n : 1, sizeof *res); /* id -> rewrite */
   /* res[i] is a reference of ours unless it is the input node itself (the caller's root keeps
@@ -512,11 +512,33 @@ GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) 
     res[i] = repl;
   }
   if (!failed && n) result = gp_retain(res[n - 1]);
+  if (result && keep) { /* every entry a reference of the caller's */
+    for (size_t i = 0; i < n; i++)
+      if (!own[i]) gp_retain(res[i]);
+    *keep = res;
+    gp_scratch_free(own);
+    return result;
+  }
   for (size_t i = 0; i < n; i++)
     if (own[i]) gp_release(res[i]);
   gp_scratch_free(res);
   gp_scratch_free(own);
   return result;
+}
+
+GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) {
+  return rewrite_impl(ni, fn, user, NULL);
+}
+
+GPExpr *gp_rewrite_indexed_keep(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPExpr ***res) {
+  *res = NULL;
+  return rewrite_impl(ni, fn, user, res);
+}
+
+void gp_rewrite_res_free(GPExpr **res, size_t n) {
+  if (!res) return;
+  for (size_t i = 0; i < n; i++) gp_release(res[i]);
+  gp_scratch_free(res);
 }
 
 typedef struct PlainRewrite {

@@ -57,6 +57,7 @@ static void unregister_origin(const char *origin) {
   gp_opt_sets_unregister_origin(origin);
   gp_targets_unregister_origin(origin);
   gp_pattern_tables_unregister_origin(origin);
+  gp_pattern_fixed_forget(NULL); /* it may name this plugin's callbacks */
   GPPassEntry **list = NULL;
   size_t n = gp_pass_list(&list);
   GPVec names = {0};

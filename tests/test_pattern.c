@@ -697,3 +697,42 @@ Test(pattern_lang, prematch_never_rejects_a_match) {
   cr_assert_gt(matched, 50, "%ld matches", matched);
   cr_assert_gt(rejected * 10, refused * 9, "the prefilter rejected %ld of %ld refusals", rejected, refused);
 }
+
+/* Accepts a match unless its input is the var %y. */
+static int check_not_y(void *user, const GPMatch *m) {
+  Counter *c = user;
+  c->checks++;
+  const GPExpr *in = m->inputs[0];
+  return !(gp_kind(in) == GP_TI_VAR && strcmp(GP_AS(const GPVar, in)->name, "y") == 0);
+}
+
+/* A round that rewrote and finds nothing near its replacements is settled: the same spec on
+ * its result returns it without a round (the declined match far away is not checked again);
+ * with settling off the repeat is a full round that checks it again. */
+Test(pattern_rewrite, a_settled_round_is_not_repeated) {
+  static const char text[] = "#[version = \"0.0.5\"]\n"
+                             "def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {\n"
+                             "  (nn.relu(nn.relu(%x)), nn.relu(nn.relu(%y)))\n}\n";
+  for (int on = 1; on >= 0; on--) {
+    gp_pattern_fixed_enable(on);
+    Prog g = prog(text);
+    GPPattern *p = compile("nn.relu(nn.relu(_))");
+    const GPPattern *ps[1] = {p};
+    Counter c = {0};
+    GPRewriteSpec spec = {.struct_size = sizeof spec, .abi_version = GP_ABI_VERSION, .num_patterns = 1,
+                          .patterns = ps, .check = check_not_y, .rewrite = to_sigmoid, .user = &c};
+    GPExpr *r1 = gp_pattern_rewrite(g.body, &spec);
+    cr_assert(r1, "%s", gp_error_message());
+    cr_assert_eq(spec.num_rewritten, 1);
+    cr_assert_eq(c.checks, 2);
+    GPExpr *r2 = gp_pattern_rewrite(r1, &spec);
+    cr_assert_eq(r2, r1);
+    cr_assert_eq(spec.num_rewritten, 0);
+    cr_assert_eq(c.checks, on ? 2 : 3, "settling %s: %d checks", on ? "on" : "off", c.checks);
+    gp_release(r2);
+    gp_release(r1);
+    gp_release(p);
+    gp_release(g.mod);
+  }
+  gp_pattern_fixed_enable(true);
+}
