@@ -661,7 +661,10 @@ typedef struct GPMatch {
 } GPMatch;
 
 /* Decide on a match during selection (nodes of the input graph, typed as given): 1 accept,
- * 0 decline (the match claims nothing), -1 abort with the thread's error set. */
+ * 0 decline (the match claims nothing), -1 abort with the thread's error set.  The answer must
+ * follow from the match alone: after a round that rewrote, the host may also ask about matches
+ * near the replacements in the round's result, to learn whether it is a fixed point (see
+ * pattern_rewrite). */
 typedef int (*GPMatchCheckFn)(void *user, const GPMatch *m);
 /* Build the replacement of an accepted match: a new reference (e.g. made with call_new from
  * m->inputs), gp_retain(m->root) to keep it, or NULL + error to abort.  Every node of m is a
@@ -1096,7 +1099,10 @@ struct GPHostAPI {
    * Then one rebuilding walk calls spec->rewrite on each accepted match, producers first.  A new
    * reference to the rewritten expression (root retained when nothing matched), or NULL +
    * error; root is never changed.  spec->num_rewritten is set on success.  Nodes built by the
-   * callbacks have no checked_type unless the callback gave one: re-run type inference. */
+   * callbacks have no checked_type unless the callback gave one: re-run type inference.  A
+   * caller repeating a spec to a fixed point may find a repeat return its root at once (0
+   * rewritten): the round that made that root proved, from the places it changed, that a
+   * further round with the same patterns, callbacks and user would rewrite nothing. */
   GPExpr *(*pattern_rewrite)(GPExpr *root, GPRewriteSpec *spec);
   /* Pattern tables.  pattern_table_new: entries from parallel arrays (checks may be NULL, or
    * hold NULLs); names must be non-empty and distinct.  pattern_table_read: a pattern file,
