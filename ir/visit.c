@@ -474,15 +474,21 @@ static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user,
     if (i + REWRITE_AHEAD < n) __builtin_prefetch(ni->nodes[i + REWRITE_AHEAD]); /* addresses known ahead */
     int32_t nk = gp_expr_num_children(e);
     GPExpr **kids = nk > 16 ? gp_malloc((size_t)nk * sizeof(GPExpr *)) : kids_small;
+    bool same = true;
     for (int32_t k = 0; k < nk; k++) {
       kids[k] = res[gp_ni_kid(ni, (int32_t)i, k)];
       /* A binding name replaced by a non-var (e.g. inlined) keeps its binding occurrence. */
       if (gp_expr_is_binding(e, k) && gp_kind(kids[k]) != GP_TI_VAR) kids[k] = gp_expr_child_at(e, k);
+      same = same && kids[k] == gp_expr_child_at(e, k);
     }
-    GPExpr *rebuilt = nk ? gp_expr_with_children(e, kids, false) : gp_retain(e);
+    /* rebuilt: e itself (borrowed: the input holds it) when no child changed, else a new node of
+     * ours; no reference is taken on an unchanged node but the callback's */
+    GPExpr *rebuilt = same ? e : gp_expr_with_children(e, kids, false);
     if (rebuilt && rebuilt != e && same_kid_types(e, kids, nk)) {
       rebuilt->checked_type = e->checked_type;
-      gp_expr_refresh_typed(rebuilt);
+      /* not yet seen by any other thread: its word is written plainly */
+      uint64_t *w = (uint64_t *)(void *)rebuilt - 1;
+      if (*w & GP_SUM_KIDS_TYPED) *w |= GP_SUM_TYPED;
     }
     if (kids != kids_small) gp_free(kids);
     if (!rebuilt) {
@@ -491,7 +497,7 @@ static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user,
     }
     GPExpr *repl = fn ? fn(user, (int32_t)i, e, rebuilt, res) : gp_retain(rebuilt);
     bool replaced = repl != rebuilt;
-    gp_release(rebuilt);
+    if (rebuilt != e) gp_release(rebuilt);
     if (!repl) {
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "rewrite callback failed without an error");
       failed = true;
