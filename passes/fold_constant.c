@@ -39,6 +39,7 @@ typedef struct Fold {
   PMap let_value;      /* a let's value -> its rewrite (owned reference) or PENDING */
   int64_t folded;      /* calls replaced by constants */
   int64_t bytes;       /* bytes of the constants they became */
+  const GPOp *shape_of, *vm_shape_of, *device_copy, *ndarray_size; /* NULL when the host has none */
 } Fold;
 
 /* "<source>:<line>:<col>" of a node (or "an unknown location"). */
@@ -205,10 +206,9 @@ static GPExpr *fold_call(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   if (ekind(c->op) != GP_TI_OP) return gp_retain(rebuilt);
   const GPOp *op = (const GPOp *)c->op;
   if (op->flags & GP_OP_STATEFUL) return gp_retain(rebuilt);
-  if (strcmp(op->name, "shape_of") == 0 || strcmp(op->name, "vm.shape_of") == 0)
-    return fold_shape_of(f, orig, rebuilt);
+  if (op == f->shape_of || op == f->vm_shape_of) return fold_shape_of(f, orig, rebuilt);
   if (op->flags & GP_OP_NON_COMPUTATIONAL) return gp_retain(rebuilt);
-  if (strcmp(op->name, "device_copy") == 0 || strcmp(op->name, "ndarray_size") == 0) return gp_retain(rebuilt);
+  if (op == f->device_copy || op == f->ndarray_size) return gp_retain(rebuilt);
   for (int32_t i = 0; i < c->nargs; i++)
     if (!foldable_arg(c->args[i])) return gp_retain(rebuilt);
   char loc[256];
@@ -373,11 +373,13 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
   if (!typed) return -1;
   GPModule *out = NULL;
   int64_t folded = 0, bytes = 0;
-  const GPOp *so = H->op_get("shape_of"), *vso = H->op_get("vm.shape_of");
+  const GPOp *so = H->op_get("shape_of"), *vso = H->op_get("vm.shape_of"), *dc = H->op_get("device_copy"),
+             *nsz = H->op_get("ndarray_size");
   H->error_clear(); /* an op this host does not have: no call of it either */
   int32_t shape_of = so ? so->index : INT32_MIN, vm_shape_of = vso ? vso->index : INT32_MIN;
   for (int32_t fi = 0; fi < typed->num_functions; fi++) {
-    Fold f = {.ctx = ctx, .source = typed->source_name, .max_bytes = max_bytes};
+    Fold f = {.ctx = ctx, .source = typed->source_name, .max_bytes = max_bytes, .shape_of = so, .vm_shape_of = vso,
+              .device_copy = dc, .ndarray_size = nsz};
     GPExpr *root = &typed->funcs[fi]->base;
     GPExprIndex *ix = H->expr_index_new(root);
     if (!ix) goto fail;
