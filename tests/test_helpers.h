@@ -7,6 +7,7 @@
 #include "../registry/registry.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,39 @@ static inline GPModule *th_parse_file(const char *path) {
   gp_free(text);
   cr_assert(m, "parse %s: %s", path, gp_error_message());
   return m;
+}
+
+/* Calls fn on every file of the folders dirs[0 .. ndirs) whose name ends with suffix (e.g.
+ * ".before.relay") and that parses (the bad-input cases do not: skipped), with the parsed module
+ * (released after fn); returns how many it parsed. */
+static inline int th_each_relay(const char *const *dirs, size_t ndirs, const char *suffix,
+                                void (*fn)(const char *path, GPModule *m, void *user), void *user) {
+  int parsed = 0;
+  size_t sl = strlen(suffix);
+  for (size_t d = 0; d < ndirs; d++) {
+    DIR *dp = opendir(dirs[d]);
+    cr_assert(dp, "%s", dirs[d]);
+    for (struct dirent *de; (de = readdir(dp));) {
+      size_t len = strlen(de->d_name);
+      if (len < sl || strcmp(de->d_name + len - sl, suffix) != 0) continue;
+      char path[1024];
+      snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
+      size_t tlen;
+      char *text = th_read(path, &tlen);
+      gp_error_clear();
+      GPModule *m = gp_parse(text, tlen, path);
+      gp_free(text);
+      if (!m) {
+        gp_error_clear();
+        continue;
+      }
+      fn(path, m, user);
+      gp_release(m);
+      parsed++;
+    }
+    closedir(dp);
+  }
+  return parsed;
 }
 
 /* Loads the standard plugin once per test process. */

@@ -5,8 +5,6 @@
  * ways). */
 #include "test_helpers.h"
 
-#include <dirent.h>
-
 /* The reference: post-order DFS (children in child order; a let's value before its var) with a
  * visited map; *out gets the nodes, kids the child ids (CSR in id order). */
 typedef struct Ref {
@@ -118,29 +116,14 @@ Test(node_index, shared_constants_match_a_plain_walk) {
   chain(20000, 7, false);
 }
 
+static void index_of_each_function(const char *path, GPModule *m, void *user) {
+  (void)path;
+  (void)user;
+  for (int32_t f = 0; f < m->num_functions; f++) same_as_reference(&m->funcs[f]->base);
+}
+
 Test(node_index, the_golden_inputs_match_a_plain_walk) {
   static const char *const dirs[] = {"tests/data/passes", "tests/data/fusion", "tests/data/simplify_expr",
                                      "tests/data/fold_scale_axis"};
-  int files = 0;
-  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
-    DIR *dp = opendir(dirs[d]);
-    cr_assert(dp, "%s", dirs[d]);
-    for (struct dirent *de; (de = readdir(dp));) {
-      size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 6, ".relay") != 0) continue;
-      char path[1024];
-      snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-      size_t tlen;
-      char *text = th_read(path, &tlen);
-      gp_error_clear();
-      GPModule *m = gp_parse(text, tlen, path);
-      gp_free(text);
-      if (!m) continue;
-      for (int32_t f = 0; f < m->num_functions; f++) same_as_reference(&m->funcs[f]->base);
-      gp_release(m);
-      files++;
-    }
-    closedir(dp);
-  }
-  cr_assert_gt(files, 50);
+  cr_assert_gt(th_each_relay(dirs, GP_ARRAY_LEN(dirs), ".relay", index_of_each_function, NULL), 50);
 }

@@ -6,8 +6,6 @@
 #include "../ir/pattern.h"
 #include "test_helpers.h"
 
-#include <dirent.h>
-
 #define PDATA "tests/data/patterns/"
 
 static void setup(void) { th_load_std(); }
@@ -635,6 +633,38 @@ Test(pattern_lang, random_token_soup, .timeout = 60) {
 /* The index prefilter (gp_pattern_prematch): never rejects a node the matcher accepts, and
  * rejects most nodes the matcher refuses from the tags alone.                                  */
 
+typedef struct Pre {
+  GPPattern **p;
+  const char *const *text;
+  int np;
+  long matched, refused, rejected;
+} Pre;
+
+static void prematch_each_node(const char *path, GPModule *m, void *user) {
+  Pre *pr = user;
+  for (int32_t f = 0; f < m->num_functions; f++) {
+    GPNodeIndex ni;
+    cr_assert_eq(gp_ni_build(&ni, &m->funcs[f]->base, GP_NI_LET_VALUE_FIRST), 0);
+    for (int k = 0; k < pr->np; k++) {
+      GPMatcher mt;
+      gp_matcher_init(&mt, pr->p[k]);
+      for (size_t i = 0; i < ni.n; i++) {
+        if (gp_kind(ni.nodes[i]) == GP_TI_OP) continue;
+        bool pre = gp_pattern_prematch(pr->p[k], &ni, (int32_t)i);
+        if (gp_matcher_run(&mt, ni.nodes[i])) {
+          cr_assert(pre, "%s: the prefilter rejects a match of '%s' at node %zu", path, pr->text[k], i);
+          pr->matched++;
+        } else {
+          pr->refused++;
+          pr->rejected += !pre;
+        }
+      }
+      gp_matcher_free(&mt);
+    }
+    gp_ni_free(&ni);
+  }
+}
+
 Test(pattern_lang, prematch_never_rejects_a_match) {
   static const char *const pats[] = {
       "add(%x, %x)",
@@ -653,49 +683,11 @@ Test(pattern_lang, prematch_never_rejects_a_match) {
   for (int k = 0; k < NP; k++) p[k] = compile(pats[k]);
   static const char *const dirs[] = {"tests/data/simplify_expr", "tests/data/fold_scale_axis", "tests/data/fusion",
                                      "tests/data/patterns", "tests/data/passes"};
-  long matched = 0, refused = 0, rejected = 0;
-  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
-    DIR *dp = opendir(dirs[d]);
-    cr_assert(dp, "%s", dirs[d]);
-    for (struct dirent *de; (de = readdir(dp));) {
-      size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 6, ".relay") != 0) continue;
-      char path[1024];
-      snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-      size_t tlen;
-      char *text = th_read(path, &tlen);
-      gp_error_clear();
-      GPModule *m = gp_parse(text, tlen, path);
-      gp_free(text);
-      if (!m) continue; /* the bad-input cases */
-      for (int32_t f = 0; f < m->num_functions; f++) {
-        GPNodeIndex ni;
-        cr_assert_eq(gp_ni_build(&ni, &m->funcs[f]->base, GP_NI_LET_VALUE_FIRST), 0);
-        for (int k = 0; k < NP; k++) {
-          GPMatcher mt;
-          gp_matcher_init(&mt, p[k]);
-          for (size_t i = 0; i < ni.n; i++) {
-            if (gp_kind(ni.nodes[i]) == GP_TI_OP) continue;
-            bool pre = gp_pattern_prematch(p[k], &ni, (int32_t)i);
-            if (gp_matcher_run(&mt, ni.nodes[i])) {
-              cr_assert(pre, "%s: the prefilter rejects a match of '%s' at node %zu", path, pats[k], i);
-              matched++;
-            } else {
-              refused++;
-              rejected += !pre;
-            }
-          }
-          gp_matcher_free(&mt);
-        }
-        gp_ni_free(&ni);
-      }
-      gp_release(m);
-    }
-    closedir(dp);
-  }
+  Pre pr = {.p = p, .text = pats, .np = NP};
+  th_each_relay(dirs, GP_ARRAY_LEN(dirs), ".relay", prematch_each_node, &pr);
   for (int k = 0; k < NP; k++) gp_release(p[k]);
-  cr_assert_gt(matched, 50, "%ld matches", matched);
-  cr_assert_gt(rejected * 10, refused * 9, "the prefilter rejected %ld of %ld refusals", rejected, refused);
+  cr_assert_gt(pr.matched, 50, "%ld matches", pr.matched);
+  cr_assert_gt(pr.rejected * 10, pr.refused * 9, "the prefilter rejected %ld of %ld refusals", pr.rejected, pr.refused);
 }
 
 /* Accepts a match unless its input is the var %y. */

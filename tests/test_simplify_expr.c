@@ -6,8 +6,6 @@
  * the round bound); bad config values. */
 #include "test_helpers.h"
 
-#include <dirent.h>
-
 #define SDATA "tests/data/simplify_expr/"
 
 static void setup(void) { th_load_std(); }
@@ -146,47 +144,32 @@ Test(simplify_expr, explain_notes) {
 /* A round the driver settles (ir/pattern_rewrite.c: the result is a fixed point when nothing
  * matches near a replacement) ends the loop as a full confirming round would: the same
  * result on every golden input of these passes, with settling on and off. */
+static void settled_equals_full(const char *path, GPModule *m, void *user) {
+  int *runs = user;
+  static const char *const pipes[] = {"SimplifyExpr", "SimplifyExprPostAlterOp", "FoldScaleAxis,SimplifyExpr"};
+  for (size_t p = 0; p < GP_ARRAY_LEN(pipes); p++) {
+    GPPassContext *ctx = gp_ctx_new();
+    gp_pattern_fixed_enable(true);
+    GPModule *a = gp_run_pipeline(m, pipes[p], ctx);
+    if (!a) gp_error_clear();
+    gp_pattern_fixed_enable(false);
+    GPModule *b = gp_run_pipeline(m, pipes[p], ctx);
+    if (!b) gp_error_clear();
+    gp_pattern_fixed_enable(true);
+    cr_assert_eq(!a, !b, "%s %s: one run failed", path, pipes[p]);
+    if (a) th_assert_module_eq(a, b);
+    *runs += a != NULL;
+    gp_release(a);
+    gp_release(b);
+    gp_ctx_free(ctx);
+  }
+}
+
 Test(simplify_expr, settled_rounds_equal_full_rounds) {
   static const char *const dirs[] = {"tests/data/simplify_expr", "tests/data/fold_scale_axis", "tests/data/passes",
                                      "tests/data/fusion", "tests/data/combine_parallel"};
-  static const char *const pipes[] = {"SimplifyExpr", "SimplifyExprPostAlterOp", "FoldScaleAxis,SimplifyExpr"};
   int runs = 0;
-  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
-    DIR *dp = opendir(dirs[d]);
-    cr_assert(dp, "%s", dirs[d]);
-    for (struct dirent *de; (de = readdir(dp));) {
-      size_t len = strlen(de->d_name);
-      if (len < 13 || strcmp(de->d_name + len - 13, ".before.relay") != 0) continue;
-      char path[1024];
-      snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-      size_t tlen;
-      char *text = th_read(path, &tlen);
-      GPModule *m = gp_parse(text, tlen, path);
-      gp_free(text);
-      if (!m) {
-        gp_error_clear();
-        continue;
-      }
-      for (size_t p = 0; p < sizeof pipes / sizeof *pipes; p++) {
-        GPPassContext *ctx = gp_ctx_new();
-        gp_pattern_fixed_enable(true);
-        GPModule *a = gp_run_pipeline(m, pipes[p], ctx);
-        if (!a) gp_error_clear();
-        gp_pattern_fixed_enable(false);
-        GPModule *b = gp_run_pipeline(m, pipes[p], ctx);
-        if (!b) gp_error_clear();
-        gp_pattern_fixed_enable(true);
-        cr_assert_eq(!a, !b, "%s %s: one run failed", path, pipes[p]);
-        if (a) th_assert_module_eq(a, b);
-        runs += a != NULL;
-        gp_release(a);
-        gp_release(b);
-        gp_ctx_free(ctx);
-      }
-      gp_release(m);
-    }
-    closedir(dp);
-  }
+  th_each_relay(dirs, GP_ARRAY_LEN(dirs), ".before.relay", settled_equals_full, &runs);
   cr_assert_gt(runs, 60, "%d runs", runs);
 }
 

@@ -8,7 +8,6 @@
 #include "registry/registry.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,51 +237,46 @@ static void check_closures(const GPModule *m) {
   }
 }
 
+typedef struct SetRun {
+  GPPassContext *ctx;
+  int ran;
+  long nodes;
+} SetRun;
+
+static void closures_after_the_set(const char *path, GPModule *m, void *user) {
+  SetRun *sr = user;
+  GPModule *o = gp_run_pipeline(m, NULL, sr->ctx);
+  if (!o) { /* a golden input the llvm set refuses (e.g. untyped on purpose): not this test's */
+    gp_error_clear();
+    return;
+  }
+  GPModule *typed = gp_infer_types(o);
+  cr_assert(typed, "%s", gp_error_message());
+  check_closures(typed);
+  GPModule *again = gp_infer_types(typed);
+  cr_assert(again, "%s", gp_error_message());
+  for (int32_t f = 0; f < o->num_functions; f++) cr_assert_eq(again->funcs[f], typed->funcs[f], "%s", path);
+  gp_release(again);
+  gp_release(typed);
+  gp_release(o);
+  sr->ran++;
+}
+
 Test(summary, typed_closure_invariant_through_the_default_set) {
   th_load_std();
   static const char *const dirs[] = {"tests/data/fold_scale_axis", "tests/data/combine_parallel",
                                      "tests/data/fusion", "tests/data/convert_layout"};
-  GPPassContext *ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 3);
-  int ran = 0;
-  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
-    const char *dir = dirs[d];
-    DIR *dp = opendir(dir);
-    cr_assert(dp, "%s", dir);
-    for (struct dirent *de; (de = readdir(dp));) {
-      size_t len = strlen(de->d_name);
-      if (len < 13 || strcmp(de->d_name + len - 13, ".before.relay") != 0) continue;
-      char path[1024];
-      snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-      GPModule *m = th_parse_file(path);
-      GPModule *o = gp_run_pipeline(m, NULL, ctx);
-      if (!o) { /* a golden input the llvm set refuses (e.g. untyped on purpose): not this test's */
-        gp_error_clear();
-        gp_release(m);
-        continue;
-      }
-      GPModule *typed = gp_infer_types(o);
-      cr_assert(typed, "%s", gp_error_message());
-      check_closures(typed);
-      GPModule *again = gp_infer_types(typed);
-      cr_assert(again, "%s", gp_error_message());
-      for (int32_t f = 0; f < o->num_functions; f++) cr_assert_eq(again->funcs[f], typed->funcs[f], "%s", path);
-      gp_release(again);
-      gp_release(typed);
-      gp_release(o);
-      gp_release(m);
-      ran++;
-    }
-    closedir(dp);
-  }
-  cr_assert_gt(ran, 20, "ran the set on %d inputs", ran);
+  SetRun sr = {.ctx = gp_ctx_new()};
+  gp_ctx_set_opt_level(sr.ctx, 3);
+  th_each_relay(dirs, GP_ARRAY_LEN(dirs), ".before.relay", closures_after_the_set, &sr);
+  cr_assert_gt(sr.ran, 20, "ran the set on %d inputs", sr.ran);
   GPModule *m = parse(kText);
-  GPModule *o = gp_run_pipeline(m, "FoldConstant,InferType", ctx);
+  GPModule *o = gp_run_pipeline(m, "FoldConstant,InferType", sr.ctx);
   cr_assert(o, "%s", gp_error_message());
   check_closures(o);
   gp_release(o);
   gp_release(m);
-  gp_ctx_free(ctx);
+  gp_ctx_free(sr.ctx);
 }
 
 /* A copy of e's function without any type (every node rebuilt untyped, children first). */
@@ -296,69 +290,54 @@ static GPExpr *untype(void *user, GPExpr *orig, GPExpr *rebuilt) {
 /* Types a pass gave or kept (builders type their calls, the rewriter keeps a rebuilt node's type,
  * FoldScaleAxis types a call over a scaled weight, InferType keeps typed closures) are the types
  * InferType infers for the same graph from scratch. */
+static void types_as_inferred(const char *path, GPModule *m, void *user) {
+  SetRun *sr = user;
+  static const char *const sets[] = {NULL, "FoldScaleAxis", "SimplifyExpr", "CanonicalizeOps,FoldConstant"};
+  for (size_t s = 0; s < GP_ARRAY_LEN(sets); s++) {
+    const char *name = sets[s] ? sets[s] : "the default set";
+    GPModule *o = gp_run_pipeline(m, sets[s], sr->ctx);
+    if (!o) { /* an input this set refuses: not this test's */
+      gp_error_clear();
+      continue;
+    }
+    GPModule *bare = gp_module_copy(o);
+    for (int32_t f = 0; f < o->num_functions; f++) {
+      GPExpr *u = gp_rewrite(&o->funcs[f]->base, untype, NULL);
+      cr_assert(u, "%s", gp_error_message());
+      cr_assert_eq(gp_module_add(bare, o->gvars[f]->name, (GPFunctionExpr *)u, true), 0);
+      gp_release(u);
+    }
+    GPModule *fresh = gp_infer_types(bare);
+    cr_assert(fresh, "%s after %s: %s", path, name, gp_error_message());
+    for (int32_t f = 0; f < o->num_functions; f++) {
+      GPExpr **a, **b;
+      size_t na, nb;
+      cr_assert_eq(gp_post_order(&o->funcs[f]->base, &a, &na), 0);
+      cr_assert_eq(gp_post_order(&fresh->funcs[f]->base, &b, &nb), 0);
+      cr_assert_eq(na, nb, "%s", path);
+      for (size_t i = 0; i < na; i++) {
+        cr_assert_eq(gp_kind(a[i]), gp_kind(b[i]), "%s", path);
+        if (gp_kind(a[i]) == GP_TI_OP) continue;
+        cr_assert_eq(a[i]->checked_type, b[i]->checked_type, "%s after %s: a %s kept a type InferType does not give",
+                     path, name, gp_expr_kind_name(a[i]));
+        sr->nodes++;
+      }
+      gp_free(a);
+      gp_free(b);
+    }
+    gp_release(fresh);
+    gp_release(bare);
+    gp_release(o);
+  }
+}
+
 Test(summary, kept_types_are_inferred_types) {
   th_load_std();
   static const char *const dirs[] = {"tests/data/fold_scale_axis", "tests/data/simplify_expr",
                                      "tests/data/combine_parallel", "tests/data/fusion", "tests/data/passes"};
-  static const char *const sets[] = {NULL, "FoldScaleAxis", "SimplifyExpr", "CanonicalizeOps,FoldConstant"};
-  GPPassContext *ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 3);
-  long nodes = 0;
-  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
-    DIR *dp = opendir(dirs[d]);
-    cr_assert(dp, "%s", dirs[d]);
-    for (struct dirent *de; (de = readdir(dp));) {
-      size_t len = strlen(de->d_name);
-      if (len < 13 || strcmp(de->d_name + len - 13, ".before.relay") != 0) continue;
-      char path[1024];
-      snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-      size_t tlen;
-      char *text = th_read(path, &tlen);
-      GPModule *m = gp_parse(text, tlen, path);
-      gp_free(text);
-      if (!m) {
-        gp_error_clear();
-        continue;
-      }
-      for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
-        GPModule *o = gp_run_pipeline(m, sets[s], ctx);
-        if (!o) { /* an input this set refuses: not this test's */
-          gp_error_clear();
-          continue;
-        }
-        GPModule *bare = gp_module_copy(o);
-        for (int32_t f = 0; f < o->num_functions; f++) {
-          GPExpr *u = gp_rewrite(&o->funcs[f]->base, untype, NULL);
-          cr_assert(u, "%s", gp_error_message());
-          cr_assert_eq(gp_module_add(bare, o->gvars[f]->name, (GPFunctionExpr *)u, true), 0);
-          gp_release(u);
-        }
-        GPModule *fresh = gp_infer_types(bare);
-        cr_assert(fresh, "%s after %s: %s", path, sets[s] ? sets[s] : "the default set", gp_error_message());
-        for (int32_t f = 0; f < o->num_functions; f++) {
-          GPExpr **a, **b;
-          size_t na, nb;
-          cr_assert_eq(gp_post_order(&o->funcs[f]->base, &a, &na), 0);
-          cr_assert_eq(gp_post_order(&fresh->funcs[f]->base, &b, &nb), 0);
-          cr_assert_eq(na, nb, "%s", path);
-          for (size_t i = 0; i < na; i++) {
-            cr_assert_eq(gp_kind(a[i]), gp_kind(b[i]), "%s", path);
-            if (gp_kind(a[i]) == GP_TI_OP) continue;
-            cr_assert_eq(a[i]->checked_type, b[i]->checked_type, "%s after %s: a %s kept a type InferType does not give",
-                         path, sets[s] ? sets[s] : "the default set", gp_expr_kind_name(a[i]));
-            nodes++;
-          }
-          gp_free(a);
-          gp_free(b);
-        }
-        gp_release(fresh);
-        gp_release(bare);
-        gp_release(o);
-      }
-      gp_release(m);
-    }
-    closedir(dp);
-  }
-  cr_assert_gt(nodes, 1000, "%ld nodes compared", nodes);
-  gp_ctx_free(ctx);
+  SetRun sr = {.ctx = gp_ctx_new()};
+  gp_ctx_set_opt_level(sr.ctx, 3);
+  th_each_relay(dirs, GP_ARRAY_LEN(dirs), ".before.relay", types_as_inferred, &sr);
+  cr_assert_gt(sr.nodes, 1000, "%ld nodes compared", sr.nodes);
+  gp_ctx_free(sr.ctx);
 }
