@@ -11,6 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define SCRATCH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SCRATCH_TSAN 1
+#endif
+#endif
+#ifndef SCRATCH_TSAN
+#define SCRATCH_TSAN 0
+#endif
 #include <time.h>
 
 static _Noreturn void out_of_memory(void) {
@@ -203,8 +214,17 @@ static char *buf_grow(char *base, size_t len, size_t nlen, size_t *got) {
   char *m = cache_take(nlen, got, true);
   if (!m) {
     *got = nlen;
+#if SCRATCH_TSAN
+    /* ThreadSanitizer does not see mremap: a range it frees and another thread's mremap reuses
+     * would look written by the first thread.  A new mapping, a copy and munmap it does see. */
+    m = mmap(NULL, nlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) out_of_memory();
+    memcpy(m, base, len);
+    munmap(base, len);
+#else
     m = mremap(base, len, nlen, MREMAP_MAYMOVE);
     if (m == MAP_FAILED) out_of_memory();
+#endif
     return m;
   }
   memcpy(m, base, len);

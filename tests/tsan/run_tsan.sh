@@ -1,8 +1,8 @@
 #!/bin/sh
 # ThreadSanitizer checks, run by hand from the repository root:
 #   sh tests/tsan/run_tsan.sh [test-file [filter]]
-# (defaults: tests/test_registry.c with filter two_threads, and all of tests/test_pool.c and
-# tests/test_attrs.c).  Builds the IR core and registry/ with -fsanitize=thread into build/tsan/, with
+# (defaults: tests/test_registry.c with filter two_threads, and all of tests/test_pool.c,
+# tests/test_attrs.c and tests/tsan/test_rewrite_threads.c).  Builds the IR core and registry/ with -fsanitize=thread into build/tsan/, with
 # Criterion replaced by tests/tsan/criterion_shim.h (Criterion aborts under TSan), and runs the
 # filtered tests in-process.  The node pool stays on under TSan, so its atomics are checked.
 set -e
@@ -29,4 +29,5 @@ else
   run tests/test_registry.c two_threads
   run tests/test_pool.c ""
   run tests/test_attrs.c ""
+  run tests/tsan/test_rewrite_threads.c ""
 fi
