@@ -208,7 +208,20 @@ const GPType *gp_type_tensor(DLDataType dtype, int32_t ndim, const int64_t *shap
     }
   }
   if (dtype.lanes == 0) dtype.lanes = 1;
-  return intern(GP_TYPE_TENSOR, ndim, dtype, shape, sizeof(int64_t), NULL);
+  /* The last tensor types this thread asked for (types are never freed): a graph's tensors come
+   * in few shapes, so most calls (a folded constant's type, InferType's relations) end here
+   * without the table's lock and hash. */
+  static _Thread_local const GPType *recent[8];
+  static _Thread_local unsigned next;
+  for (int r = 0; r < 8; r++) {
+    const GPType *t = recent[r];
+    if (t && t->n == ndim && gp_dtype_eq(t->tensor.dtype, dtype) &&
+        (!ndim || memcmp(t->tensor.shape, shape, (size_t)ndim * sizeof *shape) == 0))
+      return t;
+  }
+  const GPType *t = intern(GP_TYPE_TENSOR, ndim, dtype, shape, sizeof(int64_t), NULL);
+  if (t) recent[next++ % 8] = t;
+  return t;
 }
 
 const GPType *gp_type_scalar(DLDataType dtype) { return gp_type_tensor(dtype, 0, NULL); }

@@ -774,3 +774,37 @@ Test(ops, schema_rejects_unknown_attribute) {
   EXPECT_ERR(INFER("nn.conv2d", ARGS(F32(1, 3, 8, 8), F32(4, 3, 3, 3)), KVS(KV("stride", INTS(1, 1)))),
              GP_ERR_VALUE, "stride");
 }
+
+/* Tensor types are interned: one object per (dtype, shape), also through the per-thread cache of
+ * recent types (more shapes than it holds, asked twice, and dtypes that differ in one field). */
+Test(types, tensor_types_are_one_object_per_shape) {
+  const GPType *first[20];
+  int64_t shapes[20][3];
+  int32_t ranks[20];
+  for (int i = 0; i < 20; i++) {
+    shapes[i][0] = i % 5, shapes[i][1] = i / 5, shapes[i][2] = 3;
+    ranks[i] = 1 + i % 3;
+  }
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < 20; i++) {
+      const GPType *t = gp_type_tensor((DLDataType){kDLFloat, 32, 1}, ranks[i], shapes[i]);
+      cr_assert(t, "%s", gp_error_message());
+      if (round == 1) {
+        cr_assert_eq(t, first[i], "shape %d asked again", i);
+        continue;
+      }
+      first[i] = t;
+      for (int j = 0; j < i; j++) {
+        bool same = ranks[i] == ranks[j] && memcmp(shapes[i], shapes[j], (size_t)ranks[i] * sizeof(int64_t)) == 0;
+        cr_assert_eq(t == first[j], same, "shapes %d and %d", i, j);
+      }
+    }
+  const int64_t s4[1] = {4};
+  const GPType *f32 = gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 1, s4);
+  const GPType *i32 = gp_type_tensor((DLDataType){kDLInt, 32, 1}, 1, s4);
+  const GPType *f16 = gp_type_tensor((DLDataType){kDLFloat, 16, 1}, 1, s4);
+  const GPType *lanes0 = gp_type_tensor((DLDataType){kDLFloat, 32, 0}, 1, s4);
+  cr_assert(f32 != i32 && f32 != f16 && i32 != f16);
+  cr_assert_eq(lanes0, f32, "lanes 0 reads as 1");
+  cr_assert_eq(gp_type_tensor((DLDataType){kDLInt, 32, 1}, 1, s4), i32);
+}
