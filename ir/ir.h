@@ -443,7 +443,7 @@ void gp_ni_free(GPNodeIndex *ni);
  * (gp_ni_forget, from the root's deleter) or is evicted while nobody uses it.  The caller holds
  * a reference to root until gp_ni_release.  NULL + error as gp_ni_build. */
 const GPNodeIndex *gp_ni_acquire(GPExpr *root);
-void gp_expr_mark_indexed(GPExpr *e); /* (visit.c's cache: sets GP_SUM_INDEXED) */
+void gp_expr_mark_indexed(GPExpr *e); /* sets GP_SUM_INDEXED: e keys a host cache (index, pattern fixed point) */
 void gp_ni_release(const GPNodeIndex *ni);
 void gp_ni_forget(const GPExpr *root);
 /* The pattern driver's fixed-point memo (ir/pattern_rewrite.c): forget what it knows of root
@@ -474,10 +474,11 @@ GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
 /* gp_rewrite over an index built with GP_NI_LET_VALUE_FIRST: fn gets the node's id and
  * done[j], the rewrite of every node j < id (borrowed; valid until the walk ends). */
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user);
-/* gp_rewrite_indexed that also hands back the rewrite of every id (*res, ni->n entries, each a
- * reference of the caller's: gp_rewrite_res_free), when it succeeds. */
-GPExpr *gp_rewrite_indexed_keep(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPExpr ***res);
-void gp_rewrite_res_free(GPExpr **res, size_t n);
+/* gp_rewrite_indexed that, when it succeeds, calls done with the result and the rewrite of every
+ * id (res[0 .. ni->n), all alive during the call, borrowed) before it lets them go. */
+typedef void (*GPRewriteDoneFn)(void *user, GPExpr *result, GPExpr *const *res);
+GPExpr *gp_rewrite_indexed_then(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPRewriteDoneFn done,
+                                void *done_user);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Modules (ir/module.c)                                                                       */

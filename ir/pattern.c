@@ -678,6 +678,29 @@ static int32_t pp_alt(PP *P) {
   return P->failed ? -1 : x;
 }
 
+/* Levels below its root a pattern node looks (a leaf: 0).  Recursion on the pattern. */
+static int32_t pat_height(const GPPatternImpl *p, int32_t pi) {
+  const GPPatNode *pn = &p->nodes[pi];
+  const int32_t *kids = p->kids ? p->kids + pn->kid0 : NULL;
+  int32_t h = 0;
+  switch (pn->kind) {
+  case PK_CALL:
+  case PK_TUPLE:
+  case PK_ITEM:
+  case PK_OPT:
+    for (int32_t k = 0; k < pn->nkids; k++) {
+      int32_t c = pat_height(p, kids[k]);
+      if (c + 1 > h) h = c + 1;
+    }
+    return h;
+  case PK_ALT: {
+    int32_t a = pat_height(p, kids[0]), b = pat_height(p, kids[1]);
+    return a > b ? a : b;
+  }
+  default: return 0;
+  }
+}
+
 static void root_add_op(GPPatternImpl *pt, const GPOp *op) {
   if (op->index >= pt->root_nops) {
     int32_t n = (op->index / 64 + 1) * 64;
@@ -761,6 +784,7 @@ GPPattern *gp_pattern_compile(const char *text, const char *source_name, uint32_
     if (n->kind == PK_OPT || n->kind == PK_ALT) pt->memo = true;
   }
   root_filter(pt);
+  pt->height = pat_height(pt, pt->root);
   return &pt->pub;
 }
 

@@ -53,6 +53,7 @@ typedef struct GPPatternImpl {
   /* The same in gp_expr_summary's bits (ops' Bloom bits, kinds of non-call roots; all bits for
    * root_any): a pattern cannot match under e when (gp_expr_summary(e) & root_summary) == 0. */
   uint64_t root_summary;
+  int32_t height; /* levels below its root the pattern looks (a leaf pattern: 0) */
 } GPPatternImpl;
 
 static inline const GPPatternImpl *gp_pat_impl(const GPPattern *p) { return (const GPPatternImpl *)p; }
@@ -75,6 +76,15 @@ typedef struct GPMatcher {
 } GPMatcher;
 
 void gp_matcher_init(GPMatcher *m, const GPPattern *p);
+/* After a successful gp_matcher_run at root: the match as a GPMatch of pattern number `index`,
+ * borrowing the matcher's arrays (valid until its next run). */
+static inline GPMatch gp_matcher_view(const GPMatcher *m, int32_t index, GPExpr *root) {
+  return (GPMatch){.struct_size = sizeof(GPMatch), .abi_version = GP_ABI_VERSION, .pattern_index = index,
+                   .pattern = &m->p->pub, .root = root, .num_nodes = (int32_t)m->nodes.len,
+                   .num_inputs = (int32_t)m->inputs.len, .nodes = (GPExpr *const *)m->nodes.items,
+                   .inputs = (GPExpr *const *)m->inputs.items, .num_captures = m->p->pub.num_captures,
+                   .captures = m->caps};
+}
 bool gp_matcher_run(GPMatcher *m, GPExpr *e);
 void gp_matcher_free(GPMatcher *m);
 /* Quick reject without a match: false when the pattern's root cannot match e's kind or op (the

@@ -45,6 +45,7 @@ typedef struct Driver {
   size_t cap_scratch;
   int64_t rewritten;
   int64_t blocked;   /* matches refused for a claim or an outside use (not by the check) */
+  const bool *live;  /* per pattern: its root may occur (settle reads it) */
 } Driver;
 
 static void ids_push(Driver *d, int32_t v) {
@@ -147,10 +148,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
   }
   if (!ok) d->blocked++;
   if (ok && d->spec->check) {
-    GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = pattern,
-                  .pattern = &m->p->pub, .root = d->ni->nodes[root], .num_nodes = (int32_t)nn,
-                  .num_inputs = (int32_t)ni, .nodes = (GPExpr *const *)m->nodes.items,
-                  .inputs = (GPExpr *const *)m->inputs.items, .num_captures = (int32_t)nc, .captures = m->caps};
+    GPMatch gm = gp_matcher_view(m, pattern, d->ni->nodes[root]);
     int r = d->spec->check(d->spec->user, &gm);
     if (r < 0) {
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "pattern_rewrite: the check failed without an error");
@@ -218,6 +216,12 @@ static GPExpr *rebuild(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GP
     repl = typed;
   }
   return repl;
+}
+
+/* Whether pattern p may match at node id, from the index alone: the root's op or kind (a bit
+ * test), then gp_pattern_prematch. */
+static inline bool may_root(const GPPattern *p, const GPNodeIndex *ni, size_t id) {
+  return gp_pattern_may_match_tag(p, ni->tag[id]) && gp_pattern_prematch(p, ni, (int32_t)id);
 }
 
 static void driver_free(Driver *d) {
@@ -314,29 +318,6 @@ static void fix_put(GPExpr *root, const GPRewriteSpec *spec) {
   fix_release(&old);
 }
 
-/* Levels below its root a pattern node looks (a leaf: 0).  Recursion on the pattern. */
-static int32_t pat_height(const GPPatternImpl *p, int32_t pi) {
-  const GPPatNode *pn = &p->nodes[pi];
-  const int32_t *kids = p->kids ? p->kids + pn->kid0 : NULL;
-  int32_t h = 0;
-  switch (pn->kind) {
-  case PK_CALL:
-  case PK_TUPLE:
-  case PK_ITEM:
-  case PK_OPT:
-    for (int32_t k = 0; k < pn->nkids; k++) {
-      int32_t c = pat_height(p, kids[k]);
-      if (c + 1 > h) h = c + 1;
-    }
-    return h;
-  case PK_ALT: {
-    int32_t a = pat_height(p, kids[0]), b = pat_height(p, kids[1]);
-    return a > b ? a : b;
-  }
-  default: return 0;
-  }
-}
-
 typedef struct Cands {
   GPPtrMap seen;
   GPVec list;
@@ -354,18 +335,13 @@ static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
   const GPNodeIndex *ni = d->ni;
   size_t n = ni->n;
   const GPRewriteSpec *spec = d->spec;
-  if (d->blocked || !n || gp_expr_has_kind(gp_kind(ni->nodes[n - 1]) == GP_TI_FUNCTION_EXPR
-                                               ? GP_AS(GPFunctionExpr, ni->nodes[n - 1])->body
-                                               : ni->nodes[n - 1],
-                                           GP_TI_FUNCTION_EXPR))
-    return false;
+  if (d->blocked || !n) return false;
+  const GPExpr *top = ni->nodes[n - 1]; /* a nested function's body is sealed: not settled here */
+  if (gp_kind(top) == GP_TI_FUNCTION_EXPR) top = GP_AS(const GPFunctionExpr, top)->body;
+  if (gp_expr_has_kind(top, GP_TI_FUNCTION_EXPR)) return false;
   int32_t height = 0;
-  for (int32_t k = 0; k < spec->num_patterns; k++) {
-    if (!live[k]) continue;
-    const GPPatternImpl *pi = gp_pat_impl(spec->patterns[k]);
-    int32_t h = pat_height(pi, pi->root);
-    if (h > height) height = h;
-  }
+  for (int32_t k = 0; k < spec->num_patterns; k++)
+    if (live[k] && gp_pat_impl(spec->patterns[k])->height > height) height = gp_pat_impl(spec->patterns[k])->height;
   /* parents in the input, by id (CSR) */
   int32_t *poff = gp_scratch_zalloc(n + 1, sizeof *poff);
   size_t ne = (size_t)ni->kid_off[n];
@@ -433,11 +409,7 @@ static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
         ok = false;
         break;
       }
-      GPMatch gm = {.struct_size = sizeof gm, .abi_version = GP_ABI_VERSION, .pattern_index = k,
-                    .pattern = spec->patterns[k], .root = e, .num_nodes = (int32_t)m.nodes.len,
-                    .num_inputs = (int32_t)m.inputs.len, .nodes = (GPExpr *const *)m.nodes.items,
-                    .inputs = (GPExpr *const *)m.inputs.items, .num_captures = m.p->pub.num_captures,
-                    .captures = m.caps};
+      GPMatch gm = gp_matcher_view(&m, k, e);
       int rc = spec->check(spec->user, &gm);
       if (rc != 0) ok = false; /* accepted (or failed): a full round decides */
       if (rc < 0) gp_error_clear();
@@ -450,6 +422,12 @@ static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
   gp_vec_free(&level);
   gp_vec_free(&next);
   return ok;
+}
+
+/* After the rebuild (the rewrite of every input id still alive): settle the round. */
+static void settle_done(void *user, GPExpr *result, GPExpr *const *res) {
+  Driver *d = user;
+  if (result != d->ni->nodes[d->ni->n - 1] && !atomic_load(&fix_off) && settle(d, res, d->live)) fix_put(result, d->spec);
 }
 
 GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
@@ -512,11 +490,11 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
     const GPPattern *pk = spec->patterns[k];
     for (size_t i = n; i-- > 0 && rc >= 0;) {
       if (i + SELECT_AHEAD >= n) /* the first ids the walk meets: judged now */
-        cand[i % SELECT_AHEAD] = gp_pattern_may_match_tag(pk, d.ni->tag[i]) && gp_pattern_prematch(pk, d.ni, (int32_t)i);
+        cand[i % SELECT_AHEAD] = may_root(pk, d.ni, i);
       bool here = cand[i % SELECT_AHEAD];
       if (i >= SELECT_AHEAD) {
         size_t j = i - SELECT_AHEAD;
-        bool c = gp_pattern_may_match_tag(pk, d.ni->tag[j]) && gp_pattern_prematch(pk, d.ni, (int32_t)j);
+        bool c = may_root(pk, d.ni, j);
         cand[j % SELECT_AHEAD] = c;
         if (c) {
           __builtin_prefetch(d.ni->nodes[j]);
@@ -533,15 +511,8 @@ GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {
       return NULL;
     }
   }
-  GPExpr *out = NULL;
-  if (!d.nrecs) {
-    out = gp_retain(root);
-  } else {
-    GPExpr **res = NULL;
-    out = gp_rewrite_indexed_keep(d.ni, rebuild, &d, &res);
-    if (out && out != root && !atomic_load(&fix_off) && settle(&d, res, live)) fix_put(out, spec);
-    gp_rewrite_res_free(res, d.ni->n);
-  }
+  d.live = live;
+  GPExpr *out = d.nrecs ? gp_rewrite_indexed_then(d.ni, rebuild, &d, settle_done, &d) : gp_retain(root);
   gp_scratch_free(live);
   if (out) spec->num_rewritten = d.rewritten;
   driver_free(&d);

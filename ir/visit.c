@@ -28,9 +28,12 @@ typedef struct {
   uint32_t gen; /* grows so far (a slot found before a grow is stale) */
 } Shared;
 
-static inline size_t sh_home(const Shared *s, const void *key) {
-  return (size_t)(((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> s->shift);
+/* An address's slot in a power-of-two table of 2^(64 - shift) entries (Fibonacci hashing). */
+static inline size_t addr_hash(const void *key, int shift) {
+  return (size_t)(((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> shift);
 }
+
+static inline size_t sh_home(const Shared *s, const void *key) { return addr_hash(key, s->shift); }
 
 static inline size_t sh_slot(const Shared *s, const void *key) {
   size_t i = sh_home(s, key);
@@ -75,9 +78,7 @@ typedef struct {
   size_t nlog, caplog, nsus, capsus;
 } Leaves;
 
-static inline size_t lv_bit(const Leaves *lv, const void *e) {
-  return (size_t)(((uint64_t)(uintptr_t)e * 0x9e3779b97f4a7c15ull) >> lv->shift);
-}
+static inline size_t lv_bit(const Leaves *lv, const void *e) { return addr_hash(e, lv->shift); }
 
 static void lv_size(Leaves *lv, size_t nbits) {
   gp_scratch_free(lv->bits);
@@ -459,7 +460,8 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
 /* How many nodes ahead gp_rewrite_indexed prefetches (their addresses are in the index). */
 #define REWRITE_AHEAD 8
 
-static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPExpr ***keep) {
+static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPRewriteDoneFn done,
+                            void *done_user) {
   size_t n = ni->n;
   GPExpr **res = gp_scratch_zalloc(n ? n : 1, sizeof *res); /* id -> rewrite */
   /* res[i] is a reference of ours unless it is the input node itself (the caller's root keeps
@@ -518,13 +520,7 @@ static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user,
     res[i] = repl;
   }
   if (!failed && n) result = gp_retain(res[n - 1]);
-  if (result && keep) { /* every entry a reference of the caller's */
-    for (size_t i = 0; i < n; i++)
-      if (!own[i]) gp_retain(res[i]);
-    *keep = res;
-    gp_scratch_free(own);
-    return result;
-  }
+  if (result && done) done(done_user, result, res); /* every entry still alive */
   for (size_t i = 0; i < n; i++)
     if (own[i]) gp_release(res[i]);
   gp_scratch_free(res);
@@ -533,18 +529,12 @@ static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user,
 }
 
 GPExpr *gp_rewrite_indexed(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user) {
-  return rewrite_impl(ni, fn, user, NULL);
+  return rewrite_impl(ni, fn, user, NULL, NULL);
 }
 
-GPExpr *gp_rewrite_indexed_keep(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPExpr ***res) {
-  *res = NULL;
-  return rewrite_impl(ni, fn, user, res);
-}
-
-void gp_rewrite_res_free(GPExpr **res, size_t n) {
-  if (!res) return;
-  for (size_t i = 0; i < n; i++) gp_release(res[i]);
-  gp_scratch_free(res);
+GPExpr *gp_rewrite_indexed_then(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user, GPRewriteDoneFn done,
+                                void *done_user) {
+  return rewrite_impl(ni, fn, user, done, done_user);
 }
 
 typedef struct PlainRewrite {
