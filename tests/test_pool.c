@@ -275,3 +275,30 @@ Test(pool, expression_chains_reuse_their_memory) {
     gp_release(e);
   }
 }
+
+/* A page with a few holes is not reused before it is half free: nodes made after a quarter of
+ * the previous ones died are laid out in a run, not one per hole; after three quarters died
+ * they fill the holes (no new memory) and stay in address order page by page. */
+Test(pool, new_nodes_go_to_mostly_free_pages) {
+  if (!pool_on()) cr_skip_test("the node pool is off in this build (calloc/free)");
+  enum { N = 200000, M = N / 4 };
+  void **old = gp_malloc(N * sizeof *old), **p = gp_malloc(M * sizeof *p);
+  for (int i = 0; i < N; i++) old[i] = gp_node_alloc(80);
+  for (int i = 0; i < N; i += 4) gp_node_free(old[i]); /* pages 3/4 live */
+  for (int i = 0; i < M; i++) p[i] = gp_node_alloc(80);
+  int adjacent = 0;
+  for (int i = 0; i + 1 < M; i++) adjacent += (char *)p[i + 1] == (char *)p[i] + 80;
+  cr_expect_geq(adjacent, M * 98 / 100, "only %d of %d consecutive nodes are adjacent: the holes were reused",
+                adjacent, M);
+  for (int i = 0; i < M; i++) gp_node_free(p[i]);
+  for (int i = 0; i < N; i++)
+    if (i % 4 == 0) old[i] = NULL;
+    else if (i % 4 < 3) gp_node_free(old[i]), old[i] = NULL; /* pages 1/4 live */
+  size_t before = mapped();
+  for (int i = 0; i < N; i++)
+    if (!old[i]) old[i] = gp_node_alloc(80);
+  cr_expect_leq(mapped(), before, "%zu bytes more mapped while pages were 1/4 live", mapped() - before);
+  for (int i = 0; i < N; i++) gp_node_free(old[i]);
+  gp_free(p);
+  gp_free(old);
+}
