@@ -453,6 +453,9 @@ void gp_pattern_fixed_forget(const GPExpr *root);
 void gp_pattern_fixed_enable(bool on);
 /* Drops every cached index nobody uses (benchmarks: each timed run starts cold). */
 void gp_ni_cache_clear(void);
+/* Tests: the shared-constant bitmap of later builds holds at most `bits` bits (a power of two
+ * >= 64; 0: no cap), so that constants collide in it whatever their addresses. */
+void gp_ni_cap_leaf_bits(size_t bits);
 static inline int32_t gp_ni_kid(const GPNodeIndex *ni, int32_t i, int32_t j) {
   return ni->kids[ni->kid_off[i] + j];
 }

@@ -5,6 +5,8 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Visiting order: child order, except (with GP_NI_LET_VALUE_FIRST) a let's value before its
@@ -59,7 +61,7 @@ static void sh_grow(Shared *s) {
  * other holder is the previous version of the graph, still alive while a pass reads the new
  * one.  Putting each into the shared table costs two misses in a table as big as the graph;
  * instead a constant is numbered when met and its first-visit bit set in a small bitmap
- * (hashed by address, kept under 1/16 full).  A constant whose bit is already set is a suspect
+ * (by address, kept under 1/16 full).  A constant whose bit is already set is a suspect
  * (met before, or a collision): numbered too, and resolved after the walk by looking its
  * address up among the first visits (Leaves.log, in id order).  A suspect met before is
  * dropped and its parent pointed at the first id; the later ids shift down, as if the walk had
@@ -72,19 +74,31 @@ typedef struct {
 
 typedef struct {
   uint64_t *bits;
-  size_t nbits;
-  int shift;
+  size_t nbits, max_bits; /* max_bits: SIZE_MAX, or the tests' cap */
   LeafEnt *log, *sus; /* first visits; suspects */
   size_t nlog, caplog, nsus, capsus;
 } Leaves;
 
-static inline size_t lv_bit(const Leaves *lv, const void *e) { return addr_hash(e, lv->shift); }
+/* A constant's bit: its address in 32-byte units (no two constants share one), modulo the
+ * bitmap's size.  Not hashed: constants made in a run sit in a run of bits, so the bitmap is
+ * read about in order when the graph is (with a hash every meeting was a miss in a bitmap of
+ * megabytes; CombineParallelConv2D's input at 1M calls has 2.5M constants). */
+_Static_assert(sizeof(GPConstant) >= 32, "two constants in one 32-byte unit would always collide");
+static inline size_t lv_bit(const Leaves *lv, const void *e) { return ((uintptr_t)e >> 5) & (lv->nbits - 1); }
+
+static _Atomic size_t leaf_bits_cap; /* tests: see gp_ni_cap_leaf_bits */
+
+void gp_ni_cap_leaf_bits(size_t bits) {
+  assert(bits == 0 || (bits >= 64 && (bits & (bits - 1)) == 0));
+  atomic_store_explicit(&leaf_bits_cap, bits, memory_order_relaxed);
+}
 
 static void lv_size(Leaves *lv, size_t nbits) {
+  size_t cap = atomic_load_explicit(&leaf_bits_cap, memory_order_relaxed);
+  lv->max_bits = cap ? cap : SIZE_MAX;
+  if (nbits > lv->max_bits) nbits = lv->max_bits;
   gp_scratch_free(lv->bits);
   lv->nbits = nbits;
-  lv->shift = 64;
-  for (size_t c = nbits; c > 1; c >>= 1) lv->shift--;
   lv->bits = gp_scratch_zalloc(nbits / 64, sizeof *lv->bits);
   for (size_t i = 0; i < lv->nlog + lv->nsus; i++) { /* every address met so far */
     size_t b = lv_bit(lv, i < lv->nlog ? lv->log[i].e : lv->sus[i - lv->nlog].e);
@@ -102,7 +116,8 @@ static void lv_push(LeafEnt **a, size_t *len, size_t *cap, LeafEnt x) {
 
 /* Records constant e, numbered id, met at ekids[at]. */
 static void lv_meet(Leaves *lv, const void *e, int32_t id, size_t at) {
-  if (!lv->bits || (lv->nlog + 1) * 16 > lv->nbits) lv_size(lv, lv->bits ? lv->nbits * 4 : 1u << 16);
+  if (!lv->bits || ((lv->nlog + 1) * 16 > lv->nbits && lv->nbits < lv->max_bits))
+    lv_size(lv, lv->bits ? lv->nbits * 4 : 1u << 16);
   size_t b = lv_bit(lv, e);
   uint64_t m = 1ull << (b % 64);
   if (!(lv->bits[b / 64] & m)) {
