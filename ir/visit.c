@@ -229,6 +229,8 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     ebase[n++] = (base_);                                                                        \
   } while (0)
   Leaves lv = {0};
+  int32_t *op_id = NULL; /* per op registry index: its id, -1 before it is met */
+  size_t nops = 0;
   uint32_t slot_ = 0;
   ENTER(root, false); /* a DAG: the root is never met again below itself */
   while (nf) {
@@ -246,6 +248,21 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
         rc = -1;
         break;
+      }
+      if (gp_kind(c) == GP_TI_OP) { /* a leaf met by every call: by its registry index, no hashing */
+        size_t oi = (size_t)GP_AS(const GPOp, c)->index;
+        if (oi >= nops) {
+          size_t m = nops;
+          nops = oi + 64;
+          op_id = gp_scratch_realloc(op_id, nops * sizeof *op_id);
+          for (; m < nops; m++) op_id[m] = -1;
+        }
+        if (op_id[oi] < 0) {
+          op_id[oi] = (int32_t)n;
+          NUMBER(c, 0, klen);
+        }
+        ekids[at] = op_id[oi];
+        continue;
       }
       if (gp_kind(c) == GP_TI_CONSTANT) { /* a leaf: numbered now (see Leaves) */
         ekids[at] = (int32_t)n;
@@ -287,6 +304,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
 #undef NUMBER
   gp_scratch_free(fr);
   gp_scratch_free(sh.tab);
+  gp_scratch_free(op_id);
   size_t nrm = 0;
   int32_t *rm = rc == 0 ? lv_resolve(&lv, ekids, &nrm) : NULL;
   lv_free(&lv);
