@@ -178,6 +178,9 @@ typedef struct {
   uint32_t gen;
 } Frame;
 #define FRAME_SHARED 0x80000000u
+#ifndef PF_UP
+#define PF_UP 8
+#endif
 #define FRAME_COUNT(f) ((int32_t)((f)->count & ~FRAME_SHARED))
 
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
@@ -284,7 +287,15 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       ENTER(c, true);
       continue;
     }
-    /* finished: number it and tell the parent */
+    /* finished: number it and tell the parent.  On the way up, the frames above visit their
+     * next children soon (a chain's constants are all met on the way up, long after the
+     * prefetch when their call was entered): fetch those PF_UP frames ahead, and the nodes of
+     * the frames 2 * PF_UP ahead, whose child pointers are read then. */
+    if (nf > 2 * PF_UP) __builtin_prefetch(fr[nf - 1 - 2 * PF_UP].e);
+    if (nf > PF_UP) {
+      const Frame *u = &fr[nf - 1 - PF_UP];
+      if (u->next < FRAME_COUNT(u)) __builtin_prefetch(gp_expr_child_at(u->e, visit_pos(u->e, u->next, flags)));
+    }
     if (n >= (size_t)INT32_MAX) {
       gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
       rc = -1;
