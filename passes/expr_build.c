@@ -40,7 +40,7 @@ static const GPType *call_type(const GPOp *op, const GPCall *c) {
 static const GPOp *find_op(SBOps *ops, const char *name) {
   if (ops)
     for (int32_t i = 0; i < ops->n; i++)
-      if (ops->name[i] == name || strcmp(ops->name[i], name) == 0) return ops->op[i];
+      if (ops->name[i] == name || (ops->name[i][0] == name[0] && strcmp(ops->name[i], name) == 0)) return ops->op[i];
   const GPOp *op = H->op_get(name);
   if (op && ops && ops->n < SB_MAX_OPS) { /* op names are immortal: keep the op's own */
     ops->name[ops->n] = op->name;
