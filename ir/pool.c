@@ -29,9 +29,10 @@
  *    thread that needs a heap adopts it whole.  Heaps are never destroyed.
  *  - A heap keeps empty segments for reuse while they are no more than twice the segments it
  *    has in use, or POOL_KEEP of them, and unmaps the others.  So the mapped memory stays within
- *    three times the segments in use (plus 32 MiB), whose pages are at least half live, and a pass that replaces a module by a new one
- *    up to twice its size (FuseOps' output is about that: a var, a function and a call per
- *    group) builds it in the old one's memory, without a page fault per 4 KiB.
+ *    three times the segments in use (plus 32 MiB), whose pages are at least half live, and a
+ *    pass that replaces a module by a new one up to twice its size (FuseOps' output is about
+ *    that: a var, a function and a call per group) builds it in the old one's memory, without a
+ *    page fault per 4 KiB.
  *
  * Sanitizer builds, and runs with GRAPHPASS_NODE_POOL=0 in the environment, use calloc/free
  * instead, so that AddressSanitizer, LeakSanitizer and valgrind see every node. */

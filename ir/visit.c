@@ -178,9 +178,7 @@ typedef struct {
   uint32_t gen;
 } Frame;
 #define FRAME_SHARED 0x80000000u
-#ifndef PF_UP
-#define PF_UP 8
-#endif
+#define PF_UP 8 /* on the way up, prefetch the next child of the frame this far above */
 #define FRAME_COUNT(f) ((int32_t)((f)->count & ~FRAME_SHARED))
 
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {

@@ -38,9 +38,10 @@ static const GPType *call_type(const GPOp *op, const GPCall *c) {
 
 /* The op named `name` (through the cache when there is one), or NULL + error. */
 static const GPOp *find_op(SBOps *ops, const char *name) {
-  if (ops)
+  if (ops) /* a caller's literal is not the op's own name: first characters before strcmp */
     for (int32_t i = 0; i < ops->n; i++)
-      if (ops->name[i] == name || (ops->name[i][0] == name[0] && strcmp(ops->name[i], name) == 0)) return ops->op[i];
+      if (ops->name[i] == name || (ops->name[i][0] == name[0] && strcmp(ops->name[i], name) == 0))
+        return ops->op[i];
   const GPOp *op = H->op_get(name);
   if (op && ops && ops->n < SB_MAX_OPS) { /* op names are immortal: keep the op's own */
     ops->name[ops->n] = op->name;
