@@ -131,6 +131,35 @@ Test(node_index, shared_constants_match_a_plain_walk_in_a_small_bitmap) {
   gp_ni_cap_leaf_bits(0);
 }
 
+/* Shared calls: y = add(y, y) (one parent uses it twice), then add(relu(y), y) (a residual:
+ * the second use comes back after everything below y was walked), and calls used by a call
+ * thousands of levels up, so the shared table holds hundreds of thousands of calls made in a
+ * run, many per page of the allocator. */
+Test(node_index, shared_calls_match_a_plain_walk) {
+  gp_ops_init();
+  const GPOp *relu = gp_op_get("nn.relu");
+  GPExpr *x = (GPExpr *)gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 0, NULL));
+  GPExpr *y = gp_retain(x);
+  enum { N = 150000, FAR = 5000 };
+  GPExpr **keep = gp_malloc(N * sizeof *keep);
+  for (int i = 0; i < N; i++) {
+    if (i % 3 == 0) {
+      y = add(y, y);
+    } else if (i % 3 == 1) {
+      GPExpr *r = (GPExpr *)gp_call_new((GPExpr *)relu, 1, &y, NULL), *old = y;
+      y = add(r, y);
+      gp_release(old);
+    } else {
+      y = add(y, i >= FAR ? keep[i - FAR] : x);
+    }
+    keep[i] = y;
+  }
+  same_as_reference(y);
+  gp_release(y);
+  gp_release(x);
+  gp_free(keep);
+}
+
 static void index_of_each_function(const char *path, GPModule *m, void *user) {
   (void)path;
   (void)user;
