@@ -331,8 +331,9 @@ static void cand_add(Cands *c, GPExpr *e) {
 
 /* True when the round's result (res: the rewrite of every input id) is a fixed point of the
  * spec (see above); false when it may not be or could not be told.  Errors are not left. */
-static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
+static bool settle(Driver *d, GPExpr *const *res) {
   const GPNodeIndex *ni = d->ni;
+  const bool *live = d->live;
   size_t n = ni->n;
   const GPRewriteSpec *spec = d->spec;
   if (d->blocked || !n) return false;
@@ -373,8 +374,7 @@ static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
       cand_add(&c, e);
       for (int32_t k = 0; k < gp_expr_num_children(e); k++) gp_vec_push(&walk, gp_expr_child_at(e, k));
     }
-    gp_map_free(&stop);
-    memset(&stop, 0, sizeof stop);
+    gp_map_free(&stop); /* empty again */
     /* the ancestors of its root, up to the height */
     level.len = 0;
     gp_vec_push(&level, (void *)(intptr_t)rec->root);
@@ -427,7 +427,7 @@ static bool settle(Driver *d, GPExpr *const *res, const bool *live) {
 /* After the rebuild (the rewrite of every input id still alive): settle the round. */
 static void settle_done(void *user, GPExpr *result, GPExpr *const *res) {
   Driver *d = user;
-  if (result != d->ni->nodes[d->ni->n - 1] && !atomic_load(&fix_off) && settle(d, res, d->live)) fix_put(result, d->spec);
+  if (result != d->ni->nodes[d->ni->n - 1] && !atomic_load(&fix_off) && settle(d, res)) fix_put(result, d->spec);
 }
 
 GPExpr *gp_pattern_rewrite(GPExpr *root, GPRewriteSpec *spec) {

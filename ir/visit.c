@@ -235,6 +235,12 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   uint32_t slot_ = 0;
   ENTER(root, false); /* a DAG: the root is never met again below itself */
   while (nf) {
+    /* a step numbers at most one node; while a frame is open one more is still to come */
+    if (n >= (size_t)INT32_MAX) {
+      gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
+      rc = -1;
+      break;
+    }
     Frame *f = &fr[nf - 1];
     if (f->next < FRAME_COUNT(f)) {
       int32_t pos = visit_pos(f->e, f->next++, flags);
@@ -244,11 +250,6 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         ekids[at] = -1; /* filled when c finishes */
         ENTER(c, false);
         continue;
-      }
-      if (n >= (size_t)INT32_MAX) {
-        gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
-        rc = -1;
-        break;
       }
       if (gp_kind(c) == GP_TI_OP) { /* a leaf met by every call: by its registry index, no hashing */
         size_t oi = (size_t)GP_AS(const GPOp, c)->index;
@@ -293,11 +294,6 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     if (nf > PF_UP) {
       const Frame *u = &fr[nf - 1 - PF_UP];
       if (u->next < FRAME_COUNT(u)) __builtin_prefetch(gp_expr_child_at(u->e, visit_pos(u->e, u->next, flags)));
-    }
-    if (n >= (size_t)INT32_MAX) {
-      gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
-      rc = -1;
-      break;
     }
     int32_t id = (int32_t)n;
     NUMBER(f->e, FRAME_COUNT(f), f->base);

@@ -313,7 +313,8 @@ static GPExpr *fold_rewrite_id(void *user, int32_t id, GPExpr *orig, GPExpr *reb
  * alone: a call of an op with arguments that are all constants or tuples, a shape_of, a
  * get-item of a literal tuple, an if or a let.  Without one nothing changes (a rewrite only
  * rebuilds the nodes above a change). */
-static bool any_candidate(const GPExprIndex *ix, int32_t shape_of, int32_t vm_shape_of) {
+static bool any_candidate(const GPExprIndex *ix, const GPOp *so, const GPOp *vso) {
+  int32_t shape_of = so ? so->index : INT32_MIN, vm_shape_of = vso ? vso->index : INT32_MIN;
   for (size_t i = 0; i < ix->num_nodes; i++) {
     int32_t t = ix->tags[i];
     const int32_t *kid = ix->kids + ix->kid_offsets[i];
@@ -376,14 +377,13 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
   const GPOp *so = H->op_get("shape_of"), *vso = H->op_get("vm.shape_of"), *dc = H->op_get("device_copy"),
              *nsz = H->op_get("ndarray_size");
   H->error_clear(); /* an op this host does not have: no call of it either */
-  int32_t shape_of = so ? so->index : INT32_MIN, vm_shape_of = vso ? vso->index : INT32_MIN;
   for (int32_t fi = 0; fi < typed->num_functions; fi++) {
     Fold f = {.ctx = ctx, .source = typed->source_name, .max_bytes = max_bytes, .shape_of = so, .vm_shape_of = vso,
               .device_copy = dc, .ndarray_size = nsz};
     GPExpr *root = &typed->funcs[fi]->base;
     GPExprIndex *ix = H->expr_index_new(root);
     if (!ix) goto fail;
-    if (!any_candidate(ix, shape_of, vm_shape_of)) {
+    if (!any_candidate(ix, so, vso)) {
       H->expr_index_free(ix);
       continue;
     }

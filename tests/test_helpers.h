@@ -126,14 +126,23 @@ static inline bool th_numerics_possible(const GPModule *m) {
   return ok;
 }
 
+/* The text a test keeps of a module before a run, to check afterwards that the run left it as
+ * it was (th_assert_unchanged). */
+static inline char *th_text_before(const GPModule *m) { return gp_print(m, GP_PRINT_TYPES | GP_PRINT_METADATA); }
+
+/* m still prints as `before` (from th_text_before); frees before. */
+static inline void th_assert_unchanged(const GPModule *m, char *before, const char *what) {
+  char *now = th_text_before(m);
+  cr_assert_str_eq(before, now, "%s", what);
+  gp_free(before);
+  gp_free(now);
+}
+
 /* The end of a golden test: out equals want, and in still prints as in_text (its text before
  * the run); releases all four. */
 static inline void th_golden_finish(GPModule *in, char *in_text, GPModule *out, GPModule *want) {
   th_assert_module_eq(out, want);
-  char *in_text2 = gp_print(in, GP_PRINT_TYPES | GP_PRINT_METADATA);
-  cr_assert_str_eq(in_text, in_text2, "the pass changed its input module");
-  gp_free(in_text);
-  gp_free(in_text2);
+  th_assert_unchanged(in, in_text, "the pass changed its input module");
   gp_release(want);
   gp_release(out);
   gp_release(in);
@@ -146,7 +155,7 @@ static inline void th_golden_finish(GPModule *in, char *in_text, GPModule *out, 
  * the typed `after`; check that the input module printed the same before and after the run. */
 static inline void th_golden_ctx(const char *before, const char *after, const char *pipeline, GPPassContext *ctx) {
   GPModule *in = th_parse_file(before);
-  char *in_text = gp_print(in, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  char *in_text = th_text_before(in);
   ctx->verify_numerics = th_numerics_possible(in);
   GPModule *out = gp_run_pipeline(in, pipeline, ctx);
   cr_assert(out, "%s on %s%s: %s", pipeline, before, ctx->verify_numerics ? " (with --verify-numerics)" : "",
