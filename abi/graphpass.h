@@ -1,5 +1,5 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.4.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.5.
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
@@ -16,7 +16,8 @@
  * observe_user: graphpass.ext.<Compiler>.run and value observers; GPHostAPI.tensor_read,
  * eval_random_inputs); 1.4 appended subtree facts (GPHostAPI.expr_may_call, expr_has_kind,
  * op_list_with_attr) and node indexes for passes (GPExprIndex, GPRewriteIdFn;
- * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed).
+ * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed); 1.5 appended rewrites that keep
+ * a node without a reference (GPHostAPI.rewrite_keep).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -54,7 +55,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 4
+#define GP_ABI_VERSION_MINOR 5
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -709,7 +710,8 @@ typedef struct GPPatternTable {
  * occurrence, so a callback may replace the uses of a name by its value and drop the let.  `orig` is the node in the
  * input; `rebuilt` is the same node with its children replaced by their rewrites (it is `orig`
  * itself when no child changed).  Return a new reference to the replacement (return
- * gp_retain(rebuilt) to keep it), or NULL after error_set() to abort. */
+ * gp_retain(rebuilt) to keep it, or, from a host with GPHostAPI.rewrite_keep (1.5), that value:
+ * no reference), or NULL after error_set() to abort. */
 typedef GPExpr *(*GPRewriteFn)(void *user, GPExpr *orig, GPExpr *rebuilt);
 
 /* A node index (since 1.4; GPHostAPI.expr_index_new): every distinct node reachable from a root
@@ -1303,6 +1305,17 @@ struct GPHostAPI {
    * with each node's id (see GPRewriteIdFn); fn NULL rebuilds nothing.  Returns the root's
    * replacement (a new reference) or NULL + error.  The index is not changed. */
   GPExpr *(*rewrite_indexed)(const GPExprIndex *index, GPRewriteIdFn fn, void *user);
+
+  /* ---- ABI 1.5 (rewrites without reference counting): read only when
+   * GP_HAS_FIELD(host, GPHostAPI, rewrite_keep) ---- */
+
+  /* A marker, not an object (never retain, release or read through it; constant while the host
+   * is loaded): a GPRewriteFn or GPRewriteIdFn given to rewrite or rewrite_indexed may return
+   * it instead of gp_retain(rebuilt) to keep `rebuilt` as the node's rewrite.  Most nodes are
+   * kept, and each reference count change is an atomic operation on a node the walk otherwise
+   * only reads: the two a kept node cost (the callback's retain, the rewriter's release) were
+   * most of an unchanged node's time in a big graph.  Only a host with this field takes it. */
+  GPExpr *rewrite_keep;
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

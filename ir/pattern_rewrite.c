@@ -185,7 +185,7 @@ static int select_match(Driver *d, GPMatcher *m, int32_t pattern, int32_t root) 
 static GPExpr *rebuild(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
   Driver *d = user;
   int32_t c = d->claim[id];
-  if (!c || d->recs[c - 1].root != id) return gp_retain(rebuilt);
+  if (!c || d->recs[c - 1].root != id) return gp_rewrite_keep;
   const MRec *r = &d->recs[c - 1];
   size_t total = (size_t)(r->nnodes + r->ninputs + r->ncaps);
   if (total > d->cap_scratch) {

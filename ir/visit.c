@@ -495,6 +495,8 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
   return true;
 }
 
+GPExpr gp_rewrite_keep_mark; /* its address is GPHostAPI.rewrite_keep */
+
 /* How many nodes ahead gp_rewrite_indexed prefetches (their addresses are in the index). */
 #define REWRITE_AHEAD 8
 
@@ -535,7 +537,12 @@ static GPExpr *rewrite_impl(const GPNodeIndex *ni, GPRewriteIdFn fn, void *user,
       failed = true;
       break;
     }
-    GPExpr *repl = fn ? fn(user, (int32_t)i, e, rebuilt, res) : gp_retain(rebuilt);
+    GPExpr *repl = fn ? fn(user, (int32_t)i, e, rebuilt, res) : gp_rewrite_keep;
+    if (repl == gp_rewrite_keep) { /* kept: no reference taken or dropped on the node */
+      own[i] = rebuilt != e; /* the new copy's first reference is ours */
+      res[i] = rebuilt;
+      continue;
+    }
     bool replaced = repl != rebuilt;
     if (rebuilt != e) gp_release(rebuilt);
     if (!repl) {

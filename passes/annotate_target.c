@@ -354,7 +354,7 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt);
  * one that does not (e.g. a rebuilt node kept as it is) makes the pass re-type. */
 static GPExpr *annot_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Annot *A = user;
-  return std_note_typed(annot_node(A, orig, rebuilt), &A->untyped);
+  return std_note_typed(annot_node(A, orig, rebuilt), rebuilt, &A->untyped);
 }
 
 static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
@@ -364,16 +364,16 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
     int ann = byoc_ann(&A->ops, orig);
     if (ann == 1) {
       target_index(A, byoc_compiler(rebuilt));
-      return gp_retain(rebuilt);
+      return std_keep(rebuilt);
     }
     if (ann == 2) {
       GPExpr *in = pc->args[0];
       if (tgt_get(A, in) < 0) tgt_put(A, in, target_index(A, byoc_compiler(rebuilt)));
-      return gp_retain(rebuilt);
+      return std_keep(rebuilt);
     }
     const GPCall *oc = (const GPCall *)orig;
     if (oc->nargs && byoc_ann(&A->ops, oc->args[0]) == 1 && strcmp(byoc_compiler(oc->args[0]), BYOC_DEFAULT) != 0)
-      return gp_retain(rebuilt);
+      return std_keep(rebuilt);
     if (A->call_ops_only && ekind(pc->op) == GP_TI_VAR) return ends_only(A, orig, rebuilt);
     int t = call_target(A, orig);
     if (t < 0) return NULL;
@@ -397,7 +397,7 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
   }
   case GP_TI_TUPLE: {
     const GPTuple *tp = (const GPTuple *)rebuilt;
-    if (tp->n == 0) return gp_retain(rebuilt);
+    if (tp->n == 0) return std_keep(rebuilt);
     if (A->call_ops_only) return ends_only(A, orig, rebuilt);
     GPExpr *small[SMALL], **fs = tp->n <= SMALL ? small : malloc(sizeof(GPExpr *) * (size_t)tp->n);
     if (!fs) abort();
@@ -462,7 +462,7 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
     gp_release(c), gp_release(a), gp_release(b);
     return typed_like(ni ? &ni->base : NULL, orig);
   }
-  default: return gp_retain(rebuilt);
+  default: return std_keep(rebuilt);
   }
 }
 

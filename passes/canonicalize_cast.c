@@ -123,7 +123,7 @@ static int analyse(Cast *cs, GPExpr *root) {
 static GPExpr *cast_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Cast *cs = user;
   const uint8_t *flags = pmap_get(&cs->copy, orig);
-  if (!flags) return gp_retain(rebuilt);
+  if (!flags) return std_keep(rebuilt);
   const GPCall *c = (const GPCall *)rebuilt;
   GPExpr **args = calloc((size_t)c->nargs, sizeof *args);
   if (!args) {

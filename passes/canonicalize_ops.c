@@ -18,7 +18,7 @@ typedef struct Canon {
 static GPExpr *canon_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Canon *cn = user;
   const char *op = sb_op_name(rebuilt);
-  if (!op || strcmp(op, "nn.bias_add") != 0) return gp_retain(rebuilt);
+  if (!op || strcmp(op, "nn.bias_add") != 0) return std_keep(rebuilt);
   const GPCall *c = (const GPCall *)rebuilt;
   const GPCall *oc = (const GPCall *)orig;
   char loc[256];

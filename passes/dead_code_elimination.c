@@ -65,7 +65,7 @@ static GPExpr *dce_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     }
   }
   if (pmap_get(&d->inlined, orig) == PENDING) pmap_put(&d->inlined, orig, gp_retain(rebuilt));
-  return gp_retain(rebuilt);
+  return std_keep(rebuilt);
 }
 
 static void dce_free(Dce *d) {

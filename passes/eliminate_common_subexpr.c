@@ -301,17 +301,17 @@ static GPExpr *ecse_node(Ecse *s, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPE
   if (ekind(rebuilt) == GP_TI_CALL) {
     const GPCall *c = (const GPCall *)rebuilt;
     if (c->nargs == 0 || ekind(c->op) != GP_TI_OP || (((const GPOp *)c->op)->flags & GP_OP_STATEFUL))
-      return gp_retain(rebuilt);
+      return std_keep(rebuilt);
     for (int32_t a = 0; a < c->nargs && key < 0; a++)
       if (!arg_by_value(c->args[a])) key = s->rep[kids[1 + a]];
   } else if (ekind(rebuilt) == GP_TI_TUPLE_GET_ITEM) {
     key = s->rep[kids[0]];
   } else {
-    return gp_retain(rebuilt);
+    return std_keep(rebuilt);
   }
   int skip = skip_node(s, orig, rebuilt);
   if (skip < 0) return NULL;
-  if (skip) return gp_retain(rebuilt);
+  if (skip) return std_keep(rebuilt);
   GPExpr *earlier = NULL;
   uint64_t h = 0;
   if (key >= 0) {
@@ -335,14 +335,14 @@ static GPExpr *ecse_node(Ecse *s, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPE
   } else if (table_add(s, h, rebuilt, id) != 0) {
     return NULL;
   }
-  return gp_retain(rebuilt);
+  return std_keep(rebuilt);
 }
 
 /* A replacement is an equal earlier node (same op, attrs and argument types: the same type), so
  * the rewrite keeps every type and the result needs no re-typing when all came back typed. */
 static GPExpr *ecse_rewrite(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
   Ecse *s = user;
-  return std_note_typed(ecse_node(s, id, orig, rebuilt, done), &s->untyped);
+  return std_note_typed(ecse_node(s, id, orig, rebuilt, done), rebuilt, &s->untyped);
 }
 
 static GPExpr *ecse_function(void *user, const GPModule *mod, int32_t index) {

@@ -164,9 +164,9 @@ static bool store_dims(GPTensor *t, DLDataType dt, int32_t n, const int64_t *dim
  * given).  The argument's type comes from the typed input (orig). */
 static GPExpr *fold_shape_of(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   const GPOp *op = (const GPOp *)orig->op;
-  if (orig->nargs != 1) return gp_retain(rebuilt);
+  if (orig->nargs != 1) return std_keep(rebuilt);
   const GPType *at = orig->args[0]->checked_type;
-  if (!at || at->kind != GP_TYPE_TENSOR || numel_of(at->n, at->tensor.shape) < 0) return gp_retain(rebuilt);
+  if (!at || at->kind != GP_TYPE_TENSOR || numel_of(at->n, at->tensor.shape) < 0) return std_keep(rebuilt);
   DLDataType dt = {kDLInt, 32, 1};
   const GPAttrValue *v = orig->attrs ? H->attrs_get(orig->attrs, "dtype") : NULL;
   if (v && v->kind == GP_ATTR_DTYPE && v->dtype.bits) dt = v->dtype;
@@ -176,7 +176,7 @@ static GPExpr *fold_shape_of(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   if (bytes > f->max_bytes) {
     std_note(f->ctx, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
              where(f, &orig->base, loc, sizeof loc), (long long)bytes, (long long)f->max_bytes);
-    return gp_retain(rebuilt);
+    return std_keep(rebuilt);
   }
   const GPType *rt = H->type_tensor(dt, 1, &rank);
   if (!rt) return NULL;
@@ -186,7 +186,7 @@ static GPExpr *fold_shape_of(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
     gp_release(t);
     std_note(f->ctx, "not folded: %s at %s: dtype of %d bits, code %d is not supported", op->name,
              where(f, &orig->base, loc, sizeof loc), (int)dt.bits, (int)dt.code);
-    return gp_retain(rebuilt);
+    return std_keep(rebuilt);
   }
   GPConstant *c = H->constant_new(t);
   gp_release(t);
@@ -202,21 +202,21 @@ static GPExpr *fold_shape_of(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
 
 static GPExpr *fold_call(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
   const GPCall *c = (const GPCall *)rebuilt;
-  if (c->nargs == 0) return gp_retain(rebuilt); /* ones(shape=...): folding only costs memory */
-  if (ekind(c->op) != GP_TI_OP) return gp_retain(rebuilt);
+  if (c->nargs == 0) return std_keep(rebuilt); /* ones(shape=...): folding only costs memory */
+  if (ekind(c->op) != GP_TI_OP) return std_keep(rebuilt);
   const GPOp *op = (const GPOp *)c->op;
-  if (op->flags & GP_OP_STATEFUL) return gp_retain(rebuilt);
+  if (op->flags & GP_OP_STATEFUL) return std_keep(rebuilt);
   if (op == f->shape_of || op == f->vm_shape_of) return fold_shape_of(f, orig, rebuilt);
-  if (op->flags & GP_OP_NON_COMPUTATIONAL) return gp_retain(rebuilt);
-  if (op == f->device_copy || op == f->ndarray_size) return gp_retain(rebuilt);
+  if (op->flags & GP_OP_NON_COMPUTATIONAL) return std_keep(rebuilt);
+  if (op == f->device_copy || op == f->ndarray_size) return std_keep(rebuilt);
   for (int32_t i = 0; i < c->nargs; i++)
-    if (!foldable_arg(c->args[i])) return gp_retain(rebuilt);
+    if (!foldable_arg(c->args[i])) return std_keep(rebuilt);
   char loc[256];
   int64_t want = type_bytes(orig->base.checked_type);
   if (want > f->max_bytes) {
     std_note(f->ctx, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
              where(f, &orig->base, loc, sizeof loc), (long long)want, (long long)f->max_bytes);
-    return gp_retain(rebuilt);
+    return std_keep(rebuilt);
   }
   GPExpr *r = H->eval_call(c);
   if (!r) {
@@ -224,7 +224,7 @@ static GPExpr *fold_call(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
       std_note(f->ctx, "not folded: %s at %s: %s", op->name, where(f, &orig->base, loc, sizeof loc),
                H->error_message());
       H->error_clear();
-      return gp_retain(rebuilt);
+      return std_keep(rebuilt);
     }
     error_at(f, orig, op->name);
     return NULL;
@@ -234,7 +234,7 @@ static GPExpr *fold_call(Fold *f, const GPCall *orig, GPExpr *rebuilt) {
     std_note(f->ctx, "not folded: %s at %s would materialize %lld bytes, over " MAX_BYTES_KEY " = %lld", op->name,
              where(f, &orig->base, loc, sizeof loc), (long long)got, (long long)f->max_bytes);
     gp_release(r);
-    return gp_retain(rebuilt);
+    return std_keep(rebuilt);
   }
   f->folded++;
   if (got > 0 && __builtin_add_overflow(f->bytes, got, &f->bytes)) f->bytes = INT64_MAX;
@@ -256,7 +256,7 @@ static int constant_truth(const GPExpr *e) {
 static GPExpr *fold_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Fold *f = user;
   GPExpr *res = NULL;
-  if (pmap_has(&f->inside, orig)) return gp_retain(rebuilt);
+  if (pmap_has(&f->inside, orig)) return std_keep(rebuilt);
   switch (ekind(orig)) {
   case GP_TI_VAR: { /* a use (or the binding) of a let-bound name whose value became a constant */
     const GPLet *l = pmap_get(&f->let_of, orig);
@@ -277,7 +277,7 @@ static GPExpr *fold_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     if (ekind(g->tuple) == GP_TI_TUPLE && g->index >= 0 && g->index < ((const GPTuple *)g->tuple)->n)
       res = gp_retain(((const GPTuple *)g->tuple)->fields[g->index]);
     else
-      res = gp_retain(rebuilt);
+      res = std_keep(rebuilt);
     break;
   }
   case GP_TI_IF: {
@@ -286,9 +286,9 @@ static GPExpr *fold_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     res = gp_retain(truth < 0 ? rebuilt : truth ? i->then_branch : i->else_branch);
     break;
   }
-  default: res = gp_retain(rebuilt); break;
+  default: res = std_keep(rebuilt); break;
   }
-  if (res && pmap_get(&f->let_value, orig) == PENDING) pmap_put(&f->let_value, orig, gp_retain(res));
+  if (res && pmap_get(&f->let_value, orig) == PENDING) pmap_put(&f->let_value, orig, gp_retain(std_kept(res, rebuilt)));
   return res;
 }
 

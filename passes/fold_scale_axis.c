@@ -805,7 +805,7 @@ static bool same_dtype_or_fail(const Fsa *s, const GPExpr *at, const GPExpr *w, 
 
 static GPExpr *fwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
   OpKind kind = kind_at(s, i);
-  if (kind == K_OTHER || kind == K_BIAS_ADD) return gp_retain(rebuilt);
+  if (kind == K_OTHER || kind == K_BIAS_ADD) return std_keep(rebuilt);
   const GPCall *oc = (const GPCall *)orig, *rc = (const GPCall *)rebuilt;
   int64_t j0 = arg_id(s, (size_t)i, 0), j1 = oc->nargs > 1 ? arg_id(s, (size_t)i, 1) : -1;
   bool sc0 = j0 >= 0 && s->value[j0], sc1 = j1 >= 0 && s->value[j1];
@@ -892,7 +892,7 @@ static GPExpr *fwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
   default: break;
   }
   /* a scaled node's placeholder is its plain rebuild: right wherever the scale is not taken */
-  return gp_retain(rebuilt);
+  return std_keep(rebuilt);
 fail:
   sb_finish(&b, NULL);
   fail_at(s, orig, "into", sb_op_name(orig));
@@ -966,21 +966,21 @@ static int backward_decide(Fsa *s) {
 }
 
 static GPExpr *bwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
-  if (ekind(orig) != GP_TI_CALL) return gp_retain(rebuilt);
+  if (ekind(orig) != GP_TI_CALL) return std_keep(rebuilt);
   const GPCall *oc = (const GPCall *)orig, *rc = (const GPCall *)rebuilt;
   if (s->scale[i]) /* a folded multiply: its argument already carries the scale */
     return gp_retain(rc->args[s->sside[i]]);
-  if (!s->chain[i]) return gp_retain(rebuilt);
+  if (!s->chain[i]) return std_keep(rebuilt);
   int64_t f = s->chain[i] - 1;
   GPExpr *sc = s->scale[f];
   int32_t axis = msg_of(s, arg_id(s, (size_t)f, s->sside[f]));
   SBuild b = {.ops = &s->ops};
   GPExpr *out = NULL;
   switch (kind_at(s, i)) {
-  case K_RELU: return gp_retain(rebuilt);
+  case K_RELU: return std_keep(rebuilt);
   case K_ADDSUB: {
     bool m0 = msg_of(s, arg_id(s, (size_t)i, 0)) >= 0, m1 = msg_of(s, arg_id(s, (size_t)i, 1)) >= 0;
-    if (m0 && m1) return gp_retain(rebuilt);
+    if (m0 && m1) return std_keep(rebuilt);
     const GPType *ts = ttype(m0 ? oc->args[0] : oc->args[1]);
     GPExpr *e = mk_expand_bias(s, &b, sc, ts->n, axis);
     GPExpr *other = mk_binop(&b, "multiply", m0 ? rc->args[1] : rc->args[0], e);
@@ -994,7 +994,7 @@ static GPExpr *bwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
     if (kind_at(s, i) == K_CONV) {
       Conv ci;
       const char *why;
-      if (!conv_info(orig, false, &ci, &why)) return gp_retain(rebuilt); /* cannot happen */
+      if (!conv_info(orig, false, &ci, &why)) return std_keep(rebuilt); /* cannot happen */
       w = mk_expand_bias(s, &b, sc, ci.kndim, ci.ko);
     } else {
       w = mk_expand_bias(s, &b, sc, 2, 0);
@@ -1007,7 +1007,7 @@ static GPExpr *bwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
     s->folded++;
     break;
   }
-  default: return gp_retain(rebuilt);
+  default: return std_keep(rebuilt);
   }
   GPExpr *r = sb_finish(&b, out);
   if (!r) fail_at(s, orig, "into", sb_op_name(orig));

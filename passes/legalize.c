@@ -65,14 +65,14 @@ done:
 
 static GPExpr *leg_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Leg *l = user;
-  if (ekind(orig) != GP_TI_CALL || ekind(((GPCall *)orig)->op) != GP_TI_OP) return gp_retain(rebuilt);
+  if (ekind(orig) != GP_TI_CALL || ekind(((GPCall *)orig)->op) != GP_TI_OP) return std_keep(rebuilt);
   const GPCall *oc = (const GPCall *)orig;
   const GPOp *op = (const GPOp *)oc->op;
   bool err = false;
   GPPackedFunc *hook = std_hook_of(&l->hooks, op, &err);
   char loc[256], prefix[512];
   if (!hook) {
-    if (!err) return gp_retain(rebuilt);
+    if (!err) return std_keep(rebuilt);
     snprintf(prefix, sizeof prefix, "op %s at %s", op->name, std_where(l->source, orig, loc, sizeof loc));
     std_error_prefix(prefix);
     return NULL;
@@ -91,7 +91,7 @@ static GPExpr *leg_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
     std_error_prefix(prefix);
     return NULL;
   }
-  if (res.type_index == GP_TI_NONE) return gp_retain(rebuilt);
+  if (res.type_index == GP_TI_NONE) return std_keep(rebuilt);
   if (res.type_index != GP_TI_CALL || !res.v_obj || res.v_obj->type_index != GP_TI_CALL) {
     char what[160];
     std_describe_any(&res, what, sizeof what);

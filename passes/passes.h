@@ -75,9 +75,17 @@ GPModule *std_function_pass(const GPModule *mod, StdFunctionRewrite run, void *u
  * every result of the pass's rewrite callback was typed: see std_note_typed), so when that
  * holds for every rewritten function the re-typing is skipped. */
 GPModule *std_function_pass_typed(const GPModule *mod, StdFunctionRewrite run, void *user, const bool *untyped);
-/* For a rewrite callback: returns r, setting *untyped when r is a node without a type. */
-static inline GPExpr *std_note_typed(GPExpr *r, bool *untyped) {
-  if (r && !r->checked_type && ((const GPObject *)r)->type_index != GP_TI_OP) *untyped = true;
+/* GPHostAPI.rewrite_keep when the host has it (ABI 1.5), else NULL (set by initialize). */
+extern GPExpr *gp_std_keep;
+/* What a rewrite callback returns to keep `rebuilt`: the host's marker (no reference count
+ * traffic on the node) or, from a 1.4 host, a new reference. */
+static inline GPExpr *std_keep(GPExpr *rebuilt) { return gp_std_keep ? gp_std_keep : gp_retain(rebuilt); }
+/* The node a callback's result r stands for: rebuilt when r is the marker, else r. */
+static inline GPExpr *std_kept(GPExpr *r, GPExpr *rebuilt) { return r && r == gp_std_keep ? rebuilt : r; }
+/* For a rewrite callback: returns r, setting *untyped when the node r stands for has no type. */
+static inline GPExpr *std_note_typed(GPExpr *r, GPExpr *rebuilt, bool *untyped) {
+  const GPExpr *x = std_kept(r, rebuilt);
+  if (x && !x->checked_type && ((const GPObject *)x)->type_index != GP_TI_OP) *untyped = true;
   return r;
 }
 bool std_function_skipped(const GPFunctionExpr *fn);

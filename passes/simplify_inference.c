@@ -239,7 +239,7 @@ static GPExpr *simp_node(Simp *s, GPExpr *orig, GPExpr *rebuilt) {
   if (ekind(rebuilt) == GP_TI_TUPLE_GET_ITEM) {
     const GPTupleGetItem *g = (const GPTupleGetItem *)rebuilt;
     const char *op = sb_op_name(g->tuple);
-    if (g->index != 0 || !op) return gp_retain(rebuilt);
+    if (g->index != 0 || !op) return std_keep(rebuilt);
     const GPCall *c = (const GPCall *)g->tuple;
     if (strcmp(op, "nn.batch_norm") == 0) {
       const GPType *t = data_type(s, orig, op, orig->checked_type);
@@ -249,15 +249,15 @@ static GPExpr *simp_node(Simp *s, GPExpr *orig, GPExpr *rebuilt) {
       s->dropout++;
       return gp_retain(c->args[0]);
     }
-    return gp_retain(rebuilt);
+    return std_keep(rebuilt);
   }
   const char *op = sb_op_name(rebuilt);
-  if (!op) return gp_retain(rebuilt);
+  if (!op) return std_keep(rebuilt);
   const GPCall *c = (const GPCall *)rebuilt;
   bool norm = strcmp(op, "nn.layer_norm") == 0 || strcmp(op, "nn.instance_norm") == 0 ||
               strcmp(op, "nn.group_norm") == 0;
   bool l2 = !norm && strcmp(op, "nn.l2_normalize") == 0 && c->nargs == 1;
-  if (!norm && !l2) return gp_retain(rebuilt);
+  if (!norm && !l2) return std_keep(rebuilt);
   const GPType *t = data_type(s, orig, op, orig->checked_type);
   if (!t) return NULL;
   return norm ? unpack_norm(s, orig, c, op, t) : unpack_l2(s, orig, c, t);
@@ -267,7 +267,7 @@ static GPExpr *simp_node(Simp *s, GPExpr *orig, GPExpr *rebuilt) {
  * needs no re-typing when every node came back typed. */
 static GPExpr *simp_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   Simp *s = user;
-  return std_note_typed(simp_node(s, orig, rebuilt), &s->untyped);
+  return std_note_typed(simp_node(s, orig, rebuilt), rebuilt, &s->untyped);
 }
 
 static GPExpr *simp_function(void *user, const GPModule *mod, int32_t index) {

@@ -426,6 +426,7 @@ static const GPHostAPI k_host_api = {
     .expr_index_new = h_expr_index_new,
     .expr_index_free = h_expr_index_free,
     .rewrite_indexed = h_rewrite_indexed,
+    .rewrite_keep = gp_rewrite_keep,
 };
 
 const GPHostAPI *gp_host_api(void) {

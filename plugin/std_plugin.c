@@ -5,6 +5,7 @@
 #include <string.h>
 
 const GPHostAPI *gp_std_host;
+GPExpr *gp_std_keep;
 
 /* TVM v0.12's relay.build order (src/relay/backend/utils.cc, GetPassPrefix, then FuseOps),
  * with every pass that exists here: the passes whose opt-level is above the context's are
@@ -67,6 +68,7 @@ static int std_initialize(const GPHostAPI *host) {
     return -1;
   }
   gp_std_host = host;
+  gp_std_keep = GP_HAS_FIELD(host, GPHostAPI, rewrite_keep) ? host->rewrite_keep : NULL;
   int (*const regs[])(void) = {std_register_infer_type, std_register_remove_unused_functions,
                                 std_register_dead_code_elimination, std_register_print_ir, std_register_fuse_ops,
                                 std_register_fold_constant, std_register_legalize,

@@ -171,3 +171,86 @@ Test(node_index, the_golden_inputs_match_a_plain_walk) {
                                      "tests/data/fold_scale_axis"};
   cr_assert_gt(th_each_relay(dirs, GP_ARRAY_LEN(dirs), ".relay", index_of_each_function, NULL), 50);
 }
+
+/* ---- GPHostAPI.rewrite_keep (ABI 1.5): a callback keeps a node without a reference */
+
+typedef struct {
+  const GPHostAPI *h;
+  bool marker;   /* keep with the marker, else with gp_retain(rebuilt) */
+  bool drop_relu; /* replace relu(x) by x */
+} KeepCb;
+
+static GPExpr *keep_cb(void *user, GPExpr *orig, GPExpr *rebuilt) {
+  (void)orig;
+  KeepCb *k = user;
+  if (k->drop_relu && gp_kind(rebuilt) == GP_TI_CALL && GP_AS(GPCall, rebuilt)->op == (GPExpr *)gp_op_get("nn.relu"))
+    return gp_retain(GP_AS(GPCall, rebuilt)->args[0]);
+  return k->marker ? k->h->rewrite_keep : gp_retain(rebuilt);
+}
+
+static GPExpr *keep_id_cb(void *user, int32_t id, GPExpr *orig, GPExpr *rebuilt, GPExpr *const *done) {
+  (void)id;
+  (void)done;
+  return keep_cb(user, orig, rebuilt);
+}
+
+/* y = add(relu(y), c) over shared and unshared constants */
+static GPExpr *relu_chain(int n) {
+  const GPOp *relu = gp_op_get("nn.relu");
+  GPExpr *shared = scalar(7.0f);
+  GPExpr *y = (GPExpr *)gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 0, NULL));
+  for (int i = 0; i < n; i++) {
+    GPExpr *r = (GPExpr *)gp_call_new((GPExpr *)relu, 1, &y, NULL);
+    gp_release(y);
+    GPExpr *c = i % 3 ? scalar((float)i) : gp_retain(shared);
+    y = add(r, c);
+    gp_release(c);
+  }
+  gp_release(shared);
+  return y;
+}
+
+/* Every node's reference count, in post order. */
+static uint32_t *counts(GPExpr *root, GPExpr ***nodes, size_t *n) {
+  cr_assert_eq(gp_post_order(root, nodes, n), 0);
+  uint32_t *c = gp_malloc(*n * sizeof *c);
+  for (size_t i = 0; i < *n; i++) c[i] = (*nodes)[i]->obj.ref_count;
+  return c;
+}
+
+Test(rewrite, keep_marker_keeps_nodes_without_references) {
+  gp_ops_init();
+  const GPHostAPI *h = gp_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, rewrite_keep) && h->rewrite_keep);
+  cr_assert(!gp_is_expr(h->rewrite_keep), "a marker, not a node");
+  GPExpr *g = relu_chain(3000);
+  GPExpr **nodes;
+  size_t n;
+  uint32_t *before = counts(g, &nodes, &n);
+  for (int drop = 0; drop < 2; drop++) {
+    for (int indexed = 0; indexed < 2; indexed++) {
+      KeepCb with = {h, true, drop}, without = {h, false, drop};
+      GPExpr *a, *b;
+      if (indexed) {
+        GPExprIndex *ix = h->expr_index_new(g);
+        cr_assert(ix);
+        a = h->rewrite_indexed(ix, keep_id_cb, &with);
+        b = h->rewrite_indexed(ix, keep_id_cb, &without);
+        h->expr_index_free(ix);
+      } else {
+        a = h->rewrite(g, keep_cb, &with);
+        b = h->rewrite(g, keep_cb, &without);
+      }
+      cr_assert(a && b, "%s", gp_error_message());
+      cr_assert(gp_expr_equal(a, b), "drop %d indexed %d: the marker keeps what a reference keeps", drop, indexed);
+      if (!drop) cr_assert_eq(a, g, "nothing changed: the input itself");
+      gp_release(a);
+      gp_release(b);
+      for (size_t i = 0; i < n; i++) /* no reference of the rewrite is left on any input node */
+        cr_assert_eq(nodes[i]->obj.ref_count, before[i], "drop %d indexed %d: node %zu", drop, indexed, i);
+    }
+  }
+  gp_free(before);
+  gp_free(nodes);
+  gp_release(g);
+}
