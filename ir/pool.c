@@ -168,6 +168,13 @@ static Segment *seg_map(size_t size) {
   size_t head = at - (uintptr_t)raw, tail = span - head - size;
   if (head) munmap(raw, head);
   if (tail) munmap((char *)at + size, tail);
+#ifdef MADV_POPULATE_WRITE
+  /* Fault the segment in at once: a segment is mapped when every page of the others is taken,
+   * so it is about to be written; one call instead of 1024 faults (the first run of the llvm
+   * set at 1M calls, which maps its memory, was ~5% faster).  An older kernel refuses: then
+   * the pages fault in one by one as before. */
+  madvise((void *)at, size, MADV_POPULATE_WRITE);
+#endif
   atomic_fetch_add(&mapped_bytes, size);
   atomic_fetch_add(&mapped_segments, 1);
   Segment *s = (Segment *)at; /* fresh pages read as zero */
