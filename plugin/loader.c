@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -138,6 +139,37 @@ static int check_table(const char *path, const GPPluginAPI *api) {
   return 0;
 }
 
+
+/* gp_plugin_host_minor: the table older plugins are handed (static: a plugin keeps it). */
+static GPHostAPI older_table;
+static _Atomic int older_minor = -1;
+
+void gp_plugin_host_minor(int minor) { atomic_store(&older_minor, minor); }
+
+/* A 1.minor host table's size: up to the last field of that minor's released header
+ * (tests/abi/graphpass-1.<minor>.h). */
+static size_t host_size_of_minor(int minor) {
+  switch (minor) {
+  case 0: return GP_STRUCT_SIZE(GPHostAPI, ffi_closure_free);
+  case 1: return GP_STRUCT_SIZE(GPHostAPI, func_get);
+  case 2: return GP_STRUCT_SIZE(GPHostAPI, ctx_set_opt_set);
+  case 3: return GP_STRUCT_SIZE(GPHostAPI, eval_random_inputs);
+  case 4: return GP_STRUCT_SIZE(GPHostAPI, rewrite_indexed);
+  default: return sizeof(GPHostAPI);
+  }
+}
+
+static const GPHostAPI *older_host(const GPHostAPI *host) {
+  int minor = atomic_load(&older_minor);
+  if (minor < 0 || minor >= GP_ABI_VERSION_MINOR) return host;
+  size_t size = host_size_of_minor(minor);
+  memset(&older_table, 0, sizeof older_table);
+  memcpy(&older_table, host, size);
+  older_table.struct_size = size;
+  older_table.abi_version = (uint32_t)(GP_ABI_VERSION_MAJOR << 16 | (uint32_t)minor);
+  return &older_table;
+}
+
 static int load_locked(const char *path, const char *real) {
   if (find_by_path(real)) return 0; /* already loaded: no-op */
 
@@ -174,7 +206,7 @@ static int load_locked(const char *path, const char *real) {
   /* Copy what we keep before running plugin code. */
   char *name = gp_strdup(api->name);
   char *prev_origin = gp_strdup(gp_registry_origin() ? gp_registry_origin() : "host");
-  const GPHostAPI *host = gp_host_api(); /* also registers the built-in ops */
+  const GPHostAPI *host = older_host(gp_host_api()); /* also registers the built-in ops */
   int32_t ops_before = gp_op_count();
   gp_registry_set_origin(name);
   int rc = api->initialize(host);

@@ -34,6 +34,11 @@ typedef struct GPPluginInfo {
  *    closed. */
 int gp_plugin_load(const char *path);
 
+/* Tests: plugins loaded from now on get a host table of ABI 1.`minor` (its struct_size and
+ * abi_version, the later fields zeroed), as an older host would hand them; -1 restores this
+ * host's.  For checking that a plugin keeps working on the oldest host it accepts. */
+void gp_plugin_host_minor(int minor);
+
 /* Load every regular file named `*.so` in `dir`, sorted by name (strcmp).  Stops at the first
  * failure (-1 with that plugin's error).  A missing directory is GP_ERR_IO. */
 int gp_plugin_load_dir(const char *dir);

@@ -112,3 +112,37 @@ Test(abi_compat, plugins_of_every_released_minor_load_and_run) {
   gp_release(m);
   H->ctx_free(ctx);
 }
+
+/* The standard plugin on the oldest host it accepts (1.4, without rewrite_keep): its rewriting
+ * passes keep nodes by reference there and give the golden results; a 1.3 host is refused. */
+Test(abi_compat, the_standard_plugin_runs_on_the_oldest_host_it_accepts) {
+  gp_plugin_host_minor(3);
+  char *p = th_path("plugins/libgp_std.so");
+  cr_assert_neq(gp_plugin_load(p), 0, "a 1.3 host lacks the node index the plugin's passes use");
+  cr_assert_eq(gp_error_kind(), GP_ERR_VERSION);
+  cr_assert(strstr(gp_error_message(), "1.4 or newer (this one is 1.3)"), "%s", gp_error_message());
+  gp_error_clear();
+  gp_plugin_host_minor(4);
+  cr_assert_eq(gp_plugin_load(p), 0, "%s", gp_error_message());
+  gp_plugin_host_minor(-1);
+  gp_free(p);
+  static const struct {
+    const char *before, *after, *pipeline;
+  } g[] = {
+      {"tests/data/passes/ecse_cascade.before.relay", "tests/data/passes/ecse_cascade.after.relay", "EliminateCommonSubexpr"},
+      {"tests/data/passes/fold_constant_chain.before.relay", "tests/data/passes/fold_constant_chain.after.relay", "FoldConstant"},
+      {"tests/data/passes/fold_constant_if_true.before.relay", "tests/data/passes/fold_constant_if_true.after.relay", "FoldConstant"},
+      {"tests/data/passes/simplify_bn.before.relay", "tests/data/passes/simplify_bn.after.relay", "SimplifyInference"},
+      {"tests/data/passes/canon_ops_axis1.before.relay", "tests/data/passes/canon_ops_axis1.after.relay", "CanonicalizeOps"},
+      {"tests/data/passes/canon_cast_order.before.relay", "tests/data/passes/canon_cast_order.after.relay", "CanonicalizeCast"},
+      {"tests/data/passes/dce_unused.before.relay", "tests/data/passes/dce_unused.after.relay", "DeadCodeElimination"},
+      {"tests/data/fold_scale_axis/bwd_conv.before.relay", "tests/data/fold_scale_axis/bwd_conv.after.relay", "FoldScaleAxis"},
+      {"tests/data/simplify_expr/adjacent_mul_add.before.relay", "tests/data/simplify_expr/adjacent_mul_add.after.relay", "SimplifyExpr"},
+  };
+  for (size_t i = 0; i < GP_ARRAY_LEN(g); i++) {
+    GPPassContext *ctx = gp_ctx_new();
+    cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0);
+    th_golden_ctx(g[i].before, g[i].after, g[i].pipeline, ctx);
+    gp_ctx_free(ctx);
+  }
+}
