@@ -139,8 +139,8 @@ static int check_table(const char *path, const GPPluginAPI *api) {
   return 0;
 }
 
-
-/* gp_plugin_host_minor: the table older plugins are handed (static: a plugin keeps it). */
+/* gp_plugin_host_minor (tests): the table a plugin loaded as if by an older host gets.  Static,
+ * since a plugin keeps its table; one at a time (the next such load rewrites it). */
 static GPHostAPI older_table;
 static _Atomic int older_minor = -1;
 

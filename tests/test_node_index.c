@@ -2,7 +2,8 @@
  * depth-first walk with a visited set, on graphs where constants are shared in every way the
  * build treats specially (held by a second graph version, used twice, three times, by
  * thousands of calls; with the first-visit bitmap capped, so that it collides and suspects
- * resolve both ways). */
+ * resolve both ways).  And the rewriter over it: GPHostAPI.rewrite_keep keeps what a
+ * reference keeps. */
 #include "test_helpers.h"
 
 /* The reference: post-order DFS (children in child order; a let's value before its var) with a
