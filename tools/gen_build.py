@@ -260,7 +260,7 @@ if FUZZ:
     w('build fuzz: fuzzrun | fuzz-build')
     w('')
 
-w('build test-tsan: tsan')
+w('build test-tsan: tsan | %s %s' % (GEN_C, GEN_H))  # the runner compiles the ONNX importer too
 # PREFIX (default /usr/local) and DESTDIR from the environment: PREFIX=/opt/gp DESTDIR=/tmp/stage ninja install
 w('build install: install | all')
 w('default all')
