@@ -10,8 +10,9 @@
 #define SYNTH_PROG "test_pipeline_threads"
 #include "../../bench/synth_graph.h"
 
+#include "two_threads.h"
+
 #include <criterion/criterion.h>
-#include <pthread.h>
 
 typedef struct Job {
   long calls; /* the model's size: about this many op calls */
@@ -57,11 +58,7 @@ Test(pipeline, two_threads_compile_with_the_default_set) {
   GPModule *want = compile(2000);
   cr_assert(want, "%s", gp_error_message());
   Job a = {2000, NULL, 0}, b = {2000, NULL, 0};
-  pthread_t ta, tb;
-  pthread_create(&ta, NULL, worker, &a);
-  pthread_create(&tb, NULL, worker, &b);
-  pthread_join(ta, NULL);
-  pthread_join(tb, NULL);
+  two_threads(worker, &a, &b);
   cr_assert_eq(a.failures + b.failures, 0);
   cr_assert(gp_module_equal(a.out, want), "thread 1's result differs from one thread's");
   cr_assert(gp_module_equal(b.out, want), "thread 2's result differs from one thread's");

@@ -5,8 +5,9 @@
 #include "../../ir/pattern.h"
 #include "../../ir/ir.h"
 
+#include "two_threads.h"
+
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <string.h>
 
 /* relu(relu(x)) -> sigmoid(x); add(x, x) -> x * 2 (one float32 constant per rewrite). */
@@ -80,11 +81,7 @@ static void *worker(void *p) {
 Test(rewrite, two_threads_to_a_fixed_point) {
   gp_ops_init();
   Arg a = {0}, b = {0};
-  pthread_t ta, tb;
-  pthread_create(&ta, NULL, worker, &a);
-  pthread_create(&tb, NULL, worker, &b);
-  pthread_join(ta, NULL);
-  pthread_join(tb, NULL);
+  two_threads(worker, &a, &b);
   cr_assert_eq(a.failures + b.failures, 0);
   /* each graph: 200 relu pairs and 200 doubled adds, all in the first round */
   cr_assert_eq(a.rewritten, 20 * 400, "%d", a.rewritten);
