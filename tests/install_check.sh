@@ -66,6 +66,10 @@ export LD_LIBRARY_PATH="$top/lib"
 run "$tmp/embed" "$top/lib/graphpass/plugins/libgp_std.so,$tmp/libhello.so" - HelloCountCalls,RemoveUnusedFunctions
 grep -q "embed: note: HelloCountCalls: 2 calls in @main" "$tmp/out" || { cat "$tmp/out"; fail "staged: the plugin's note"; }
 grep -q "^functions: 1" "$tmp/out" || { cat "$tmp/out"; fail "staged: RemoveUnusedFunctions"; }
+# the plugin's rewrite: nn.relu(nn.relu(x)) -> nn.relu(x), so one call is left
+printf '#[version = "0.0.5"]\ndef @main(%%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  nn.relu(nn.relu(%%x))\n}\n' > "$tmp/relu2.relay"
+run "$tmp/embed" "$top/lib/graphpass/plugins/libgp_std.so,$tmp/libhello.so" "$tmp/relu2.relay" HelloSquashRelu,HelloCountCalls
+grep -q "HelloCountCalls: 1 calls in @main" "$tmp/out" || { cat "$tmp/out"; fail "staged: the plugin's rewrite"; }
 # the default plugins: the directory installed beside the library...
 cp "$tmp/libhello.so" "$top/lib/graphpass/plugins/"
 run "$tmp/embed" - - HelloCountCalls,RemoveUnusedFunctions
