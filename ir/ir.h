@@ -474,9 +474,9 @@ int gp_post_order(GPExpr *root, GPExpr ***out, size_t *count);
  * function param) whose replacement is not a var keeps its binding occurrence, so a callback
  * may replace uses of a name by its value and then drop the let. */
 GPExpr *gp_rewrite(GPExpr *root, GPRewriteFn fn, void *user);
-/* GPHostAPI.rewrite_keep: what fn returns to keep `rebuilt` without a reference.  A zeroed
- * static node (type index 0, not an expression), so that a caller who reads it by mistake
- * sees "not an expression" rather than stray memory. */
+/* GPHostAPI.rewrite_keep: what fn returns to keep `rebuilt` without a reference.  A static,
+ * immortal node of type index 0 (not an expression), so that a caller who reads, retains or
+ * releases it by mistake sees "not an expression" and changes nothing. */
 extern GPExpr gp_rewrite_keep_mark;
 #define gp_rewrite_keep (&gp_rewrite_keep_mark)
 /* gp_rewrite over an index built with GP_NI_LET_VALUE_FIRST: fn gets the node's id and

@@ -495,7 +495,9 @@ static bool same_kid_types(const GPExpr *e, GPExpr *const *kids, int32_t nk) {
   return true;
 }
 
-GPExpr gp_rewrite_keep_mark; /* its address is GPHostAPI.rewrite_keep */
+/* Its address is GPHostAPI.rewrite_keep.  Immortal: a plugin that retains or releases it by
+ * mistake changes nothing (a count of 0 would call a NULL deleter). */
+GPExpr gp_rewrite_keep_mark = {.obj = {.ref_count = GP_REF_IMMORTAL}};
 
 /* How many nodes ahead gp_rewrite_indexed prefetches (their addresses are in the index). */
 #define REWRITE_AHEAD 8

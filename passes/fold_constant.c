@@ -261,14 +261,14 @@ static GPExpr *fold_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   case GP_TI_VAR: { /* a use (or the binding) of a let-bound name whose value became a constant */
     const GPLet *l = pmap_get(&f->let_of, orig);
     GPExpr *v = l ? pmap_get(&f->let_value, l->value) : NULL;
-    res = gp_retain(v && v != PENDING && ekind(v) == GP_TI_CONSTANT ? v : rebuilt);
+    res = v && v != PENDING && ekind(v) == GP_TI_CONSTANT ? gp_retain(v) : std_keep(rebuilt);
     break;
   }
   case GP_TI_LET: { /* the uses of its name became the constant (unless one is inside a
                      * Primitive function, which is never rewritten: then keep the binding) */
     const GPLet *l = (const GPLet *)rebuilt;
     bool inline_it = ekind(l->value) == GP_TI_CONSTANT && !pmap_has(&f->inside, ((const GPLet *)orig)->var);
-    res = gp_retain(inline_it ? l->body : rebuilt);
+    res = inline_it ? gp_retain(l->body) : std_keep(rebuilt);
     break;
   }
   case GP_TI_CALL: res = fold_call(f, (const GPCall *)orig, rebuilt); break;
@@ -283,7 +283,7 @@ static GPExpr *fold_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
   case GP_TI_IF: {
     const GPIf *i = (const GPIf *)rebuilt;
     int truth = constant_truth(i->cond);
-    res = gp_retain(truth < 0 ? rebuilt : truth ? i->then_branch : i->else_branch);
+    res = truth < 0 ? std_keep(rebuilt) : gp_retain(truth ? i->then_branch : i->else_branch);
     break;
   }
   default: res = std_keep(rebuilt); break;

@@ -81,26 +81,15 @@ static int squash_relu(void *self, const GPAny *args, int32_t nargs, GPAny *resu
 static int hello_initialize(const GPHostAPI *host) {
   H = host;
   if (GP_ABI_MAJOR_OF(host->abi_version) != GP_ABI_VERSION_MAJOR) return -1;
-  GPPassInfo info = {
-      .struct_size = sizeof info,
-      .abi_version = GP_ABI_VERSION,
-      .name = "HelloCountCalls",
-      .opt_level = 0,
-      .kind = GP_PASS_ANALYSIS,
-      .func = count_calls,
-      .help = "notes the number of calls in @main",
+  const GPPassInfo passes[] = {
+      {.struct_size = sizeof(GPPassInfo), .abi_version = GP_ABI_VERSION, .name = "HelloCountCalls", .opt_level = 0,
+       .kind = GP_PASS_ANALYSIS, .func = count_calls, .help = "notes the number of calls in @main"},
+      {.struct_size = sizeof(GPPassInfo), .abi_version = GP_ABI_VERSION, .name = "HelloSquashRelu", .opt_level = 0,
+       .kind = GP_PASS_TRANSFORM, .func = squash_relu, .help = "nn.relu(nn.relu(x)) -> nn.relu(x)"},
   };
-  if (H->pass_register(&info, 0) != 0) return -1;
-  GPPassInfo squash_info = {
-      .struct_size = sizeof squash_info,
-      .abi_version = GP_ABI_VERSION,
-      .name = "HelloSquashRelu",
-      .opt_level = 0,
-      .kind = GP_PASS_TRANSFORM,
-      .func = squash_relu,
-      .help = "nn.relu(nn.relu(x)) -> nn.relu(x)",
-  };
-  return H->pass_register(&squash_info, 0);
+  for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++)
+    if (H->pass_register(&passes[i], 0) != 0) return -1;
+  return 0;
 }
 
 static const GPPluginAPI k_plugin = {
