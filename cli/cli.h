@@ -50,6 +50,8 @@ GPTensor *load_tensor(const char *path);
 
 /* graphpass onnx-test (cli/onnx_test.c) */
 int cmd_onnx_test(int argc, char **argv);
+/* *out = the number text (flag names it in the error): a finite number >= 0, else -1 and an error. */
+int parse_tolerance(const char *flag, const char *text, double *out);
 
 /* graphpass targets (cli/targets_cmd.c) */
 int cmd_targets(int argc, char **argv);

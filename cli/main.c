@@ -35,14 +35,16 @@ static const char usage_text[] =
     "                 [--calibrate NAME=FILE]...]\n"
     "       graphpass dot INPUT [--function F] [--pipeline P] [--target T] [--opt-level N] [-o FILE]\n"
     "                 [--params FILE] [--plugin FILE]... [--no-default-plugins] [--shape NAME=D,...]...\n"
-    "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N]\n"
+    "       graphpass onnx-test PATH... [--pipeline P] [--target T] [--opt-level N] [--rtol X] [--atol Y]\n"
     "                 [--verify-numerics] [--plugin FILE]... [--no-default-plugins]\n"
     "       graphpass --version | --help\n"
     "INPUT is Relay text (TVM's print(mod) format; '-' reads stdin) or an ONNX model (.onnx);\n"
     "--shape fixes the dims of an ONNX graph input.  --input files are .npy or ONNX TensorProto (.pb).\n"
     "onnx-test runs ONNX's conformance tests (a test directory with model.onnx and\n"
     "test_data_set_*, a directory of them, or X.onnx beside X_output_0.pb) and prints\n"
-    "PASS/FAIL/SKIP per test and a totals line; it exits 1 when a test failed.\n"
+    "PASS/FAIL/SKIP per test and a totals line; it exits 1 when a test failed.  It compares\n"
+    "outputs as ONNX's runner does, |got - want| <= atol + rtol * |want|, with --rtol (default\n"
+    "1e-3) and --atol (default 1e-7).\n"
     "--verify-numerics evaluates @main on deterministic inputs (from --seed, default 0) before\n"
     "the first pass and after each pass, and fails naming the first pass whose outputs differ\n"
     "beyond |got - want| <= atol + rtol * |want| (defaults: rtol 1e-4, atol 1e-5).\n"
@@ -268,7 +270,7 @@ static int add_print_after(GPPassContext *c, const char *n) {
 }
 
 /* A tolerance: a finite number >= 0. */
-static int parse_tolerance(const char *flag, const char *text, double *out) {
+int parse_tolerance(const char *flag, const char *text, double *out) {
   char *end;
   errno = 0;
   double v = strtod(text, &end);

@@ -34,6 +34,29 @@ if [ "$variant" = plain ]; then
   sh tests/run_python.sh || { echo "tests/run.sh: the Python suite failed" >&2; exit 1; }
 fi
 
+# DenseNets from bench/gen_densenet (torchvision's architecture, pseudo-random weights; no data
+# needed from outside): their hashes, then onnx-test at opt-level 3 and 4 with --verify-numerics
+# against ONNX Runtime's outputs for the same files (tests/data/densenet/README.md).
+dn=$dir/tests/densenet
+mkdir -p "$dn"
+"$dir/bin/gen_densenet" "$dn/densenet121.onnx" > /dev/null &&
+  "$dir/bin/gen_densenet" "$dn/densenet_tiny.onnx" --blocks 2,3 --growth 4 --init 8 --size 32 --classes 10 > /dev/null ||
+  { echo "tests/run.sh: gen_densenet failed" >&2; exit 1; }
+(cd "$dn" && sha256sum --quiet -c "$OLDPWD/tests/data/densenet/SHA256SUMS") ||
+  { echo "tests/run.sh: gen_densenet no longer writes the models tests/data/densenet's outputs are for (see its README)" >&2; exit 1; }
+cp tests/data/densenet/*_output_0.pb "$dn/"
+for lvl in 3 4; do
+  if "$dir/bin/graphpass" onnx-test "$dn" --opt-level $lvl --verify-numerics --atol 1e-5 > "$dn/opt$lvl.log" 2>&1 &&
+     tail -n 1 "$dn/opt$lvl.log" | grep -q '^2 passed, 0 failed' &&
+     ! grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$dn/opt$lvl.log"; then
+    echo "densenet121 and densenet_tiny at opt-level $lvl with --verify-numerics ($variant): as ONNX Runtime"
+  else
+    cat "$dn/opt$lvl.log" >&2
+    echo "tests/run.sh: the DenseNet check failed at opt-level $lvl; see $dn/opt$lvl.log" >&2
+    exit 1
+  fi
+done
+
 # ONNX conformance over ../shared/onnx or $GP_ONNX_DATA (node, simple, light) when it is present: any FAIL fails
 # the run (SKIP is allowed: what we do not claim to support).  The light models also run with
 # --verify-numerics.

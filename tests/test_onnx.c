@@ -753,6 +753,52 @@ Test(onnx, runner_pass_fail_skip_and_totals) {
   gp_buf_free(&cmd);
 }
 
+/* --rtol / --atol set the comparison with the expected outputs (defaults 1e-3, 1e-7, as ONNX's
+ * runner); a bad value is a usage error naming the option. */
+Test(onnx, runner_tolerances) {
+  char dir[] = "/tmp/gp_onnxt_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 2, d13, NULL);
+  md.nodes[md.nn++] = node("Relu", "x", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 2, d13, NULL);
+  char path[512];
+  write_case_model(dir, "test_relu_near", &md);
+  snprintf(path, sizeof path, "%s/test_relu_near/test_data_set_0/input_0.pb", dir);
+  write_pb(path, tensor_f32("x", 2, d13, (float[]){-1, 0, 2}));
+  /* got (0, 0, 2): element 1 is off by 1e-6 (beyond atol 1e-7), element 2 by 1e-3 of 2.002 */
+  snprintf(path, sizeof path, "%s/test_relu_near/test_data_set_0/output_0.pb", dir);
+  write_pb(path, tensor_f32("y", 2, d13, (float[]){0, 1e-6f, 2.002f}));
+  static const struct {
+    const char *opts;
+    int rc;
+    const char *says;
+  } runs[] = {
+      {"", 1, "FAIL test_relu_near: output 0: max abs error 0.002, max rel error 1 (element 1: got 0, expected 9.99999997e-07)"},
+      {"--atol 1e-5", 0, "PASS test_relu_near\n"},
+      {"--atol 1e-5 --rtol 1e-4", 1, "FAIL test_relu_near: output 0:"},
+      {"--atol 1e-5 --rtol 1e-4 --rtol 1e-3", 0, "PASS test_relu_near\n"}, /* the last one counts */
+      {"--atol x", 2, "onnx-test: --atol 'x' is not a finite number >= 0"},
+      {"--rtol -1", 2, "onnx-test: --rtol '-1' is not a finite number >= 0"},
+      {"--rtol nan", 2, "onnx-test: --rtol 'nan' is not a finite number >= 0"},
+      {"--atol", 2, "onnx-test: --atol needs a value"},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    char *out = NULL;
+    GPBuf cmd = {0};
+    gp_buf_printf(&cmd, "%s/bin/graphpass onnx-test %s %s", th_build_dir(), dir, runs[i].opts);
+    int rc = th_run(cmd.data, &out);
+    cr_assert_eq(rc, runs[i].rc, "%s: %s", runs[i].opts, out);
+    cr_assert(strstr(out, runs[i].says), "%s: %s", runs[i].opts, out);
+    gp_free(out);
+    gp_buf_free(&cmd);
+  }
+  GPBuf cmd = {0};
+  gp_buf_printf(&cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd.data), 0);
+  gp_buf_free(&cmd);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* MatMul, imported as TVM v0.12's from_onnx does (frontend/onnx/cv_nn.c, cv_matmul)           */
 
