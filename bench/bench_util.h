@@ -1,5 +1,6 @@
 /* bench_util.h -- what the pass benchmarks (bench_onnx, bench_synth) share: a monotonic clock,
- * the median of a set of runs, and calling a registered pass function directly. */
+ * the median of a set of runs, and calling a registered pass function directly; and the
+ * pseudo-random weights of the model generators (gen_real_weights, gen_densenet). */
 #ifndef GP_BENCH_UTIL_H
 #define GP_BENCH_UTIL_H
 
@@ -15,6 +16,15 @@ static inline double bench_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A uniform double in [0, 1) from *state (splitmix64): the same sequence on every machine. */
+static inline double bench_rnd01(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  z ^= z >> 31;
+  return (double)(z >> 11) / 9007199254740992.0;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b) {

@@ -15,6 +15,7 @@
  * usage: gen_densenet OUT.onnx [--blocks L1,L2,...] [--growth G] [--bn-size B] [--init C]
  *                              [--size S] [--classes K] [--seed N] */
 #include "../frontend/onnx/onnx_impl.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -50,13 +51,7 @@ static char *nm(const char *fmt, ...) {
 }
 
 static uint64_t rng_state;
-static double rnd01(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  z ^= z >> 31;
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+static double rnd01(void) { return bench_rnd01(&rng_state); }
 
 /* ---- the graph under construction: its node and initializer arrays grow here (not owned:
  * freed at exit) */

@@ -7,19 +7,14 @@
  *   /usr/bin/time -v build/bin/graphpass opt /tmp/resnet50_real.onnx --opt-level 3 -o /dev/null
  * usage: gen_real_weights IN.onnx OUT.onnx [seed] */
 #include "../frontend/onnx/onnx_impl.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng_state;
-static double rnd01(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  z ^= z >> 31;
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+static double rnd01(void) { return bench_rnd01(&rng_state); }
 
 static Gponnx__TensorProto *find_init(Gponnx__GraphProto *g, const char *name) {
   for (size_t i = 0; i < g->n_initializer; i++)
