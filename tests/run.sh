@@ -56,6 +56,16 @@ for lvl in 3 4; do
     exit 1
   fi
 done
+# and on the OPU (plain build only, as the light models below): simulator vs float
+if [ "$variant" = plain ]; then
+  if "$dir/bin/bench_opu" --check --runs 1 "$dn" densenet121 densenet_tiny > "$dn/opu.log" 2>&1; then
+    echo "opu densenet121 and densenet_tiny (simulator vs float): within cosine 0.99 and the same top-1"
+  else
+    cat "$dn/opu.log" >&2
+    echo "tests/run.sh: the OPU DenseNet check failed; see $dn/opu.log" >&2
+    exit 1
+  fi
+fi
 
 # ONNX conformance over ../shared/onnx or $GP_ONNX_DATA (node, simple, light) when it is present: any FAIL fails
 # the run (SKIP is allowed: what we do not claim to support).  The light models also run with
