@@ -10,12 +10,11 @@
  * (<work_dir>/resnet50_real.onnx, default work_dir /tmp): every ConstantOfShape with a constant
  * shape becomes an initializer of that shape filled with pseudo-random values (raw_data), so
  * the file holds ResNet-50's 102 MB of float32 weights as a downloaded model does. */
-#include "../frontend/onnx/onnx.h"
+#include "../frontend/onnx/onnx_impl.h"
 #include "../plugin/plugin.h"
 #include "bench_util.h"
 #include "frontend/onnx/onnx.pb-c.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
@@ -104,13 +103,10 @@ static size_t make_real(const char *light, const char *out) {
   Gponnx__TensorProto **old_inits = g->initializer;
   size_t old_nn = g->n_node, old_ni = g->n_initializer;
   g->node = nodes, g->n_node = nn, g->initializer = inits, g->n_initializer = ni;
-  size_t sz = gponnx__model_proto__get_packed_size(m);
-  uint8_t *buf = gp_malloc(sz + 1);
-  gponnx__model_proto__pack(m, buf);
+  int wrc = ox_write_model(m, out, NULL);
   g->node = old_nodes, g->n_node = old_nn, g->initializer = old_inits, g->n_initializer = old_ni;
-  FILE *f = fopen(out, "wb");
-  if (!f || fwrite(buf, 1, sz, f) != sz || fclose(f) != 0) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", prog, out, strerror(errno));
+  if (wrc != 0) {
+    fprintf(stderr, "%s: %s\n", prog, gp_error_message());
     exit(1);
   }
   for (size_t k = 0; k < nmade; k++) {
@@ -118,7 +114,6 @@ static size_t make_real(const char *light, const char *out) {
     gp_free(made[k].raw_data.data);
   }
   gp_free(made);
-  gp_free(buf);
   gp_free(nodes);
   gp_free(inits);
   gponnx__model_proto__free_unpacked(m, NULL);

@@ -310,18 +310,14 @@ int main(int argc, char **argv) {
   m.n_opset_import = 1;
   m.opset_import = &opsets;
   m.graph = &graph;
-  size_t len = gponnx__model_proto__get_packed_size(&m);
-  uint8_t *buf = gp_malloc(len);
-  gponnx__model_proto__pack(&m, buf);
-  FILE *f = fopen(argv[1], "wb");
+  size_t len;
   int rc = 0;
-  if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
-    fprintf(stderr, "gen_densenet: cannot write %s\n", argv[1]);
+  if (ox_write_model(&m, argv[1], &len) != 0) {
+    fprintf(stderr, "gen_densenet: %s\n", gp_error_message());
     rc = 1;
   } else {
     printf("%s: %zu nodes, %.2fM weights, %zu bytes\n", argv[1], graph.n_node, weight_count / 1e6, len);
   }
-  gp_free(buf);
   gp_free(graph.node);
   gp_free(graph.initializer);
   for (size_t i = 0; i < n_owned; i++) gp_free(owned[i]);

@@ -82,19 +82,15 @@ int main(int argc, char **argv) {
   memcpy(all + n_init, made, nm * sizeof *all);
   g->node = keep, g->n_node = nk;
   g->initializer = all, g->n_initializer = n_init + nm;
-  size_t out_len = gponnx__model_proto__get_packed_size(m);
-  uint8_t *buf = gp_malloc(out_len);
-  gponnx__model_proto__pack(m, buf);
-  FILE *f = fopen(argv[2], "wb");
+  size_t out_len;
   int rc = 0;
-  if (!f || fwrite(buf, 1, out_len, f) != out_len || fclose(f) != 0) {
-    fprintf(stderr, "gen_real_weights: cannot write %s\n", argv[2]);
+  if (ox_write_model(m, argv[2], &out_len) != 0) {
+    fprintf(stderr, "gen_real_weights: %s\n", gp_error_message());
     rc = 1;
   } else {
     printf("%s: %zu initializers made from ConstantOfShape, %.1f MB of weights, %zu bytes\n", argv[2], nm, bytes / 1e6,
            out_len);
   }
-  gp_free(buf);
   g->node = nodes, g->n_node = n_node;
   g->initializer = inits, g->n_initializer = n_init;
   for (size_t i = 0; i < nm; i++) {

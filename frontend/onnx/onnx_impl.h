@@ -227,5 +227,8 @@ typedef struct OxSpan {
 int ox_skeleton(const uint8_t *data, size_t len, uint8_t **out, size_t *out_len, OxSpan **spans, size_t *nspans);
 /* A whole file into a gp_malloc'd buffer; -1 + GP_ERR_IO. */
 int ox_read_whole_file(const char *path, void **data, size_t *len);
+/* Model m packed into file path (created or truncated); *len (when len is not NULL) gets its
+ * bytes; -1 + GP_ERR_IO. */
+int ox_write_model(const Gponnx__ModelProto *m, const char *path, size_t *len);
 
 #endif /* GP_ONNX_IMPL_H */

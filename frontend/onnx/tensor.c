@@ -437,6 +437,29 @@ int ox_read_whole_file(const char *path, void **data, size_t *len) {
   return 0;
 }
 
+int ox_write_model(const Gponnx__ModelProto *m, const char *path, size_t *len) {
+  size_t n = gponnx__model_proto__get_packed_size(m);
+  uint8_t *buf = gp_malloc(n ? n : 1);
+  gponnx__model_proto__pack(m, buf);
+  FILE *f = fopen(path, "wb");
+  int rc = 0;
+  if (!f) {
+    gp_error_set(GP_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    rc = -1;
+  } else {
+    bool ok = fwrite(buf, 1, n, f) == n;
+    int err = errno;
+    if (fclose(f) != 0 && ok) ok = false, err = errno;
+    if (!ok) {
+      gp_error_set(GP_ERR_IO, "%s: cannot write: %s", path, strerror(err));
+      rc = -1;
+    }
+  }
+  gp_free(buf);
+  if (rc == 0 && len) *len = n;
+  return rc;
+}
+
 GPTensor *gp_onnx_read_tensor_file(const char *path, char **name) {
   void *data;
   size_t len;
