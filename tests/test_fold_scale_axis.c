@@ -3,7 +3,8 @@
  * tests/data/fold_scale_axis (inputs written by gen.py there), each through th_golden (the typed
  * expectation, the input left unchanged, @main's numbers before and after); the refusals; the
  * explain notes; an error naming the pass and the node; a deep chain (no recursion); large
- * weights folded bit for bit (the fold split over the cores). */
+ * weights folded bit for bit (the fold split over the cores); what folds in DenseNet-121 and a
+ * tiny DenseNet (bench/gen_densenet, through the command). */
 #include "test_helpers.h"
 
 #include <math.h>
@@ -289,3 +290,43 @@ Test(fold_scale_axis, deep_chain) {
   gp_release(in);
   gp_ctx_free(ctx);
 }
+
+/* ---- DenseNets (bench/gen_densenet: torchvision's architecture): every batch norm but the last
+ * (norm5, ahead of the global pool) folds into a conv's weights, norm2 and norm0 backward into
+ * the conv before them, norm1 and the transitions' forward through a relu into the conv after
+ * them (most of those after a dense block's concatenation).  The numbers against ONNX Runtime
+ * are tests/run.sh's; here, the tiny one's numbers after each pass with --verify-numerics. */
+
+static void densenet_folds(const char *args, bool verify, int bwd, int fwd) {
+  char dir[] = "/tmp/gp_densenet_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  GPBuf cmd = {0};
+  char *out = NULL;
+  gp_buf_printf(&cmd, "%s/bin/gen_densenet %s/m.onnx %s", th_build_dir(), dir, args);
+  cr_assert_eq(th_run(cmd.data, &out), 0, "%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "%s/bin/graphpass opt %s/m.onnx --opt-level 3 --explain%s", th_build_dir(), dir,
+                verify ? " --verify-numerics" : "");
+  cr_assert_eq(th_run(cmd.data, &out), 0, "%s", out);
+  char want[160];
+  snprintf(want, sizeof want, "FoldScaleAxis: note: backward: folded %d scales into weights, kept 0 multiplies", bwd);
+  cr_expect(strstr(out, want), "want '%s' in:\n%s", want, out);
+  snprintf(want, sizeof want, "FoldScaleAxis: note: forward: folded %d scales into weights, kept 0 multiplies", fwd);
+  cr_expect(strstr(out, want), "want '%s' in:\n%s", want, out);
+  if (verify) cr_expect(strstr(out, "explain: FoldScaleAxis: numerics ok"), "%s", out);
+  int multiplies = 0;
+  for (const char *p = out; (p = strstr(p, " multiply(")) != NULL; p++) multiplies++;
+  cr_expect_eq(multiplies, 1, "norm5's multiply only:\n%s", out);
+  gp_free(out);
+  gp_buf_free(&cmd);
+  gp_buf_printf(&cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd.data), 0);
+  gp_buf_free(&cmd);
+}
+
+Test(fold_scale_axis, densenet_tiny_folds_every_batch_norm_but_the_last) {
+  densenet_folds("--blocks 2,3 --growth 4 --init 8 --size 32 --classes 10", true, 6, 6);
+}
+
+Test(fold_scale_axis, densenet121_folds_every_batch_norm_but_the_last) { densenet_folds("", false, 59, 61); }
