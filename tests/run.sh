@@ -34,29 +34,39 @@ if [ "$variant" = plain ]; then
   sh tests/run_python.sh || { echo "tests/run.sh: the Python suite failed" >&2; exit 1; }
 fi
 
+# Whole models against ONNX Runtime (tests/data/models/README.md): models made here, the same
+# bytes every time (their hashes are checked), then onnx-test at opt-level 3 and 4 with
+# --verify-numerics, each output compared with ONNX Runtime's for the same file.
+#   models_check DIR NAME...: DIR holds NAME.onnx for each NAME
+models_check() {
+  mdir=$1; shift
+  nmodels=$#
+  for m in "$@"; do
+    (cd "$mdir" && grep " $m.onnx\$" "$OLDPWD/tests/data/models/SHA256SUMS" | sha256sum --quiet -c -) ||
+      { echo "tests/run.sh: $mdir/$m.onnx is not the model tests/data/models/${m}_output_0.pb is for (see its README)" >&2; exit 1; }
+    cp "tests/data/models/${m}_output_0.pb" "$mdir/"
+  done
+  for lvl in 3 4; do
+    if "$dir/bin/graphpass" onnx-test "$mdir" --opt-level $lvl --verify-numerics --atol 1e-5 > "$mdir/opt$lvl.log" 2>&1 &&
+       tail -n 1 "$mdir/opt$lvl.log" | grep -q "^$nmodels passed, 0 failed" &&
+       ! grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$mdir/opt$lvl.log"; then
+      echo "$* at opt-level $lvl with --verify-numerics ($variant): as ONNX Runtime"
+    else
+      cat "$mdir/opt$lvl.log" >&2
+      echo "tests/run.sh: the whole-model check failed at opt-level $lvl; see $mdir/opt$lvl.log" >&2
+      exit 1
+    fi
+  done
+}
 # DenseNets from bench/gen_densenet (torchvision's architecture, pseudo-random weights; no data
-# needed from outside): their hashes, then onnx-test at opt-level 3 and 4 with --verify-numerics
-# against ONNX Runtime's outputs for the same files (tests/data/densenet/README.md).
+# needed from outside), also on the OPU (plain build only, as the light models below:
+# simulator vs float)
 dn=$dir/tests/densenet
 mkdir -p "$dn"
 "$dir/bin/gen_densenet" "$dn/densenet121.onnx" > /dev/null &&
   "$dir/bin/gen_densenet" "$dn/densenet_tiny.onnx" --blocks 2,3 --growth 4 --init 8 --size 32 --classes 10 > /dev/null ||
   { echo "tests/run.sh: gen_densenet failed" >&2; exit 1; }
-(cd "$dn" && sha256sum --quiet -c "$OLDPWD/tests/data/densenet/SHA256SUMS") ||
-  { echo "tests/run.sh: gen_densenet no longer writes the models tests/data/densenet's outputs are for (see its README)" >&2; exit 1; }
-cp tests/data/densenet/*_output_0.pb "$dn/"
-for lvl in 3 4; do
-  if "$dir/bin/graphpass" onnx-test "$dn" --opt-level $lvl --verify-numerics --atol 1e-5 > "$dn/opt$lvl.log" 2>&1 &&
-     tail -n 1 "$dn/opt$lvl.log" | grep -q '^2 passed, 0 failed' &&
-     ! grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$dn/opt$lvl.log"; then
-    echo "densenet121 and densenet_tiny at opt-level $lvl with --verify-numerics ($variant): as ONNX Runtime"
-  else
-    cat "$dn/opt$lvl.log" >&2
-    echo "tests/run.sh: the DenseNet check failed at opt-level $lvl; see $dn/opt$lvl.log" >&2
-    exit 1
-  fi
-done
-# and on the OPU (plain build only, as the light models below): simulator vs float
+models_check "$dn" densenet121 densenet_tiny
 if [ "$variant" = plain ]; then
   if "$dir/bin/bench_opu" --check --runs 1 "$dn" densenet121 densenet_tiny > "$dn/opu.log" 2>&1; then
     echo "opu densenet121 and densenet_tiny (simulator vs float): within cosine 0.99 and the same top-1"
@@ -108,6 +118,16 @@ if [ -d "$shared" ]; then
   fi
   if ! tail -n 1 "$clog" | grep -q ' passed, '; then echo "tests/run.sh: the conformance run did not finish (exit $rc); see $clog" >&2; bad=1; fi
   [ "$bad" = 0 ] || { echo "tests/run.sh: ONNX conformance failed; see $clog" >&2; exit 1; }
+  # three light models with pseudo-random weights in place of their ConstantOfShape nodes
+  # (bench/gen_real_weights), against ONNX Runtime
+  rw=$dir/tests/real_weights
+  mkdir -p "$rw"
+  for m in resnet50 inception_v1 squeezenet; do
+    "$dir/bin/gen_real_weights" "$shared/light/$m.onnx" "$rw/$m.onnx" > /dev/null ||
+      { echo "tests/run.sh: gen_real_weights failed on $m" >&2; exit 1; }
+  done
+  models_check "$rw" resnet50 inception_v1 squeezenet
+  rm -f "$rw"/*.onnx
   # the light models with random weights on the OPU: simulator vs float (cosine >= 0.99, same
   # top-1); plain build only (the simulator's arithmetic is covered under the sanitizers by the
   # unit tests)

@@ -1,5 +1,5 @@
 // ort_output.js -- ONNX Runtime's first output for a model, as an ONNX TensorProto (.pb), for the
-// checked-in expected outputs of tests/data/densenet (see its README).  A development tool, never
+// checked-in expected outputs of tests/data/models (see its README).  A development tool, never
 // a dependency of the library or the tests: it needs npm's onnxruntime-node beside it or on
 // NODE_PATH (`npm install --ignore-scripts onnxruntime-node`).  The input is the light models'
 // convention: every float input of shape S (unknown dims taken as 1) is arange(prod(S)) / prod(S).
