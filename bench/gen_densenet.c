@@ -206,6 +206,24 @@ static void build(const Arch *a) {
   node("Gemm", "output", 3, in, 1, attr_int("transB", 1));
 }
 
+/* The weights build(a) makes, counted as it makes them (in double: options can overflow). */
+static double weight_total(const Arch *a) {
+  double c = (double)a->init, g = (double)a->growth, mid = (double)(a->bn_size * a->growth);
+  double n = 3 * c * 49 + 4 * c; /* conv0, norm0 */
+  for (int32_t b = 0; b < a->nblocks; b++) {
+    for (int32_t l = 0; l < a->blocks[b]; l++) {
+      double cin = c + g * l;
+      n += 4 * cin + cin * mid + 4 * mid + mid * g * 9;
+    }
+    c += g * a->blocks[b];
+    if (b + 1 < a->nblocks) {
+      n += 4 * c + c * (double)((int64_t)c / 2);
+      c = (double)((int64_t)c / 2);
+    }
+  }
+  return n + 4 * c + c * (double)a->classes + (double)a->classes; /* norm5, classifier */
+}
+
 static Gponnx__ValueInfoProto *value_info(const char *name, int32_t nd, const int64_t *dims) {
   Gponnx__ValueInfoProto *v = zalloc(sizeof *v);
   gponnx__value_info_proto__init(v);
@@ -287,6 +305,11 @@ int main(int argc, char **argv) {
   for (int32_t k = 0; k < 2 + a.nblocks - 1; k++) hw = hw / 2 + (k < 2 ? hw % 2 : 0);
   if (hw < 1) {
     fprintf(stderr, "gen_densenet: --size %lld is too small for %d blocks\n", (long long)a.size, a.nblocks);
+    return 2;
+  }
+  double total = weight_total(&a);
+  if (total > 1e9) {
+    fprintf(stderr, "gen_densenet: these options make %.3g weights (at most 1e9: 4 GB)\n", total);
     return 2;
   }
   rng_state = a.seed;

@@ -504,14 +504,13 @@ int cmd_onnx_test(int argc, char **argv) {
       }
       const char *v = argv[++i];
       if (strcmp(a, "--pipeline") == 0) r.pipeline = v;
+      else if (strcmp(a, "--target") == 0) r.target = po.target = v;
       else if (strcmp(a, "--rtol") == 0 || strcmp(a, "--atol") == 0) {
         if (parse_tolerance(a, v, a[2] == 'r' ? &r.rtol : &r.atol) != 0) {
           die_usage("onnx-test: %s", gp_error_message());
           return OT_USAGE;
         }
-      }
-      else if (strcmp(a, "--target") == 0) r.target = po.target = v;
-      else if (strcmp(a, "--plugin") == 0) {
+      } else if (strcmp(a, "--plugin") == 0) {
         if (po.nplugins == (int)GP_ARRAY_LEN(po.plugins)) {
           die_usage("onnx-test: too many --plugin options (at most %s)", "64");
           return OT_USAGE;
