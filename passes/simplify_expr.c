@@ -236,14 +236,28 @@ static GPExpr *rw_rsqrt(PPRun *r, const GPMatch *m) {
   "add(%x, " ZEROS ") | add(" ZEROS ", %x) | multiply(%x, " ONES ") | multiply(" ONES ", %x) | "   \
   "subtract(%x, " ZEROS ") | divide(%x, " ONES ")"
 
+/* True when e is a float constant with data whose every element is v. */
+static bool all_elements(const GPExpr *e, double v) {
+  const GPTensor *t = pp_float_data(e);
+  if (!t) return false;
+  int64_t n = pp_numel(t);
+  for (int64_t i = 0; i < n; i++)
+    if (pp_get(t, i) != v) return false;
+  return n > 0;
+}
+
 static int check_identity(PPRun *r, const GPMatch *m) {
   const GPExpr *x = pp_cap(m, "x"), *root = m->root;
   const GPExpr *other = arg(root, 1) == x ? arg(root, 0) : arg(root, 1);
   const char *op = sb_op_name(root);
   if (ekind(other) == GP_TI_CONSTANT) {
-    double v;
-    if (!const_scalar(other, &v)) return pp_decline(r, m, "the constant is not a scalar with data");
-    double want = strcmp(op, "add") == 0 || strcmp(op, "subtract") == 0 ? 0.0 : 1.0;
+    double v, want = strcmp(op, "add") == 0 || strcmp(op, "subtract") == 0 ? 0.0 : 1.0;
+    if (!const_scalar(other, &v)) { /* TVM folds a scalar only: a tensor of zeros / ones is a near miss */
+      char a[160];
+      if (!all_elements(other, want)) return 0; /* e.g. a bias: not an identity, nothing to say */
+      return pp_decline(r, m, "the %s is a constant of shape %s, not a scalar", want == 0 ? "zero" : "one",
+                        pp_shape(other->checked_type, a, sizeof a));
+    }
     if (v != want) return 0; /* not an identity: nothing to say */
   }
   const GPType *xt = x->checked_type, *t = m->root->checked_type;

@@ -104,6 +104,37 @@ Test(simplify_expr, post_alter_op) {
   gp_ctx_free(ctx);
 }
 
+/* A tensor of zeros or ones is not TVM's identity (a scalar): kept, and --explain says so for
+ * those two; a constant that is no identity at all (a bias) is kept without a note. */
+Test(simplify_expr, identity_tensors_are_kept_with_a_note) {
+  GPModule *in = th_parse_file(SDATA "identity_tensors.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ctx->explain = true;
+  ctx->out = f;
+  GPModule *out = gp_run_pipeline(in, "SimplifyExpr", ctx);
+  fclose(f);
+  ctx->explain = false;
+  ctx->out = stderr;
+  cr_assert(out, "%s", gp_error_message());
+  GPModule *typed = gp_run_pipeline(in, "InferType", ctx);
+  cr_assert(typed, "%s", gp_error_message());
+  th_assert_module_eq(out, typed);
+  cr_expect(strstr(buf, "left alone EliminateIdentity at " SDATA "identity_tensors.before.relay:3:"), "%s", buf);
+  cr_expect(strstr(buf, "the zero is a constant of shape (4), not a scalar"), "%s", buf);
+  cr_expect(strstr(buf, "the one is a constant of shape (4), not a scalar"), "%s", buf);
+  int notes = 0;
+  for (const char *p = buf; (p = strstr(p, "left alone EliminateIdentity")) != NULL; p++) notes++;
+  cr_expect_eq(notes, 2, "%s", buf);
+  free(buf);
+  gp_release(typed);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
+
 Test(simplify_expr, bad_config) {
   GPModule *in = th_parse_file(SDATA "fixed_point.before.relay");
   const char *vals[] = {"0", "-3", "1001"};
