@@ -5,7 +5,7 @@
  * import + pipeline (median of N).  For FoldConstant, the bytes it materializes ("makes") and
  * the time to write them into fresh memory ("fresh write": see fresh_write_ms), and the ratio.  Beside ResNet-50's figures, TVM v0.12's on this
  * machine kind (issues #5 and #14) and the ratio; beside DenseNet-121's FoldScaleAxis, TVM's too
- * (a model file named densenet121*.onnx: bench/gen_densenet.c writes one).
+ * (a model file named densenet121*.onnx: bench/gen_model.c writes one).
  *   usage: bench_onnx [light_dir] [plugin_dir] [runs] [pass]
  *   (defaults: ../shared/onnx/light, build/plugins, 5; runs up to 1000).  With `pass`, only that
  *   pass is timed (the others run once, untimed), for profiling with perf.  With `pass` BYOC:

@@ -1,6 +1,6 @@
 /* bench_util.h -- what the pass benchmarks (bench_onnx, bench_synth) share: a monotonic clock,
  * the median of a set of runs, and calling a registered pass function directly; and the
- * pseudo-random weights of the model generators (gen_real_weights, gen_densenet). */
+ * pseudo-random weights of the model generators (gen_real_weights, gen_model). */
 #ifndef GP_BENCH_UTIL_H
 #define GP_BENCH_UTIL_H
 

@@ -15,8 +15,11 @@
  * which); its tensors are compared flattened, in order, after the structure (how many tensors
  * each output holds).
  * Outputs are compared as ONNX's runner does: |got - want| <= atol + rtol * |want| with rtol 1e-3,
- * atol 1e-7 unless --rtol / --atol say otherwise (as a model test of ONNX's may: a deep network's
- * outputs near 0 differ between runtimes by more than 1e-7); dtype and shape must match exactly. */
+ * atol 1e-7; dtype and shape must match exactly.  --rtol / --atol set the tolerance of every
+ * comparison the run makes: with the expected outputs, and (--verify-numerics) each pass's
+ * numbers with the graph's before it (default rtol 1e-4, atol 1e-5), as a model test of ONNX's
+ * may: a deep network's outputs near 0 differ between runtimes, and between orders of the same
+ * float sums, by more than 1e-7. */
 #include "cli.h"
 #include "../eval/eval.h"
 #include "../registry/registry.h"
@@ -36,6 +39,7 @@ typedef struct {
   int32_t opt_level; /* -1: the context's default */
   bool verify_numerics;
   double rtol, atol;
+  bool rtol_set, atol_set; /* given: they apply to --verify-numerics too */
   int counts[3];
   GPStrMap reasons; /* skip reason -> count (as a pointer-sized integer) */
   GPVec reason_keys; /* the reasons in first-seen order (borrowed from the map's keys) */
@@ -228,6 +232,8 @@ static GPPassContext *make_ctx(const Run *r) {
     return NULL;
   }
   ctx->verify_numerics = r->verify_numerics;
+  if (r->rtol_set) ctx->rtol = r->rtol;
+  if (r->atol_set) ctx->atol = r->atol;
   ctx->out = stderr;
   return ctx;
 }
@@ -506,10 +512,12 @@ int cmd_onnx_test(int argc, char **argv) {
       if (strcmp(a, "--pipeline") == 0) r.pipeline = v;
       else if (strcmp(a, "--target") == 0) r.target = po.target = v;
       else if (strcmp(a, "--rtol") == 0 || strcmp(a, "--atol") == 0) {
-        if (parse_tolerance(a, v, a[2] == 'r' ? &r.rtol : &r.atol) != 0) {
+        bool rel = a[2] == 'r';
+        if (parse_tolerance(a, v, rel ? &r.rtol : &r.atol) != 0) {
           die_usage("onnx-test: %s", gp_error_message());
           return OT_USAGE;
         }
+        *(rel ? &r.rtol_set : &r.atol_set) = true;
       } else if (strcmp(a, "--plugin") == 0) {
         if (po.nplugins == (int)GP_ARRAY_LEN(po.plugins)) {
           die_usage("onnx-test: too many --plugin options (at most %s)", "64");

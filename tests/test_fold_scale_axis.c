@@ -4,7 +4,7 @@
  * expectation, the input left unchanged, @main's numbers before and after); the refusals; the
  * explain notes; an error naming the pass and the node; a deep chain (no recursion); large
  * weights folded bit for bit (the fold split over the cores); what folds in DenseNet-121 and a
- * tiny DenseNet (bench/gen_densenet, through the command). */
+ * tiny DenseNet and MobileNetV2 (bench/gen_model, through the command). */
 #include "test_helpers.h"
 
 #include <math.h>
@@ -291,18 +291,20 @@ Test(fold_scale_axis, deep_chain) {
   gp_ctx_free(ctx);
 }
 
-/* ---- DenseNets (bench/gen_densenet: torchvision's architecture): every batch norm but the last
- * (norm5, ahead of the global pool) folds into a conv's weights, norm2 and norm0 backward into
- * the conv before them, norm1 and the transitions' forward through a relu into the conv after
- * them (most of those after a dense block's concatenation).  The numbers against ONNX Runtime
- * are tests/run.sh's; here, the tiny one's numbers after each pass with --verify-numerics. */
+/* ---- whole models (bench/gen_model: torchvision's architectures).  DenseNets: every batch norm
+ * but the last (norm5, ahead of the global pool) folds into a conv's weights, norm2 and norm0
+ * backward into the conv before them, norm1 and the transitions' forward through a relu into the
+ * conv after them (most of those after a dense block's concatenation).  MobileNetV2: every batch
+ * norm follows its conv (depthwise ones too) and folds backward into it.  The numbers against
+ * ONNX Runtime are tests/run.sh's; here, the tiny DenseNet's after each pass with
+ * --verify-numerics. */
 
-static void densenet_folds(const char *args, bool verify, int bwd, int fwd) {
+static void model_folds(const char *arch, const char *opts, bool verify, int bwd, int fwd, int multiplies_left) {
   char dir[] = "/tmp/gp_densenet_XXXXXX";
   cr_assert(mkdtemp(dir));
   GPBuf cmd = {0};
   char *out = NULL;
-  gp_buf_printf(&cmd, "%s/bin/gen_densenet %s/m.onnx %s", th_build_dir(), dir, args);
+  gp_buf_printf(&cmd, "%s/bin/gen_model %s %s/m.onnx %s", th_build_dir(), arch, dir, opts);
   cr_assert_eq(th_run(cmd.data, &out), 0, "%s", out);
   gp_free(out);
   gp_buf_free(&cmd);
@@ -317,7 +319,7 @@ static void densenet_folds(const char *args, bool verify, int bwd, int fwd) {
   if (verify) cr_expect(strstr(out, "explain: FoldScaleAxis: numerics ok"), "%s", out);
   int multiplies = 0;
   for (const char *p = out; (p = strstr(p, " multiply(")) != NULL; p++) multiplies++;
-  cr_expect_eq(multiplies, 1, "norm5's multiply only:\n%s", out);
+  cr_expect_eq(multiplies, multiplies_left, "%s", out);
   gp_free(out);
   gp_buf_free(&cmd);
   gp_buf_printf(&cmd, "rm -rf '%s'", dir);
@@ -326,7 +328,9 @@ static void densenet_folds(const char *args, bool verify, int bwd, int fwd) {
 }
 
 Test(fold_scale_axis, densenet_tiny_folds_every_batch_norm_but_the_last) {
-  densenet_folds("--blocks 2,3 --growth 4 --init 8 --size 32 --classes 10", true, 6, 6);
+  model_folds("densenet", "--blocks 2,3 --growth 4 --init 8 --size 32 --classes 10", true, 6, 6, 1);
 }
 
-Test(fold_scale_axis, densenet121_folds_every_batch_norm_but_the_last) { densenet_folds("", false, 59, 61); }
+Test(fold_scale_axis, densenet121_folds_every_batch_norm_but_the_last) { model_folds("densenet", "", false, 59, 61, 1); }
+
+Test(fold_scale_axis, mobilenet_v2_folds_every_batch_norm) { model_folds("mobilenet_v2", "", false, 52, 0, 0); }
