@@ -753,6 +753,65 @@ Test(onnx, runner_pass_fail_skip_and_totals) {
   gp_buf_free(&cmd);
 }
 
+/* Locations: what the importer makes for node i of the model's graph is at line i + 1, col 1
+ * ("test.onnx:2:1" in a pass's message); a subgraph's nodes are at the location of the node that
+ * holds them; graph inputs and initializers have none. */
+Test(onnx, nodes_have_their_position_as_location) {
+  static const int64_t d3[] = {3}, d1[] = {1};
+  Model md = {.opset = 13};
+  md.inputs[md.ni++] = vi("x", 1, 1, d3, NULL);
+  md.inits[md.ninit++] = tensor_f32("z", 1, d3, (float[]){0, 0, 0});
+  md.nodes[md.nn++] = node("Relu", "x", "a", NULL);
+  md.nodes[md.nn++] = node("Add", "a,z", "b", NULL);
+  md.nodes[md.nn++] = node("Neg", "b", "y", NULL);
+  md.outputs[md.no++] = vi("y", 1, 1, d3, NULL);
+  GPModule *m = import(&md, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  const GPCall *neg = GP_AS(GPCall, gp_module_lookup(m, "main")->body);
+  const GPCall *add = GP_AS(GPCall, neg->args[0]);
+  const GPCall *relu = GP_AS(GPCall, add->args[0]);
+  cr_expect(neg->base.line == 3 && add->base.line == 2 && relu->base.line == 1, "lines %u %u %u", neg->base.line,
+            add->base.line, relu->base.line);
+  cr_expect(neg->base.col == 1 && add->base.col == 1 && relu->base.col == 1);
+  cr_expect_eq(relu->args[0]->line, 0, "the graph input");
+  cr_expect_eq(add->args[1]->line, 0, "the initializer");
+  /* a pass's note names the node */
+  th_load_std();
+  GPPassContext *ctx = gp_ctx_new();
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ctx->explain = true;
+  ctx->out = f;
+  GPModule *out = gp_run_pipeline(m, "SimplifyExpr", ctx);
+  fclose(f);
+  cr_assert(out, "%s", gp_error_message());
+  cr_expect(strstr(buf, "left alone EliminateIdentity at test.onnx:2:1: the zero is a constant of shape (3)"), "%s", buf);
+  free(buf);
+  gp_release(out);
+  gp_ctx_free(ctx);
+  gp_plugins_unload_all();
+  gp_release(m);
+  /* inside an If's branch: the If's location */
+  Model then_g = {0}, else_g = {0};
+  then_g.nodes[then_g.nn++] = node("Relu", "x", "r", NULL);
+  then_g.outputs[then_g.no++] = vi("r", 1, 1, d3, NULL);
+  else_g.nodes[else_g.nn++] = node("Neg", "x", "r", NULL);
+  else_g.outputs[else_g.no++] = vi("r", 1, 1, d3, NULL);
+  Model mi = {.opset = 13};
+  mi.inputs[mi.ni++] = vi("c", 9, 1, d1, NULL);
+  mi.inputs[mi.ni++] = vi("x", 1, 1, d3, NULL);
+  mi.nodes[mi.nn++] = node("Relu", "x", "x2", NULL);
+  mi.nodes[mi.nn++] = node("If", "c", "y", attr_g("then_branch", &then_g), attr_g("else_branch", &else_g), NULL);
+  mi.outputs[mi.no++] = vi("y", 1, 1, d3, NULL);
+  m = import(&mi, NULL);
+  cr_assert(m, "%s", gp_error_message());
+  const GPIf *iff = GP_AS(GPIf, gp_module_lookup(m, "main")->body);
+  cr_expect(iff->base.line == 2 && iff->then_branch->line == 2 && iff->else_branch->line == 2, "lines %u %u %u",
+            iff->base.line, iff->then_branch->line, iff->else_branch->line);
+  gp_release(m);
+}
+
 /* --rtol / --atol set the comparison with the expected outputs (defaults 1e-3, 1e-7, as ONNX's
  * runner); a bad value is a usage error naming the option. */
 Test(onnx, runner_tolerances) {

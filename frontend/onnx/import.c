@@ -54,6 +54,7 @@ struct OxImporter {
   GPPtrMap tensors; /* TensorProto -> GPTensor (borrowed from objects): a subgraph converted
                      * several times (an unrolled Scan or Loop) reads its tensors once */
   int32_t depth;    /* subgraphs being converted (nesting) */
+  uint32_t line;    /* the location of what the builders make: see made() */
   /* gp_onnx_import_file: the mapped file and where each top-level initializer's raw_data lies
    * in it (ox_skeleton; len 0: in the proto) */
   OxMapping *map;
@@ -120,6 +121,19 @@ void *ox_alloc_n(OxImporter *im, int64_t count, int64_t extra, size_t elem, cons
 static GPExpr *pooled(OxImporter *im, GPExpr *e) {
   if (e) gp_vec_push(&im->pool, e);
   return e;
+}
+
+/* A node a builder just made (its only reference is ours), given the location of the top-level
+ * node being converted: line = its 1-based position in the model's graph, col 1 (so a pass's
+ * message reads "model.onnx:153:1"); nodes of a subgraph have the location of the node that
+ * holds it; initializers and graph inputs have none. */
+static GPExpr *made(OxImporter *im, GPExpr *e) {
+  if (e) {
+    assert(!gp_maybe_shared(e)); /* fresh: no one else sees it yet */
+    e->line = im->line;
+    e->col = im->line ? 1 : 0;
+  }
+  return pooled(im, e);
 }
 
 /* Release the pool's expressions from index mark on (a subgraph's nodes release theirs while
@@ -447,7 +461,7 @@ GPExpr *ox_call(OxImporter *im, const char *opname, int32_t nargs, GPExpr *const
   gp_release(attrs);
   if (!c) return NULL;
   c->base.checked_type = t;
-  return pooled(im, &c->base);
+  return made(im, &c->base);
 }
 
 GPExpr *ox_op1(OxImporter *im, const char *op, GPExpr *a) { return ox_call(im, op, 1, &a, 0, NULL, NULL); }
@@ -461,7 +475,7 @@ GPExpr *ox_constant(OxImporter *im, GPTensor *t) {
   if (!t) return NULL;
   GPConstant *c = gp_constant_new(t);
   gp_release(t);
-  return c ? pooled(im, &c->base) : NULL;
+  return c ? made(im, &c->base) : NULL;
 }
 
 GPExpr *ox_scalar(OxImporter *im, DLDataType dt, double v) {
@@ -489,7 +503,7 @@ GPExpr *ox_tuple(OxImporter *im, int32_t n, GPExpr *const *fields) {
   GPTuple *t = gp_tuple_new(n, fields);
   if (!t) return NULL;
   t->base.checked_type = gp_type_tuple(n, types);
-  return pooled(im, &t->base);
+  return made(im, &t->base);
 }
 
 void ox_mark_none(OxImporter *im, GPExpr *e) {
@@ -516,7 +530,7 @@ GPExpr *ox_get_item(OxImporter *im, GPExpr *tuple, int32_t index) {
   GPTupleGetItem *g = gp_tuple_get_item_new(tuple, index);
   if (!g) return NULL;
   g->base.checked_type = tt->tuple.fields[index];
-  return pooled(im, &g->base);
+  return made(im, &g->base);
 }
 
 GPExpr *ox_cast(OxImporter *im, GPExpr *e, DLDataType dt) {
@@ -753,7 +767,7 @@ static bool takes_sequences(const OxNode *n) {
   return false;
 }
 
-static int convert_node(OxImporter *im, const Gponnx__NodeProto *p, size_t index) {
+static int convert_node_at(OxImporter *im, const Gponnx__NodeProto *p, size_t index) {
   const Gponnx__ModelProto *m = im->model;
   size_t mark = im->pool.len;
   OxNode n = {.proto = p};
@@ -836,6 +850,16 @@ fail:
                   n.op_type, (long long)n.opset);
   pool_release_to(im, mark);
   return -1;
+}
+
+/* Node `index` of the graph being converted; what it makes has its location when the graph is
+ * the model's own (see made()). */
+static int convert_node(OxImporter *im, const Gponnx__NodeProto *p, size_t index) {
+  uint32_t outer = im->line;
+  if (im->depth == 0) im->line = index < UINT32_MAX ? (uint32_t)index + 1 : 0;
+  int rc = convert_node_at(im, p, index);
+  im->line = outer;
+  return rc;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -967,7 +991,7 @@ GPExpr *ox_if(OxImporter *im, GPExpr *cond, GPExpr *then_e, GPExpr *else_e) {
   GPIf *f = gp_if_new(cond, then_e, else_e);
   if (!f) return NULL;
   f->base.checked_type = then_e->checked_type;
-  return pooled(im, &f->base);
+  return made(im, &f->base);
 }
 
 static void importer_free(OxImporter *im) {

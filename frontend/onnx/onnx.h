@@ -4,7 +4,9 @@
  *
  * The model is read with protobuf-c against frontend/onnx/onnx.proto (the part of ONNX's schema
  * we need).  Every expression the importer makes is typed (checked_type set), so the module it
- * returns is already type-correct; passes re-infer as they need.
+ * returns is already type-correct; passes re-infer as they need.  Its location (line, col) is
+ * (N, 1) for what node N of the model's graph (1-based) became, so passes' messages name the
+ * node as "model.onnx:N:1"; a subgraph's nodes have their holder's; inputs and initializers none.
  *
  * Errors (gp_error_*), each naming the file and, for a node, its name, op type, domain and
  * opset:
