@@ -44,18 +44,9 @@ static void golden(const char *name, const char *pipeline) {
 static char *run_explained(const char *path, const char *pipeline, GPModule **out) {
   GPModule *in = th_parse_file(path);
   GPPassContext *ctx = ctx3();
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ctx->out = f;
-  ctx->explain = true;
-  *out = gp_run_pipeline(in, pipeline, ctx);
-  fclose(f);
+  char *text = th_explain(in, pipeline, ctx, out);
   gp_ctx_free(ctx);
   gp_release(in);
-  char *text = gp_malloc(len + 1);
-  memcpy(text, buf, len + 1);
-  free(buf);
   return text;
 }
 

@@ -31,20 +31,10 @@ static void unchanged(const char *name) {
 /* Run `pipeline` on `path` with explain on; returns what the run wrote (gp_malloc'd copy) and
  * the result module in *out (NULL on failure, the error left pending). */
 static char *run_explained(const char *path, const char *pipeline, GPPassContext *ctx, GPModule **out) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  cr_assert(f);
-  ctx->explain = true;
-  ctx->out = f;
   GPModule *in = th_parse_file(path);
-  *out = gp_run_pipeline(in, pipeline, ctx);
-  fclose(f);
-  ctx->out = stderr;
+  char *text = th_explain(in, pipeline, ctx, out);
   gp_release(in);
-  char *copy = gp_strdup(buf ? buf : "");
-  free(buf);
-  return copy;
+  return text;
 }
 
 /* ---- the rules */
@@ -324,22 +314,16 @@ Test(fold_constant, op_without_kernel_is_kept_with_a_note) {
   const char *text = TEST_OP_MODEL("test.nokernel");
   GPModule *in = gp_parse(text, strlen(text), "nokernel.relay");
   cr_assert(in, "%s", gp_error_message());
-  char *buf = NULL;
-  size_t len = 0;
-  GPPassContext *ctx = gp_ctx_new();
-  ctx->explain = true;
-  ctx->out = open_memstream(&buf, &len);
-  GPModule *out = gp_run_pipeline(in, FC, ctx);
-  fclose(ctx->out);
+  GPModule *out;
+  char *buf = th_explain(in, FC, NULL, &out);
   cr_assert(out, "%s", gp_error_message());
   th_assert_module_eq(out, in);
   cr_assert(strstr(buf, "explain: FoldConstant: note: not folded: test.nokernel at nokernel.relay:3:8"), "%s", buf);
   cr_assert(strstr(buf, "no kernel"), "%s", buf);
   cr_assert(strstr(buf, "folded 0 calls (0 bytes materialized)"), "%s", buf);
-  free(buf);
+  gp_free(buf);
   gp_release(out);
   gp_release(in);
-  gp_ctx_free(ctx);
 }
 
 /* ---- --verify-numerics */
@@ -410,12 +394,8 @@ Test(fold_constant, verify_numerics_catches_a_wrong_pass) {
   GPModule *in = th_parse_file(DATA "fold_constant_chain.before.relay");
   GPPassContext *ctx = gp_ctx_new();
   ctx->verify_numerics = true;
-  char *buf = NULL;
-  size_t len = 0;
-  ctx->explain = true;
-  ctx->out = open_memstream(&buf, &len);
-  GPModule *out = gp_run_pipeline(in, "FoldConstant,TestAddToSubtract,DeadCodeElimination", ctx);
-  fclose(ctx->out);
+  GPModule *out;
+  char *buf = th_explain(in, "FoldConstant,TestAddToSubtract,DeadCodeElimination", ctx, &out);
   cr_assert_null(out);
   cr_assert_eq(gp_error_kind(), GP_ERR_PASS);
   const char *msg = gp_error_message();
@@ -427,10 +407,9 @@ Test(fold_constant, verify_numerics_catches_a_wrong_pass) {
   cr_assert(strstr(buf, "explain: FoldConstant: numerics ok"), "%s", buf);
   cr_assert_null(strstr(buf, "explain: TestAddToSubtract: numerics ok"), "%s", buf);
   cr_assert_null(strstr(buf, "DeadCodeElimination: numerics"), "%s", buf);
-  free(buf);
+  gp_free(buf);
   /* without verification the wrong pass goes unnoticed */
   ctx->verify_numerics = false;
-  ctx->explain = false;
   out = gp_run_pipeline(in, "TestAddToSubtract", ctx);
   cr_assert(out, "%s", gp_error_message());
   gp_release(out);

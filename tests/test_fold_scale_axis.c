@@ -44,18 +44,9 @@ static char *run_explained(const char *path, const char *pipeline, GPModule **ou
   GPModule *in = th_parse_file(path);
   GPPassContext *ctx = gp_ctx_new();
   cr_assert_eq(gp_ctx_set_opt_level(ctx, 3), 0);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ctx->out = f;
-  ctx->explain = true;
-  *out = gp_run_pipeline(in, pipeline, ctx);
-  fclose(f);
+  char *text = th_explain(in, pipeline, ctx, out);
   gp_ctx_free(ctx);
   gp_release(in);
-  char *text = gp_malloc(len + 1);
-  memcpy(text, buf, len + 1);
-  free(buf);
   return text;
 }
 

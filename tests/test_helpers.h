@@ -37,6 +37,34 @@ static inline char *th_read(const char *path, size_t *len) {
   return gp_buf_take(&b);
 }
 
+/* What running `pipeline` on in with --explain writes (gp_free it).  ctx: NULL for a fresh
+ * default context, else used with its explain and out set for the run and restored after.  The
+ * result goes to *out (NULL on failure, the error pending), or is released when out is NULL. */
+static inline char *th_explain(const GPModule *in, const char *pipeline, GPPassContext *ctx, GPModule **out) {
+  GPPassContext *c = ctx ? ctx : gp_ctx_new();
+  bool explain = c->explain;
+  FILE *saved = c->out;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cr_assert(f);
+  c->explain = true;
+  c->out = f;
+  GPModule *res = gp_run_pipeline(in, pipeline, c);
+  fclose(f);
+  c->explain = explain;
+  c->out = saved;
+  if (!ctx) gp_ctx_free(c);
+  if (out)
+    *out = res;
+  else
+    gp_release(res);
+  char *text = gp_malloc(len + 1);
+  memcpy(text, buf, len + 1);
+  free(buf);
+  return text;
+}
+
 static inline GPModule *th_parse_file(const char *path) {
   size_t len;
   char *text = th_read(path, &len);

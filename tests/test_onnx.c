@@ -777,19 +777,12 @@ Test(onnx, nodes_have_their_position_as_location) {
   cr_expect_eq(add->args[1]->line, 0, "the initializer");
   /* a pass's note names the node */
   th_load_std();
-  GPPassContext *ctx = gp_ctx_new();
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ctx->explain = true;
-  ctx->out = f;
-  GPModule *out = gp_run_pipeline(m, "SimplifyExpr", ctx);
-  fclose(f);
+  GPModule *out;
+  char *buf = th_explain(m, "SimplifyExpr", NULL, &out);
   cr_assert(out, "%s", gp_error_message());
   cr_expect(strstr(buf, "left alone EliminateIdentity at test.onnx:2:1: the zero is a constant of shape (3)"), "%s", buf);
-  free(buf);
+  gp_free(buf);
   gp_release(out);
-  gp_ctx_free(ctx);
   gp_plugins_unload_all();
   gp_release(m);
   /* inside an If's branch: the If's location */

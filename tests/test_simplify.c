@@ -164,21 +164,14 @@ static const char k_dynamic_group_norm[] =
 Test(simplify, group_norm_with_dynamic_shape_is_kept) {
   GPModule *in = gp_parse(k_dynamic_group_norm, strlen(k_dynamic_group_norm), "dyn.relay");
   cr_assert(in, "%s", gp_error_message());
-  GPPassContext *ctx = gp_ctx_new();
-  ctx->explain = true;
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&buf, &len);
-  ctx->out = mem;
-  GPModule *out = gp_run_pipeline(in, "SimplifyInference", ctx);
-  fclose(mem);
+  GPModule *out;
+  char *buf = th_explain(in, "SimplifyInference", NULL, &out);
   cr_assert(out, "%s", gp_error_message());
   cr_assert_eq(count_calls(out, "nn.group_norm"), 1);
   cr_assert(strstr(buf, "kept nn.group_norm at dyn.relay:3:3: data has a dynamic shape"), "%s", buf);
-  free(buf);
+  gp_free(buf);
   gp_release(out);
   gp_release(in);
-  gp_ctx_free(ctx);
 }
 
 static const char k_bf16_batch_norm[] =

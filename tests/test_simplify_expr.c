@@ -107,17 +107,9 @@ Test(simplify_expr, post_alter_op) {
 /* A tensor of zeros or ones is not TVM's identity (a scalar): kept, and --explain says so for
  * those two; a constant that is no identity at all (a bias) is kept without a note. */
 Test(simplify_expr, identity_tensors_are_kept_with_a_note) {
-  GPModule *in = th_parse_file(SDATA "identity_tensors.before.relay");
+  GPModule *in = th_parse_file(SDATA "identity_tensors.before.relay"), *out;
   GPPassContext *ctx = gp_ctx_new();
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ctx->explain = true;
-  ctx->out = f;
-  GPModule *out = gp_run_pipeline(in, "SimplifyExpr", ctx);
-  fclose(f);
-  ctx->explain = false;
-  ctx->out = stderr;
+  char *buf = th_explain(in, "SimplifyExpr", ctx, &out);
   cr_assert(out, "%s", gp_error_message());
   GPModule *typed = gp_run_pipeline(in, "InferType", ctx);
   cr_assert(typed, "%s", gp_error_message());
@@ -128,7 +120,7 @@ Test(simplify_expr, identity_tensors_are_kept_with_a_note) {
   int notes = 0;
   for (const char *p = buf; (p = strstr(p, "left alone EliminateIdentity")) != NULL; p++) notes++;
   cr_expect_eq(notes, 2, "%s", buf);
-  free(buf);
+  gp_free(buf);
   gp_release(typed);
   gp_release(out);
   gp_release(in);
@@ -152,24 +144,16 @@ Test(simplify_expr, bad_config) {
 }
 
 Test(simplify_expr, explain_notes) {
-  GPModule *in = th_parse_file(SDATA "consecutive_cast_narrow.before.relay");
-  GPPassContext *ctx = gp_ctx_new();
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ctx->explain = true;
-  ctx->out = f;
-  GPModule *out = gp_run_pipeline(in, "SimplifyExpr", ctx);
-  fclose(f);
+  GPModule *in = th_parse_file(SDATA "consecutive_cast_narrow.before.relay"), *out;
+  char *buf = th_explain(in, "SimplifyExpr", NULL, &out);
   cr_assert(out, "%s", gp_error_message());
   cr_assert(strstr(buf, "SimplifyDQArg"), "%s", buf);
   cr_assert(strstr(buf, "left alone SimplifyConsecutiveCast at " SDATA "consecutive_cast_narrow.before.relay:"), "%s",
             buf);
   cr_assert(strstr(buf, "narrows"), "%s", buf);
-  free(buf);
+  gp_free(buf);
   gp_release(out);
   gp_release(in);
-  gp_ctx_free(ctx);
 }
 
 /* A round the driver settles (ir/pattern_rewrite.c: the result is a fixed point when nothing
