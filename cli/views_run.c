@@ -468,8 +468,10 @@ static int compare(const Ref *ref, const GPModule *m, double rtol, double atol, 
       gp_error_clear();
       ok = 0;
     } else if (c == 0) {
-      snprintf(why, nwhy, "@main output %d: max abs error %g (rel %g) at element %lld, beyond rtol %g atol %g", (int)i,
-               ma, mr, (long long)worst, rtol, atol);
+      snprintf(why, nwhy,
+               "@main output %d: max abs error %g (rel %g) at element %lld, beyond rtol %g atol %g; the output's values "
+               "reach %g",
+               (int)i, ma, mr, (long long)worst, rtol, atol, gp_tensor_max_abs(ref->out[i]));
       ok = 0;
     }
   }

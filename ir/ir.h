@@ -245,6 +245,8 @@ GPTensor *gp_tensor_scalar_i64(DLDataType dtype, int64_t v);
 /* Read element i (row-major over the logical shape, honouring strides) as double / int64. */
 double gp_tensor_get_f64(const GPTensor *t, int64_t i);
 int64_t gp_tensor_get_i64(const GPTensor *t, int64_t i);
+/* The largest |element| (NaNs skipped; 0 for an empty tensor or one without data). */
+double gp_tensor_max_abs(const GPTensor *t);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Attributes (ir/attrs.c)                                                                     */

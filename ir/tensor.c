@@ -380,6 +380,17 @@ static float half_to_float(uint16_t h) {
   return f;
 }
 
+double gp_tensor_max_abs(const GPTensor *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->dl.ndim; i++) n *= t->dl.shape[i];
+  double m = 0;
+  for (int64_t i = 0; t->dl.data && i < n; i++) {
+    double v = fabs(gp_tensor_get_f64(t, i));
+    if (v > m) m = v;
+  }
+  return m;
+}
+
 double gp_tensor_get_f64(const GPTensor *t, int64_t i) {
   DLDataType dt = t->dl.dtype;
   const unsigned char *p = elem_ptr(t, i);

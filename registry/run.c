@@ -421,10 +421,13 @@ static int numerics_check(const Numerics *nv, const GPModule *cur, bool unchange
         gp_error_set_kind(GP_ERR_PASS);
         rc = -1;
       } else if (ok == 0) {
+        /* the output's scale says whether this is a float sum's order (a deep network's
+         * outputs of 10 move by 1e-5 between orders) or a wrong pass */
         gp_error_set(GP_ERR_PASS,
                      "pass %s changed the numbers of @main output %d: max abs error %g (rel %g) at element %lld, "
-                     "beyond rtol %g atol %g",
-                     name, (int)i, max_abs, max_rel, (long long)worst, ctx->rtol, ctx->atol);
+                     "beyond rtol %g atol %g; the output's values reach %g",
+                     name, (int)i, max_abs, max_rel, (long long)worst, ctx->rtol, ctx->atol,
+                     gp_tensor_max_abs(nv->ref[i]));
         rc = -1;
       } else if (max_abs > worst_abs || isnan(max_abs)) {
         worst_abs = max_abs;
