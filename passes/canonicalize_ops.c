@@ -36,7 +36,7 @@ static GPExpr *canon_rewrite(void *user, GPExpr *orig, GPExpr *rebuilt) {
                  sb_where(cn->source, orig, loc, sizeof loc), (long long)(av ? av->i : 1), (int)t->n);
     return NULL;
   }
-  SBuild b = {0};
+  SBuild b = {.at = orig};
   GPExpr *out = sb_call2(&b, "add", c->args[0], sb_expand_bias(&b, c->args[1], t->n, (int32_t)axis));
   GPExpr *res = sb_finish(&b, out);
   if (!res) {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static GPExpr *keep(SBuild *b, GPExpr *e) {
+GPExpr *sb_keep(SBuild *b, GPExpr *e) {
   if (!e) {
     b->failed = true;
     return NULL;
@@ -14,6 +14,10 @@ static GPExpr *keep(SBuild *b, GPExpr *e) {
     H->error_set(GP_ERR_INTERNAL, "expression builder: more than %d nodes", SB_MAX_TEMPS);
     b->failed = true;
     return NULL;
+  }
+  if (b->at && !e->line) { /* fresh: no one else has seen it */
+    e->line = b->at->line;
+    e->col = b->at->col;
   }
   b->tmp[b->n++] = e;
   return e;
@@ -71,7 +75,7 @@ GPExpr *sb_call(SBuild *b, const char *op_name, int32_t nargs, GPExpr *const *ar
   GPCall *c = H->call_new((GPExpr *)op, nargs, args, attrs);
   gp_release(attrs);
   if (c) c->base.checked_type = call_type(op, c);
-  return keep(b, (GPExpr *)c);
+  return sb_keep(b, (GPExpr *)c);
 }
 
 static uint16_t f32_to_f16(float f) {
@@ -148,7 +152,7 @@ GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
   GPConstant *c = H->constant_new(t);
   gp_release(t);
   if (c) c->base.checked_type = H->type_tensor(dt, 0, NULL); /* as InferType types it */
-  return keep(b, (GPExpr *)c);
+  return sb_keep(b, (GPExpr *)c);
 }
 
 GPExpr *sb_reduce(SBuild *b, const char *op, GPExpr *x, int32_t naxes, const int64_t *axes) {

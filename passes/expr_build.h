@@ -1,9 +1,11 @@
 /*
  * expr_build.h -- building replacement expressions in the standard plugin (SimplifyInference,
- * CanonicalizeOps).  A builder owns every node it makes until sb_finish: each sb_* call returns
- * a borrowed node (valid until sb_finish) or NULL with the host's error pending, and takes NULL
- * arguments as "an earlier step failed" (returns NULL without a new error), so a sequence of
- * steps needs one check at the end.  No recursion.
+ * SimplifyExpr, FoldScaleAxis, CanonicalizeOps).  A builder owns every node it makes until
+ * sb_finish: each sb_* call returns a borrowed node (valid until sb_finish) or NULL with the
+ * host's error pending, and takes NULL arguments as "an earlier step failed" (returns NULL
+ * without a new error), so a sequence of steps needs one check at the end.  Every node it makes
+ * gets the location of `at`, the node the expression replaces, so later passes' messages still
+ * name where it came from.  No recursion.
  */
 #ifndef GP_EXPR_BUILD_H
 #define GP_EXPR_BUILD_H
@@ -25,7 +27,12 @@ typedef struct SBuild {
   int32_t n;
   bool failed;
   SBOps *ops; /* borrowed, may be NULL: a cache of op lookups shared by builders */
+  const GPExpr *at; /* borrowed, may be NULL: the node being replaced, whose location the new nodes take */
 } SBuild;
+
+/* Node e, just made (our only reference), into the builder: it owns it until sb_finish and gives
+ * it `at`'s location.  NULL e fails the builder (the maker's error pending). */
+GPExpr *sb_keep(SBuild *b, GPExpr *e);
 
 /* A call of op `op` (by name) with args and attributes keys[i] = vals[i] (schema defaults for
  * the rest; NULL attrs for an op without a schema). */

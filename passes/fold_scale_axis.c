@@ -160,6 +160,15 @@ static const GPType *ttype(const GPExpr *e) {
   return t && t->kind == GP_TYPE_TENSOR ? t : NULL;
 }
 
+/* A tensor that could scale one axis: every dim 1 but at most one (a scalar, a channel vector). */
+static bool scale_shaped(const GPExpr *e) {
+  const GPType *t = ttype(e);
+  if (!t) return false;
+  int32_t wide = 0;
+  for (int32_t d = 0; d < t->n; d++) wide += t->tensor.shape[d] != 1;
+  return wide <= 1;
+}
+
 /* ---- layouts */
 
 typedef struct Conv {
@@ -356,21 +365,6 @@ static void backward_prep(Fsa *s) {
 
 /* ---- building (constants folded here; other operands as TVM's expressions) */
 
-static GPExpr *own(SBuild *b, GPExpr *e) {
-  if (!e) {
-    b->failed = true;
-    return NULL;
-  }
-  if (b->n == SB_MAX_TEMPS) {
-    gp_release(e);
-    H->error_set(GP_ERR_INTERNAL, "expression builder: more than %d nodes", SB_MAX_TEMPS);
-    b->failed = true;
-    return NULL;
-  }
-  b->tmp[b->n++] = e;
-  return e;
-}
-
 /* A typed constant of t (t stays the caller's). */
 static GPExpr *typed_constant(SBuild *b, GPTensor *t) {
   if (!t) {
@@ -385,7 +379,7 @@ static GPExpr *typed_constant(SBuild *b, GPTensor *t) {
   }
   GPExpr *r = H->expr_annotate(&c->base, ty, 0, 0);
   gp_release(c);
-  return own(b, r);
+  return sb_keep(b, r);
 }
 
 /* The constant x with a new shape (same element count): a copy of its data. */
@@ -777,7 +771,7 @@ static GPExpr *mk_call(SBuild *b, const GPCall *like, GPExpr *a0, GPExpr *a1) {
   for (int32_t k = 0; k < like->nargs && same; k++)
     same = args[k]->checked_type && args[k]->checked_type == like->args[k]->checked_type;
   if (same) c->base.checked_type = like->base.checked_type;
-  return own(b, (GPExpr *)c);
+  return sb_keep(b, (GPExpr *)c);
 }
 
 /* The pending error as "cannot fold ... at <node>: <message>". */
@@ -809,7 +803,7 @@ static GPExpr *fwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
   const GPCall *oc = (const GPCall *)orig, *rc = (const GPCall *)rebuilt;
   int64_t j0 = arg_id(s, (size_t)i, 0), j1 = oc->nargs > 1 ? arg_id(s, (size_t)i, 1) : -1;
   bool sc0 = j0 >= 0 && s->value[j0], sc1 = j1 >= 0 && s->value[j1];
-  SBuild b = {.ops = &s->ops};
+  SBuild b = {.ops = &s->ops, .at = orig};
   char loc[256];
   switch (kind) {
   case K_MULTIPLY: {
@@ -911,11 +905,11 @@ static int backward_decide(Fsa *s) {
     const GPCall *c = (const GPCall *)e;
     int32_t m0 = msg_of(s, arg_id(s, k, 0)), m1 = msg_of(s, arg_id(s, k, 1));
     char loc[256], loc2[256];
-    if (m0 < 0 && m1 < 0) {
+    if (m0 < 0 && m1 < 0) { /* a near miss: a scale whose other side would fold but has other uses */
       for (int i = 0; i < 2; i++) {
         int64_t a = arg_id(s, k, i);
         OpKind ak = kind_at(s, a);
-        if (a >= 0 && s->refs[a] > 1 && ak != K_OTHER && ak != K_MULTIPLY) {
+        if (a >= 0 && s->refs[a] > 1 && ak != K_OTHER && ak != K_MULTIPLY && scale_shaped(c->args[1 - i])) {
           notes_add(s->notes, "kept multiply at %s: its argument %s at %s has %u uses", where(s, e, loc, sizeof loc),
                    sb_op_name(c->args[i]), where(s, c->args[i], loc2, sizeof loc2), (unsigned)s->refs[a]);
           s->kept++;
@@ -927,7 +921,7 @@ static int backward_decide(Fsa *s) {
     int side = m0 >= 0 ? 0 : 1;
     int32_t axis = side ? m1 : m0;
     int64_t a = arg_id(s, k, side);
-    SBuild b = {.ops = &s->ops};
+    SBuild b = {.ops = &s->ops, .at = e};
     const char *why = NULL;
     GPExpr *sc = match_scale(s, &b, ttype(c->args[side]), ttype(c->args[1 - side]), axis, c->args[1 - side], &why);
     if (b.failed) {
@@ -974,7 +968,7 @@ static GPExpr *bwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
   int64_t f = s->chain[i] - 1;
   GPExpr *sc = s->scale[f];
   int32_t axis = msg_of(s, arg_id(s, (size_t)f, s->sside[f]));
-  SBuild b = {.ops = &s->ops};
+  SBuild b = {.ops = &s->ops, .at = orig};
   GPExpr *out = NULL;
   switch (kind_at(s, i)) {
   case K_RELU: return std_keep(rebuilt);

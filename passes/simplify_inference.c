@@ -100,7 +100,7 @@ static GPExpr *unpack_batch_norm(Simp *s, const GPExpr *orig, const GPCall *bn, 
   }
   DLDataType dt = t->tensor.dtype;
   GPExpr *const *a = bn->args; /* data, gamma, beta, moving_mean, moving_var */
-  SBuild b = {.ops = &s->ops};
+  SBuild b = {.ops = &s->ops, .at = orig};
   GPExpr *eps = sb_scalar(&b, dt, (float)attr_float(bn, "epsilon", 1e-5));
   GPExpr *scale = sb_call2(&b, "divide", sb_scalar(&b, dt, 1.0f),
                            sb_call1(&b, "sqrt", sb_call2(&b, "add", a[4], eps)));
@@ -152,7 +152,7 @@ static GPExpr *unpack_norm(Simp *s, const GPExpr *orig, const GPCall *c, const c
   double epsilon = attr_float(c, "epsilon", 1e-5);
   int64_t axes[72];
   int32_t naxes = 0;
-  SBuild b = {.ops = &s->ops};
+  SBuild b = {.ops = &s->ops, .at = orig};
   GPExpr *out;
   if (strcmp(op, "nn.layer_norm") == 0) {
     out = standardize(&b, c->args[0], dt, epsilon, 1, &raw_axis);
@@ -224,7 +224,7 @@ static GPExpr *unpack_l2(Simp *s, const GPExpr *orig, const GPCall *c, const GPT
     n = 1;
     axes = &one;
   }
-  SBuild b = {.ops = &s->ops};
+  SBuild b = {.ops = &s->ops, .at = orig};
   GPExpr *x = c->args[0];
   GPExpr *eps = sb_scalar(&b, t->tensor.dtype, (float)attr_float(c, "eps", 0.0));
   GPExpr *sum = sb_reduce(&b, "sum", sb_call2(&b, "multiply", x, x), n, axes);

@@ -282,6 +282,22 @@ Test(fold_scale_axis, deep_chain) {
   gp_ctx_free(ctx);
 }
 
+/* --explain notes a kept multiply that is a near miss (a scale-shaped operand, the other side a
+ * conv used twice), not one that was never a scale (SiLU: x * sigmoid(x)). */
+Test(fold_scale_axis, notes_only_near_misses) {
+  GPModule *out;
+  char *text = run_explained(DATA "kept_notes.before.relay", "BackwardFoldScaleAxis", &out);
+  cr_assert(out, "%s", gp_error_message());
+  int notes = 0;
+  for (const char *p = text; (p = strstr(p, "kept multiply at")) != NULL; p++) notes++;
+  cr_expect_eq(notes, 1, "%s", text);
+  cr_expect(strstr(text, "kept multiply at " DATA "kept_notes.before.relay:8:8: its argument nn.conv2d at " DATA
+                         "kept_notes.before.relay:7:8 has 2 uses"),
+            "%s", text);
+  gp_free(text);
+  gp_release(out);
+}
+
 /* ---- whole models (bench/gen_model: torchvision's architectures).  DenseNets: every batch norm
  * but the last (norm5, ahead of the global pool) folds into a conv's weights, norm2 and norm0
  * backward into the conv before them, norm1 and the transitions' forward through a relu into the

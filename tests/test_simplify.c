@@ -160,6 +160,37 @@ static const char k_dynamic_group_norm[] =
     "  nn.group_norm(%x, %g, %g, num_groups=2)\n"
     "}\n";
 
+/* What replaces a batch_norm takes its location, so later passes' messages (FoldScaleAxis's
+ * kept multiplies, a type error) still name the line the batch_norm was on. */
+Test(simplify, replacement_takes_the_batch_norm_location) {
+  static const char text[] = "#[version = \"0.0.5\"]\n"
+                             "def @main(%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32]) {\n"
+                             "  %0 = nn.batch_norm(%x, %g, %g, %g, %g);\n"
+                             "  %0.0\n"
+                             "}\n";
+  GPModule *in = gp_parse(text, strlen(text), "bn.relay");
+  cr_assert(in, "%s", gp_error_message());
+  GPPassContext *ctx = gp_ctx_new();
+  GPModule *out = gp_run_pipeline(in, "SimplifyInference", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert_eq(count_calls(out, "nn.batch_norm"), 0);
+  GPExpr **nodes;
+  size_t n;
+  cr_assert_eq(gp_post_order(&gp_module_lookup(out, "main")->base, &nodes, &n), 0);
+  int calls = 0;
+  for (size_t i = 0; i < n; i++)
+    if (gp_kind(nodes[i]) == GP_TI_CALL) {
+      calls++;
+      cr_expect(nodes[i]->line == 3 || nodes[i]->line == 4, "%s at line %u",
+                GP_AS(GPOp, GP_AS(GPCall, nodes[i])->op)->name, nodes[i]->line);
+    }
+  cr_expect_geq(calls, 4, "multiply, add, the scale's divide and sqrt, ...");
+  gp_free(nodes);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+}
+
 /* group_norm's reshape needs static dims: kept (TVM would crash), with an explain note. */
 Test(simplify, group_norm_with_dynamic_shape_is_kept) {
   GPModule *in = gp_parse(k_dynamic_group_norm, strlen(k_dynamic_group_norm), "dyn.relay");
