@@ -1,5 +1,5 @@
 /* gen_model.c -- writes a CNN as ONNX, with pseudo-random float32 weights as initializers
- * (raw_data), as torchvision exports it.  Two architectures:
+ * (raw_data), as torchvision exports it.  Three architectures:
  *  - densenet (default DenseNet-121): conv0 7x7/2, norm0, relu, max pool 3/2; dense blocks whose
  *    every layer concatenates all the block's feature maps so far and runs BN -> ReLU -> conv 1x1
  *    (bn_size * growth) -> BN -> ReLU -> conv 3x3 (growth); a transition (BN -> ReLU -> conv 1x1
@@ -12,7 +12,14 @@
  *    1x1 projecting, BN, and an add of the block's input when the stride is 1 and the channels
  *    match; conv 1x1 (1280), BN, ReLU6, global average pool, flatten, Gemm (3.5M weights).
  *    --width P scales the channels by P percent, rounded as torchvision does (to multiples of 8).
- * Both take 224x224 images and 1000 classes unless --size / --classes say otherwise.
+ *  - efficientnet_b0: conv 3x3/2 (32), BN, SiLU (x * Sigmoid(x)); MBConv blocks (expand, kernel,
+ *    stride, in, out, layers) = (1,3,1,32,16,1) (6,3,2,16,24,2) (6,5,2,24,40,2) (6,3,2,40,80,3)
+ *    (6,5,1,80,112,3) (6,5,2,112,192,4) (6,3,1,192,320,1): conv 1x1 expanding, BN, SiLU, depthwise
+ *    conv, BN, SiLU, squeeze and excitation (global pool, conv 1x1 with bias to in / 4, SiLU, conv
+ *    1x1 with bias back, Sigmoid, multiply), conv 1x1 projecting, BN, and the add of the input
+ *    when the stride is 1 and the channels match; conv 1x1 (1280), BN, SiLU, pool, flatten, Gemm
+ *    (5.33M weights).
+ * All take 224x224 images and 1000 classes unless --size / --classes say otherwise.
  *
  * The same arguments and seed always give the same file, byte for byte, so a test can build
  * the model at run time and compare with an output computed once by another runtime (ONNX
@@ -24,6 +31,7 @@
  *   build/bin/gen_model mobilenet_v2 /tmp/mobilenet_v2.onnx
  * usage: gen_model densenet OUT.onnx [--blocks L1,L2,...] [--growth G] [--bn-size B] [--init C] [common]
  *        gen_model mobilenet_v2 OUT.onnx [--width P] [common]
+ *        gen_model efficientnet_b0 OUT.onnx [common]
  *        common: [--size S] [--classes K] [--seed N] */
 #include "../frontend/onnx/onnx_impl.h"
 #include "bench_util.h"
@@ -164,13 +172,19 @@ static const char *node(const char *op, const char *out, int32_t nin, const char
 }
 
 /* ---- layers, each named by its torchvision module path p */
-static const char *conv(const char *p, const char *x, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t group) {
-  const int64_t wd[4] = {cout, cin / group, k, k}, pad = k / 2;
+static const char *conv_b(const char *p, const char *x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                          int64_t group, bool bias) {
+  const int64_t wd[4] = {cout, cin / group, k, k}, bd[1] = {cout}, pad = k / 2;
   double a = sqrt(6.0 / (double)(cin / group * k * k));
-  const char *in[2] = {x, initializer(nm("%s.weight", p), 4, wd, -a, a)};
-  return node("Conv", nm("%s", p), 2, in, group == 1 ? 4 : 5, attr_ints("kernel_shape", k, k, 2),
+  const char *in[3] = {x, initializer(nm("%s.weight", p), 4, wd, -a, a),
+                       bias ? initializer(nm("%s.bias", p), 1, bd, -0.05, 0.05) : NULL};
+  return node("Conv", nm("%s", p), bias ? 3 : 2, in, group == 1 ? 4 : 5, attr_ints("kernel_shape", k, k, 2),
               attr_ints("strides", stride, stride, 2), attr_ints("pads", pad, pad, 4), attr_ints("dilations", 1, 1, 2),
               attr_int("group", group));
+}
+
+static const char *conv(const char *p, const char *x, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t group) {
+  return conv_b(p, x, cin, cout, k, stride, group, false);
 }
 
 static const char *bn(const char *p, const char *x, int64_t c) {
@@ -195,6 +209,12 @@ static const char *bn_relu6(const char *p, const char *x, int64_t c) {
   }
   const char *in[3] = {bn(p, x, c), clip_lo, clip_hi};
   return node("Clip", nm("%s.relu6", p), 3, in, 0);
+}
+
+/* SiLU as torch exports it at opset 13: x * Sigmoid(x). */
+static const char *silu(const char *p, const char *x) {
+  const char *in[2] = {x, node("Sigmoid", nm("%s.sigmoid", p), 1, &x, 0)};
+  return node("Mul", nm("%s.silu", p), 2, in, 0);
 }
 
 static const char *concat(const char *out, int32_t n, const char *const *xs) {
@@ -324,9 +344,53 @@ static Gponnx__ValueInfoProto *value_info(const char *name, int32_t nd, const in
   return v;
 }
 
+/* torchvision's efficientnet_b0 (width and depth 1.0): MBConv blocks (expand ratio, kernel,
+ * stride, in, out, layers); stochastic depth and dropout are the identity when inferring. */
+static void build_efficientnet_b0(const Arch *a) {
+  static const int32_t setting[7][6] = {{1, 3, 1, 32, 16, 1},   {6, 3, 2, 16, 24, 2},   {6, 5, 2, 24, 40, 2},
+                                        {6, 3, 2, 40, 80, 3},   {6, 5, 1, 80, 112, 3},  {6, 5, 2, 112, 192, 4},
+                                        {6, 3, 1, 192, 320, 1}};
+  const char *x = conv("features.0.0", "data", 3, 32, 3, 2, 1);
+  x = silu("features.0", bn("features.0.1", x, 32));
+  for (int32_t k = 0; k < 7; k++) {
+    const int32_t *st = setting[k];
+    for (int32_t i = 0; i < st[5]; i++) {
+      int64_t cin = i == 0 ? st[3] : st[4], cout = st[4], stride = i == 0 ? st[2] : 1, exp = cin * st[0];
+      const char *p = nm("features.%d.%d.block", k + 1, i), *y = x;
+      int32_t m = 0; /* block.m */
+      if (exp != cin) {
+        y = conv(nm("%s.%d.0", p, m), y, cin, exp, 1, 1, 1);
+        y = silu(nm("%s.%d", p, m), bn(nm("%s.%d.1", p, m), y, exp));
+        m++;
+      }
+      y = conv(nm("%s.%d.0", p, m), y, exp, exp, st[1], stride, exp);
+      y = silu(nm("%s.%d", p, m), bn(nm("%s.%d.1", p, m), y, exp));
+      m++;
+      /* squeeze and excitation: pool, conv 1x1 to in / 4 (bias), SiLU, conv 1x1 back (bias), Sigmoid, scale */
+      int64_t sq = cin / 4 > 1 ? cin / 4 : 1;
+      const char *s = node("GlobalAveragePool", nm("%s.%d.avgpool", p, m), 1, &y, 0);
+      s = silu(nm("%s.%d.fc1", p, m), conv_b(nm("%s.%d.fc1", p, m), s, exp, sq, 1, 1, 1, true));
+      s = conv_b(nm("%s.%d.fc2", p, m), s, sq, exp, 1, 1, 1, true);
+      s = node("Sigmoid", nm("%s.%d.scale", p, m), 1, &s, 0);
+      const char *in[2] = {y, s};
+      y = node("Mul", nm("%s.%d.mul", p, m), 2, in, 0);
+      m++;
+      y = bn(nm("%s.%d.1", p, m), conv(nm("%s.%d.0", p, m), y, exp, cout, 1, 1, 1), cout);
+      if (stride == 1 && cin == cout) {
+        const char *r[2] = {x, y};
+        y = node("Add", nm("features.%d.%d.add", k + 1, i), 2, r, 0);
+      }
+      x = y;
+    }
+  }
+  x = conv("features.8.0", x, 320, 1280, 1, 1, 1);
+  head(silu("features.8", bn("features.8.1", x, 1280)), 1280, a->classes);
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: gen_model densenet OUT.onnx [--blocks L1,L2,...] [--growth G] [--bn-size B] [--init C] [common]\n"
                   "       gen_model mobilenet_v2 OUT.onnx [--width P] [common]\n"
+                  "       gen_model efficientnet_b0 OUT.onnx [common]\n"
                   "       common: [--size S] [--classes K] [--seed N]\n");
   return 2;
 }
@@ -356,15 +420,15 @@ int main(int argc, char **argv) {
             .classes = 1000, .seed = 1};
   if (argc < 3 || argv[2][0] == '-') return usage();
   const char *arch = argv[1], *path = argv[2];
-  bool densenet = !strcmp(arch, "densenet");
-  if (!densenet && strcmp(arch, "mobilenet_v2") != 0) {
-    fprintf(stderr, "gen_model: unknown architecture '%s' (densenet, mobilenet_v2)\n", arch);
+  bool densenet = !strcmp(arch, "densenet"), mobilenet = !strcmp(arch, "mobilenet_v2");
+  if (!densenet && !mobilenet && strcmp(arch, "efficientnet_b0") != 0) {
+    fprintf(stderr, "gen_model: unknown architecture '%s' (densenet, mobilenet_v2, efficientnet_b0)\n", arch);
     return 2;
   }
   for (int i = 3; i < argc; i += 2) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     bool dense_only = !strcmp(o, "--blocks") || !strcmp(o, "--growth") || !strcmp(o, "--bn-size") || !strcmp(o, "--init");
-    if ((dense_only && !densenet) || (!strcmp(o, "--width") && densenet)) {
+    if ((dense_only && !densenet) || (!strcmp(o, "--width") && !mobilenet)) {
       fprintf(stderr, "gen_model: %s is an option of %s only\n", o, dense_only ? "densenet" : "mobilenet_v2");
       return 2;
     }
@@ -398,7 +462,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  void (*build)(const Arch *) = densenet ? build_densenet : build_mobilenet_v2;
+  void (*build)(const Arch *) = densenet ? build_densenet : mobilenet ? build_mobilenet_v2 : build_efficientnet_b0;
   counting = true; /* a dry run counts the weights first */
   build(&a);
   counting = false;

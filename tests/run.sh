@@ -59,20 +59,23 @@ models_check() {
     fi
   done
 }
-# DenseNet-121, a tiny DenseNet and MobileNetV2 from bench/gen_model (torchvision's
-# architectures, pseudo-random weights; no data needed from outside), also on the OPU (plain
-# build only, as the light models below: simulator vs float).  MobileNetV2's outputs (up to ~14)
-# move by up to ~7e-5 between runtimes and between a pass's float sums and the graph's before it.
+# DenseNet-121, a tiny DenseNet, MobileNetV2 and EfficientNet-B0 from bench/gen_model
+# (torchvision's architectures, pseudo-random weights; no data needed from outside), also on the
+# OPU (plain build only, as the light models below: simulator vs float).  MobileNetV2's outputs
+# (up to ~14) move by up to ~7e-5 between runtimes and between a pass's float sums and the
+# graph's before it.
 gm=$dir/tests/gen_models
-mkdir -p "$gm/densenet" "$gm/mobilenet"
+mkdir -p "$gm/densenet" "$gm/mobilenet" "$gm/efficientnet"
 "$dir/bin/gen_model" densenet "$gm/densenet/densenet121.onnx" > /dev/null &&
   "$dir/bin/gen_model" densenet "$gm/densenet/densenet_tiny.onnx" --blocks 2,3 --growth 4 --init 8 --size 32 --classes 10 > /dev/null &&
-  "$dir/bin/gen_model" mobilenet_v2 "$gm/mobilenet/mobilenet_v2.onnx" > /dev/null ||
+  "$dir/bin/gen_model" mobilenet_v2 "$gm/mobilenet/mobilenet_v2.onnx" > /dev/null &&
+  "$dir/bin/gen_model" efficientnet_b0 "$gm/efficientnet/efficientnet_b0.onnx" > /dev/null ||
   { echo "tests/run.sh: gen_model failed" >&2; exit 1; }
 models_check "$gm/densenet" "--atol 1e-5" densenet121 densenet_tiny
 models_check "$gm/mobilenet" "--atol 2e-4" mobilenet_v2
+models_check "$gm/efficientnet" "--atol 1e-5" efficientnet_b0
 if [ "$variant" = plain ]; then
-  for group in "densenet densenet121 densenet_tiny" "mobilenet mobilenet_v2"; do
+  for group in "densenet densenet121 densenet_tiny" "mobilenet mobilenet_v2" "efficientnet efficientnet_b0"; do
     set -- $group
     sub=$1; shift
     if ! "$dir/bin/bench_opu" --check --runs 1 "$gm/$sub" "$@" > "$gm/$sub/opu.log" 2>&1; then
@@ -81,7 +84,7 @@ if [ "$variant" = plain ]; then
       exit 1
     fi
   done
-  echo "opu densenet121, densenet_tiny and mobilenet_v2 (simulator vs float): within cosine 0.99 and the same top-1"
+  echo "opu densenet121, densenet_tiny, mobilenet_v2 and efficientnet_b0 (simulator vs float): within cosine 0.99 and the same top-1"
 fi
 
 # ONNX conformance over ../shared/onnx or $GP_ONNX_DATA (node, simple, light) when it is present: any FAIL fails
