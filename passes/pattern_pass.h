@@ -44,6 +44,10 @@ struct PPRun {
   SBOps ops;
 };
 
+/* The builder of a rewrite's replacement: its op cache, and the matched root's location for
+ * every node it makes (passes/expr_build.h). */
+static inline SBuild pp_build(PPRun *r, const GPMatch *m) { return (SBuild){.ops = &r->ops, .at = m->root}; }
+
 /* The whole pass: unpacks (module, context), compiles the n rules (n <= PP_MAX_RULES), rewrites
  * every function, notes "<total> fusions (<rule> <count>, ...)" and returns the new module in
  * *result (the input, retained, when nothing matched).  -1 + error naming the rule and the node

@@ -132,7 +132,7 @@ static int check_static(PPRun *r, const GPMatch *m) {
 static GPExpr *rw_init(PPRun *r, const GPMatch *m, const char *op, int32_t nargs, GPExpr *const *args) {
   const GPType *t = root_type(r, m);
   if (!t) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   const char *keys[2] = {"shape", "dtype"};
   GPAttrValue vals[2] = {ints_val(t), {.kind = GP_ATTR_DTYPE, .dtype = t->tensor.dtype}};
   return sb_finish(&b, sb_call(&b, op, nargs, args, 2, keys, vals));
@@ -148,7 +148,7 @@ static GPExpr *rw_full_like(PPRun *r, const GPMatch *m) {
 static GPExpr *rw_reshape_like(PPRun *r, const GPMatch *m) {
   const GPType *t = root_type(r, m);
   if (!t) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   const char *key = "newshape";
   GPAttrValue v = ints_val(t);
   GPExpr *data = (GPExpr *)arg(m->root, 0);
@@ -158,7 +158,7 @@ static GPExpr *rw_reshape_like(PPRun *r, const GPMatch *m) {
 static GPExpr *rw_broadcast_to_like(PPRun *r, const GPMatch *m) {
   const GPType *t = root_type(r, m);
   if (!t) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   const char *key = "shape";
   GPAttrValue v = ints_val(t);
   GPExpr *data = (GPExpr *)arg(m->root, 0);
@@ -176,7 +176,7 @@ static GPExpr *rw_collapse_sum_like(PPRun *r, const GPMatch *m) {
   GPExpr *shape = pp_constant(st);
   gp_release(st);
   if (!shape) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   const char *key = "shape";
   GPAttrValue v = ints_val(t);
   GPExpr *args[2] = {(GPExpr *)arg(m->root, 0), shape};
@@ -190,8 +190,8 @@ static int check_tensor(PPRun *r, const GPMatch *m) {
   return tensor_type(m->root) ? 1 : pp_decline(r, m, "the result is not a tensor");
 }
 
-static GPExpr *cast_to(PPRun *r, const GPExpr *at, GPExpr *data, DLDataType dt) {
-  SBuild b = {.ops = &r->ops, .at = at};
+static GPExpr *cast_to(PPRun *r, const GPMatch *m, GPExpr *data, DLDataType dt) {
+  SBuild b = pp_build(r, m);
   const char *key = "dtype";
   GPAttrValue v = {.kind = GP_ATTR_DTYPE, .dtype = dt};
   return sb_finish(&b, sb_call(&b, "cast", 1, &data, 1, &key, &v));
@@ -199,7 +199,7 @@ static GPExpr *cast_to(PPRun *r, const GPExpr *at, GPExpr *data, DLDataType dt) 
 
 static GPExpr *rw_cast_like(PPRun *r, const GPMatch *m) {
   const GPType *t = root_type(r, m);
-  return t ? cast_to(r, m->root, (GPExpr *)arg(m->root, 0), t->tensor.dtype) : NULL;
+  return t ? cast_to(r, m, (GPExpr *)arg(m->root, 0), t->tensor.dtype) : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -217,12 +217,12 @@ static int check_add(PPRun *r, const GPMatch *m) {
 static GPExpr *rw_add(PPRun *r, const GPMatch *m) {
   const GPType *t = root_type(r, m);
   if (!t) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   return sb_finish(&b, sb_call2(&b, "multiply", pp_cap(m, "x"), sb_scalar(&b, t->tensor.dtype, 2)));
 }
 
 static GPExpr *rw_rsqrt(PPRun *r, const GPMatch *m) {
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   return sb_finish(&b, sb_call2(&b, "multiply", pp_cap(m, "n"), sb_call1(&b, "rsqrt", pp_cap(m, "x"))));
 }
 
@@ -281,7 +281,7 @@ static GPExpr *rw_capture_x(PPRun *r, const GPMatch *m) {
 static GPExpr *rw_reshape(PPRun *r, const GPMatch *m) {
   const GPType *t = root_type(r, m);
   if (!t) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   const char *key = "newshape";
   GPAttrValue v = ints_val(t);
   GPExpr *x = pp_cap(m, "x");
@@ -369,7 +369,7 @@ static GPExpr *rw_transpose(PPRun *r, const GPMatch *m) {
   }
   GPExpr *x = pp_cap(m, "x");
   if (k == 2 || ident) return gp_retain(x);
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   const char *key = "axes";
   GPAttrValue v = {.kind = GP_ATTR_INTS, .n = nd, .ints = ax};
   return sb_finish(&b, sb_call(&b, "transpose", 1, &x, 1, &key, &v));
@@ -410,7 +410,7 @@ static int check_consecutive_cast(PPRun *r, const GPMatch *m) {
 
 static GPExpr *rw_consecutive_cast(PPRun *r, const GPMatch *m) {
   const GPType *t = root_type(r, m);
-  return t ? cast_to(r, m->root, pp_cap(m, "data"), t->tensor.dtype) : NULL;
+  return t ? cast_to(r, m, pp_cap(m, "data"), t->tensor.dtype) : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -452,7 +452,7 @@ static GPExpr *rw_full(PPRun *r, const GPMatch *m) {
   GPExpr *f = pp_cap(m, "f"), *x = pp_cap(m, "x");
   double v = 0;
   GPExpr *fill = fill_of(f, &v);
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   GPExpr *val = fill ? fill : sb_scalar(&b, t->tensor.dtype, v);
   GPExpr *out = NULL;
   if (val) {
@@ -484,7 +484,7 @@ static int check_consts(PPRun *r, const GPMatch *m) {
 
 /* op(c1, c2) evaluated: a new constant, or NULL + error. */
 static GPExpr *fold(PPRun *r, const GPMatch *m, const char *op) {
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   GPExpr *call = sb_call2(&b, op, pp_cap(m, "c1"), pp_cap(m, "c2"));
   GPExpr *c = call ? H->eval_call((const GPCall *)call) : NULL;
   GPExpr *done = sb_finish(&b, call);
@@ -496,7 +496,7 @@ static GPExpr *fold(PPRun *r, const GPMatch *m, const char *op) {
 static GPExpr *rw_switch(PPRun *r, const GPMatch *m) {
   GPExpr *c = fold(r, m, "multiply");
   if (!c) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   GPExpr *out = sb_finish(&b, sb_call2(&b, "add", sb_call2(&b, "multiply", pp_cap(m, "x"), pp_cap(m, "c2")), c));
   gp_release(c);
   return out;
@@ -506,7 +506,7 @@ static GPExpr *rw_adjacent(PPRun *r, const GPMatch *m) {
   const char *op = sb_op_name(m->root);
   GPExpr *c = fold(r, m, op);
   if (!c) return NULL;
-  SBuild b = {.ops = &r->ops, .at = m->root};
+  SBuild b = pp_build(r, m);
   GPExpr *out = sb_finish(&b, sb_call2(&b, op, pp_cap(m, "x"), c));
   gp_release(c);
   return out;

@@ -407,14 +407,22 @@ static GPTensor *f32_tensor(int ndim, const int64_t *dims, const float *v) {
   return t;
 }
 
+/* The branches of an If on x (float32, 3 elements): r = relu(x), r = negative(x). */
+static void relu_neg_branches(Model *then_g, Model *else_g) {
+  static const int64_t d3[] = {3};
+  *then_g = (Model){0};
+  *else_g = (Model){0};
+  then_g->nodes[then_g->nn++] = node("Relu", "x", "r", NULL);
+  then_g->outputs[then_g->no++] = vi("r", 1, 1, d3, NULL);
+  else_g->nodes[else_g->nn++] = node("Neg", "x", "r", NULL);
+  else_g->outputs[else_g->no++] = vi("r", 1, 1, d3, NULL);
+}
+
 Test(onnx, if_runtime_known_and_mismatched) {
   static const int64_t d1[] = {1}, d3[] = {3};
   /* Both branches define the name "r": each branch's names are its own. */
-  Model then_g = {0}, else_g = {0};
-  then_g.nodes[then_g.nn++] = node("Relu", "x", "r", NULL);
-  then_g.outputs[then_g.no++] = vi("r", 1, 1, d3, NULL);
-  else_g.nodes[else_g.nn++] = node("Neg", "x", "r", NULL);
-  else_g.outputs[else_g.no++] = vi("r", 1, 1, d3, NULL);
+  Model then_g, else_g;
+  relu_neg_branches(&then_g, &else_g);
   Model md = {.opset = 13};
   md.inputs[md.ni++] = vi("c", 9, 1, d1, NULL);
   md.inputs[md.ni++] = vi("x", 1, 1, d3, NULL);
@@ -786,11 +794,8 @@ Test(onnx, nodes_have_their_position_as_location) {
   gp_plugins_unload_all();
   gp_release(m);
   /* inside an If's branch: the If's location */
-  Model then_g = {0}, else_g = {0};
-  then_g.nodes[then_g.nn++] = node("Relu", "x", "r", NULL);
-  then_g.outputs[then_g.no++] = vi("r", 1, 1, d3, NULL);
-  else_g.nodes[else_g.nn++] = node("Neg", "x", "r", NULL);
-  else_g.outputs[else_g.no++] = vi("r", 1, 1, d3, NULL);
+  Model then_g, else_g;
+  relu_neg_branches(&then_g, &else_g);
   Model mi = {.opset = 13};
   mi.inputs[mi.ni++] = vi("c", 9, 1, d1, NULL);
   mi.inputs[mi.ni++] = vi("x", 1, 1, d3, NULL);
