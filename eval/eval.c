@@ -1123,7 +1123,7 @@ static int step(Ctx *C, int32_t fidx, int32_t p) {
     Val *v = val_new(V_FUNC);
     v->fn = inner;
     v->items = gp_malloc((size_t)(inner->nfree ? inner->nfree : 1) * sizeof(Val *));
-    const int32_t *capt = fi->plan->capt + fi->plan->aux[p];
+    const int32_t *capt = inner->nfree ? fi->plan->capt + fi->plan->aux[p] : NULL; /* no captures: capt may be NULL */
     for (int32_t k = 0; k < inner->nfree; k++) {
       Val *c = NULL;
       if (capt[k] >= 0) {

@@ -1,6 +1,7 @@
 /* fuzz_relay.c -- Relay text: parse, InferType, print, and when it types, the llvm target's
- * default set at opt-level 3 (FoldConstant capped at 64 KiB so a folded constant stays small);
- * the printed module must parse back. */
+ * default set at opt-level 4 (so the CombineParallel passes run too; FoldConstant capped at
+ * 64 KiB so a folded constant stays small); the printed module must parse back, and the typed
+ * module must print the same after the set as before it (a pass never mutates its input). */
 #include "fuzz_common.h"
 
 static GPPassContext *ctx;
@@ -11,7 +12,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   gp_ops_init();
   fz_load_std();
   ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 3);
+  gp_ctx_set_opt_level(ctx, 4);
   if (gp_ctx_set_config(ctx, "FoldConstant.max_bytes", "65536") != 0) abort();
   return 0;
 }
@@ -44,7 +45,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   roundtrip(typed);
+  char *before = gp_print(typed, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  if (!before) abort();
   GPModule *out = gp_run_pipeline(typed, NULL, ctx);
+  char *after = gp_print(typed, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  if (!after) abort();
+  if (strcmp(before, after) != 0) {
+    fprintf(stderr, "fuzz: the default set changed its input:\n%s\n--- became ---\n%s\n", before, after);
+    abort();
+  }
+  gp_free(before);
+  gp_free(after);
   if (out) {
     roundtrip(out);
     gp_release(out);
