@@ -129,6 +129,21 @@ static int check_static(PPRun *r, const GPMatch *m) {
   return 1;
 }
 
+/* A reshape of data to the root's static shape, stated as newshape = that shape: a 0 there means
+ * "data's dimension here", so a zero-size dimension can be stated only where data has one too. */
+static int check_newshape(PPRun *r, const GPMatch *m, const GPExpr *data) {
+  if (check_static(r, m) != 1) return 0;
+  const GPType *t = tensor_type(m->root), *d = tensor_type(data);
+  for (int32_t i = 0; i < t->n; i++)
+    if (t->tensor.shape[i] == 0 && (!d || i >= d->n || d->tensor.shape[i] != 0))
+      return pp_decline(r, m, "the result's dimension %d is 0, which reshape's newshape cannot state (0 copies the input's)",
+                        (int)i);
+  return 1;
+}
+
+static int check_reshape(PPRun *r, const GPMatch *m) { return check_newshape(r, m, pp_cap(m, "x")); }
+static int check_reshape_like(PPRun *r, const GPMatch *m) { return check_newshape(r, m, arg(m->root, 0)); }
+
 static GPExpr *rw_init(PPRun *r, const GPMatch *m, const char *op, int32_t nargs, GPExpr *const *args) {
   const GPType *t = root_type(r, m);
   if (!t) return NULL;
@@ -568,7 +583,7 @@ static GPExpr *rw_capture_cast(PPRun *r, const GPMatch *m) {
 /* The lists                                                                                   */
 
 #define R_IDENTITY {"EliminateIdentity", IDENTITY_PATTERN, check_identity, rw_capture_x}
-#define R_RESHAPE {"SimplifyReshape", RESHAPE_PATTERN, check_static, rw_reshape}
+#define R_RESHAPE {"SimplifyReshape", RESHAPE_PATTERN, check_reshape, rw_reshape}
 #define R_SAME_CAST {"SimplifySameCast", CAST_OF("%data"), check_same_cast, rw_capture_data}
 #define R_CONSEC_CAST \
   {"SimplifyConsecutiveCast", "cast_like(%c1=" CAST_OF("%data") ", _) | cast(%c1=" CAST_OF("%data") ")", \
@@ -581,7 +596,7 @@ static const PPRule k_simplify[] = {
     {"ConcretizeZerosLike", "zeros_like(_)", check_static, rw_zeros_like},
     {"ConcretizeOnesLike", "ones_like(_)", check_static, rw_ones_like},
     {"ConcretizeFullLike", "full_like(_, _)", check_static, rw_full_like},
-    {"ConcretizeReshapeLike", "reshape_like(_, _)", check_static, rw_reshape_like},
+    {"ConcretizeReshapeLike", "reshape_like(_, _)", check_reshape_like, rw_reshape_like},
     {"ConcretizeCollapseSumLike", "collapse_sum_like(_, _)", check_static, rw_collapse_sum_like},
     {"ConcretizeBroadcastToLike", "broadcast_to_like(_, _)", check_static, rw_broadcast_to_like},
     {"ConcretizeCastLike", "cast_like(_, _)", check_tensor, rw_cast_like},

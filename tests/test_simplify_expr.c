@@ -39,6 +39,7 @@ Test(simplify_expr, add_rsqrt_identity) {
 
 Test(simplify_expr, reshape_transpose) {
   golden("simplify_reshape");
+  golden("reshape_zero_dim");         /* a 0 in newshape copies the input's dimension: kept */
   golden("transpose_cancel");
   golden("transpose_merge");          /* default (reverse) and negative axes, five transposes */
   golden("transpose_pair_kept");      /* not the identity: one transpose */
