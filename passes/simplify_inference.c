@@ -162,12 +162,15 @@ static GPExpr *unpack_norm(Simp *s, const GPExpr *orig, const GPCall *c, const c
     out = standardize(&b, c->args[0], dt, epsilon, naxes, axes);
   } else { /* nn.group_norm */
     int64_t groups = attr_int(c, "num_groups", 0), ch = t->tensor.shape[axis];
-    bool static_shape = true;
-    for (int32_t i = 0; i < t->n; i++) static_shape = static_shape && t->tensor.shape[i] >= 0;
-    if (!static_shape) {
+    bool static_shape = true, empty = false;
+    for (int32_t i = 0; i < t->n; i++) {
+      static_shape = static_shape && t->tensor.shape[i] >= 0;
+      empty = empty || t->tensor.shape[i] == 0;
+    }
+    if (!static_shape || empty) { /* empty: a 0 in the reshapes' newshape would copy another dimension */
       char loc[256];
-      std_note(s->ctx, "kept nn.group_norm at %s: data has a dynamic shape",
-               sb_where(s->source, orig, loc, sizeof loc));
+      std_note(s->ctx, "kept nn.group_norm at %s: data has %s", sb_where(s->source, orig, loc, sizeof loc),
+               empty ? "no elements (a 0 in reshape's newshape copies the input's dimension)" : "a dynamic shape");
       s->kept++;
       return gp_retain((GPExpr *)c);
     }

@@ -129,6 +129,13 @@ Test(simplify, group_norm) {
   golden(DATA "simplify_group_norm.before.relay", DATA "simplify_group_norm.after.relay", "SimplifyInference");
 }
 
+/* data with no elements: a 0 in the reshapes' newshape would copy another dimension, so that
+ * group_norm is kept (the other one is unpacked) */
+Test(simplify, group_norm_of_empty_data_is_kept) {
+  golden(DATA "simplify_group_norm_empty.before.relay", DATA "simplify_group_norm_empty.after.relay",
+         "SimplifyInference");
+}
+
 Test(simplify, group_norm_channel_last) {
   golden(DATA "simplify_group_norm_nhwc.before.relay", DATA "simplify_group_norm_nhwc.after.relay",
          "SimplifyInference");
