@@ -24,7 +24,12 @@ for h in relay numerics onnx pipeline pattern npy params value; do
   dirs="tests/fuzz/corpus/$h tests/fuzz/regress/$h"
   case $h in
     relay) dirs="$dirs tests/data/repro/relay"; maxlen=4096 ;;
-    numerics) dirs="tests/fuzz/corpus/relay tests/fuzz/regress/$h tests/data/repro/relay"; maxlen=4096 ;;
+    numerics) # the passes' golden inputs too: graphs each pass rewrites
+      dirs="tests/fuzz/corpus/relay tests/fuzz/regress/$h tests/data/repro/relay"
+      for d in simplify_expr fold_scale_axis combine_parallel flatten_atrous_conv convert_layout passes fusion; do
+        dirs="$dirs tests/data/$d"
+      done
+      maxlen=4096 ;;
     onnx) dirs="$dirs tests/data/repro/onnx"; maxlen=8192 ;;
     npy) dirs="$dirs tests/data/repro/npy"; maxlen=512 ;;
     params) maxlen=4096 ;;
