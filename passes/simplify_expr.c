@@ -27,7 +27,10 @@
  * FullElementwise matches the arithmetic broadcast ops (add, subtract, multiply, divide,
  * maximum, minimum, power), not every kBroadcast op, and refuses a full whose fill value's
  * dtype is not the result's (TVM would build an ill-typed call); EliminateIdentity reads scalar
- * constants of float32/64, integer and bool dtypes (not float16). */
+ * constants of float32/64, integer and bool dtypes (not float16); an inverse pair of blocked
+ * layout_transforms that pads an axis (12 channels through NCHW8c) is not the identity and is
+ * kept; SimplifyReshape and ConcretizeReshapeLike keep a reshape whose result has a 0 where the
+ * input has none (newshape's 0 copies the input's dimension: TVM states the shape anyway). */
 #include "pattern_pass.h"
 
 #include <float.h>
