@@ -1,161 +1,13 @@
-/* fuzz_numerics.c -- miscompiles, not crashes: Relay text that types and whose @main is small
- * enough to evaluate goes through the llvm target's default set at opt-level 4, and through
- * ConvertLayout to NHWC (conv2d) then SimplifyExpr and FoldConstant, with --verify-numerics, so
- * every pass that ran must keep @main's outputs on deterministic inputs (rtol 1e-4, atol 1e-5).  A pass that changes them, or leaves a module that no longer
- * evaluates, is a finding; any other refusal must carry a message.
- *
- * What is not compared (skipped before the run): @main without static parameter types, a
- * module with a tensor of more than 64k elements anywhere (evaluation time) or of float16 /
- * bfloat16 (their rounding is above the tolerance), and one where a
- * value @main computes on the inputs (every call's, when the body is plain dataflow; else the
- * outputs) is not finite or above 1e4 in magnitude (a rewrite that TVM also makes, x * 0 -> 0,
- * a scale folded into a weight or a reassociated sum, may then change the outputs legitimately:
- * inf * 0, an overflow clipped away, or rounding at a scale where 1e-5 is below one ulp). */
-#include "fuzz_common.h"
-
-#include "eval/eval.h"
-
-#include <math.h>
-
-#define MAX_ELEMS (64 * 1024)
-#define MAX_MAGNITUDE 1e4
-
-static GPPassContext *ctx;
-
-/* NCHW convolutions to NHWC, with the layout_transforms at the boundaries and between them
- * cancelled by SimplifyExpr. */
-static const char k_layout_pipeline[] =
-    "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default\"},SimplifyExpr,FoldConstant";
+/* fuzz_numerics.c -- miscompiles, not crashes, from Relay text: what parses and types goes
+ * through numerics_check.h's check (the O4 set and ConvertLayout to NHWC under
+ * --verify-numerics). */
+#include "numerics_check.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
-  gp_ops_init();
-  fz_load_std();
-  ctx = gp_ctx_new();
-  gp_ctx_set_opt_level(ctx, 4);
-  if (gp_ctx_set_config(ctx, "FoldConstant.max_bytes", "65536") != 0) abort();
-  ctx->verify_numerics = true;
+  nc_init();
   return 0;
-}
-
-/* A tensor type of a static shape with at most MAX_ELEMS elements and a dtype whose rounding
- * the tolerance allows for (not float16 / bfloat16: their epsilon, ~1e-3, is above rtol, so
- * another order of a sum may differ beyond it). */
-static bool checkable(const GPType *t) {
-  int64_t k = gp_type_numel(t);
-  DLDataType d = t->tensor.dtype;
-  return k >= 0 && k <= MAX_ELEMS && !((d.code == kDLFloat || d.code == kDLBfloat) && d.bits < 32);
-}
-
-/* Every tensor type in the module (nodes' checked types, tuple fields) is checkable. */
-static bool small_enough(const GPModule *m) {
-  for (int32_t f = 0; f < m->num_functions; f++) {
-    GPExpr **nodes = NULL;
-    size_t n = 0;
-    if (gp_post_order(&m->funcs[f]->base, &nodes, &n) != 0) {
-      gp_error_clear();
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++) {
-      const GPType *t = nodes[i]->checked_type;
-      if (!t) continue;
-      if (t->kind == GP_TYPE_TENSOR) {
-        ok = checkable(t);
-      } else if (t->kind == GP_TYPE_TUPLE) {
-        for (int32_t j = 0; j < t->n && ok; j++)
-          if (t->tuple.fields[j]->kind == GP_TYPE_TENSOR) ok = checkable(t->tuple.fields[j]);
-      }
-    }
-    gp_free(nodes);
-    if (!ok) return false;
-  }
-  return true;
-}
-
-/* Every float value in tensors[0..n) is finite and at most MAX_MAGNITUDE. */
-static bool tame_values(GPTensor *const *ts, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    const DLTensor *t = &ts[i]->dl;
-    if (t->dtype.code != kDLFloat || (t->dtype.bits != 32 && t->dtype.bits != 64)) continue;
-    int64_t k = 1;
-    for (int32_t d = 0; d < t->ndim; d++) k *= t->shape[d];
-    for (int64_t j = 0; j < k; j++) {
-      double v = t->dtype.bits == 32 ? (double)((const float *)t->data)[j] : ((const double *)t->data)[j];
-      if (!isfinite(v) || fabs(v) > MAX_MAGNITUDE) return false;
-    }
-  }
-  return true;
-}
-
-/* @main with every call it makes as an output too, when its body is a plain dataflow graph
- * (no let, if or closure, whose nodes are not all in scope at the top); else @main itself. */
-static GPModule *probe_module(const GPModule *m) {
-  const GPFunctionExpr *fn = gp_module_lookup(m, "main");
-  GPExpr **nodes = NULL;
-  size_t n = 0;
-  if (gp_post_order(fn->body, &nodes, &n) != 0) {
-    gp_error_clear();
-    return gp_retain((GPModule *)m);
-  }
-  size_t k = 0;
-  bool plain = true;
-  for (size_t i = 0; i < n && plain; i++) {
-    int32_t kind = gp_kind(nodes[i]);
-    plain = kind != GP_TI_LET && kind != GP_TI_IF && kind != GP_TI_FUNCTION_EXPR;
-    const GPType *t = nodes[i]->checked_type;
-    if (kind == GP_TI_CALL && t && t->kind == GP_TYPE_TENSOR) nodes[k++] = nodes[i];
-  }
-  GPModule *probe = NULL;
-  if (plain) {
-    nodes[k++] = fn->body;
-    GPTuple *all = gp_tuple_new((int32_t)k, nodes);
-    GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, &all->base, NULL, NULL);
-    probe = gp_module_copy(m);
-    if (gp_module_add(probe, "main", pf, true) != 0) abort();
-    gp_release(pf);
-    gp_release(all);
-  }
-  gp_free(nodes);
-  return probe ? probe : gp_retain((GPModule *)m);
-}
-
-/* @main evaluates on the verifier's inputs, and every float value it computes (when its body
- * is plain dataflow) or returns is finite and of modest magnitude. */
-static bool tame(const GPModule *m) {
-  GPModule *probe = probe_module(m);
-  GPTensor **in = NULL, **out = NULL;
-  int32_t nin = 0, nout = 0;
-  bool ok = gp_eval_random_inputs(probe, "main", ctx->seed, &in, &nin) == 0 &&
-            gp_eval_function(probe, "main", nin, in, &out, &nout, NULL) == 0;
-  if (!ok) gp_error_clear();
-  ok = ok && tame_values(out, nout);
-  for (int32_t i = 0; i < nin; i++) gp_release(in[i]);
-  for (int32_t i = 0; i < nout; i++) gp_release(out[i]);
-  gp_free(in);
-  gp_free(out);
-  gp_release(probe);
-  return ok;
-}
-
-/* Run pipeline (NULL: the default set) with --verify-numerics; a pass that changed the numbers
- * is a finding, any other failure must say why. */
-static void run_checked(const GPModule *typed, const char *pipeline) {
-  GPModule *out = gp_run_pipeline(typed, pipeline, ctx);
-  if (out) {
-    gp_release(out);
-    return;
-  }
-  const char *msg = gp_error_message();
-  if (msg && (strstr(msg, "changed the numbers") || strstr(msg, "changed the number of") ||
-              strstr(msg, "changed @main output") || strstr(msg, "evaluating @main after the pass"))) {
-    char *text = gp_print(typed, GP_PRINT_METADATA);
-    fprintf(stderr, "fuzz: %s: a pass changed the numbers: %s\n%s\n", pipeline ? pipeline : "the default set", msg,
-            text ? text : "");
-    abort();
-  }
-  fz_expect_error(pipeline ? pipeline : "the default set");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -171,12 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_expect_error("InferType");
     return -1;
   }
-  if (!gp_module_lookup(typed, "main") || !small_enough(typed) || !tame(typed)) {
-    gp_release(typed);
-    return -1;
-  }
-  run_checked(typed, NULL);
-  run_checked(typed, k_layout_pipeline);
+  nc_check(typed);
   gp_release(typed);
   return 0;
 }

@@ -1,0 +1,382 @@
+/* fuzz_graphs.c -- miscompiles from graphs the input bytes describe.  Mutated Relay text seldom
+ * types, so fuzz_numerics reaches few graphs a pass rewrites; here every byte is a choice in
+ * building a CNN-like graph through the IR API (the op, its operands among the values made so
+ * far, its attributes, constants of random values or of the identities 0 and 1): convolutions
+ * (grouped, depthwise, strided, dilated, three in parallel on one input), bias_add, batch_norm,
+ * per-channel and scalar scales and shifts, activations, residual adds, concatenations, splits,
+ * pools, transposes and layout_transforms, reshapes, casts, dense.  What types goes through
+ * numerics_check.h's check (the O4 set and ConvertLayout to NHWC under --verify-numerics).
+ * Shapes are tracked here to choose operands; a wrong guess only makes a graph that does not
+ * type, which is skipped. */
+#include "numerics_check.h"
+
+#define MAXV 40  /* values a graph keeps to choose from */
+#define STEPS 24 /* ops at most */
+
+typedef struct {
+  GPExpr *e;
+  int32_t nd;
+  int64_t s[4];
+} Val;
+
+typedef struct {
+  const uint8_t *p;
+  size_t n, i;
+  uint64_t rng; /* constant values */
+  Val v[MAXV];
+  int32_t nv;
+} Gen;
+
+/* The next choice in [0, k), 0 once the bytes run out. */
+static uint32_t pick(Gen *g, uint32_t k) { return g->i < g->n ? g->p[g->i++] % k : 0; }
+
+static float rnd(Gen *g) {
+  uint64_t z = (g->rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* A float32 constant: random in [lo, hi], or (by the next choice, one time in four) all `ident`
+ * when ident >= 0 (an identity a rewrite may remove). */
+static GPExpr *constant(Gen *g, int32_t nd, const int64_t *shape, float lo, float hi, float ident) {
+  GPTensor *t = gp_tensor_alloc((DLDataType){kDLFloat, 32, 1}, nd, shape, true);
+  if (!t) abort();
+  int64_t k = 1;
+  for (int32_t i = 0; i < nd; i++) k *= shape[i];
+  bool same = ident >= 0 && pick(g, 4) == 0;
+  float *d = t->dl.data;
+  for (int64_t i = 0; i < k; i++) d[i] = same ? ident : lo + (hi - lo) * (rnd(g) + 1.0f) * 0.5f;
+  GPConstant *c = gp_constant_new(t);
+  gp_release(t);
+  return &c->base;
+}
+
+static GPExpr *scalar(float v) {
+  GPTensor *t = gp_tensor_alloc((DLDataType){kDLFloat, 32, 1}, 0, NULL, true);
+  if (!t) abort();
+  *(float *)t->dl.data = v;
+  GPConstant *c = gp_constant_new(t);
+  gp_release(t);
+  return &c->base;
+}
+
+/* A call of op `name` on args (references taken over) with attrs keys[i] = vals[i]. */
+static GPExpr *call(const char *name, int32_t nargs, GPExpr **args, int32_t nattrs, const char *const *keys,
+                    const GPAttrValue *vals) {
+  const GPOp *op = gp_op_get(name);
+  if (!op) abort();
+  GPAttrs *attrs = gp_op_attrs_new(op, nattrs, keys, vals);
+  if (!attrs && nattrs > 0) abort();
+  GPCall *c = gp_call_new((GPExpr *)op, nargs, args, attrs);
+  gp_release(attrs);
+  for (int32_t i = 0; i < nargs; i++) gp_release(args[i]);
+  return &c->base;
+}
+
+static GPExpr *call1(const char *name, GPExpr *x) { return call(name, 1, &x, 0, NULL, NULL); }
+static GPExpr *call2(const char *name, GPExpr *a, GPExpr *b) {
+  GPExpr *args[2] = {a, b};
+  return call(name, 2, args, 0, NULL, NULL);
+}
+
+/* Keeps e (a reference) as a value of the given shape; the oldest goes when full. */
+static void push(Gen *g, GPExpr *e, int32_t nd, const int64_t *s) {
+  if (g->nv == MAXV) {
+    gp_release(g->v[0].e);
+    memmove(g->v, g->v + 1, (MAXV - 1) * sizeof *g->v);
+    g->nv--;
+  }
+  Val *v = &g->v[g->nv++];
+  v->e = e;
+  v->nd = nd;
+  memcpy(v->s, s, (size_t)nd * sizeof *s);
+}
+
+/* An operand: one of the last few values, most often the last. */
+static Val *operand(Gen *g) {
+  int32_t back = (int32_t)pick(g, 8);
+  back = back < 4 ? 0 : back - 3;
+  return &g->v[g->nv - 1 - (back < g->nv ? back : g->nv - 1)];
+}
+
+/* Another value of v's shape, or NULL. */
+static Val *same_shape(Gen *g, const Val *v) {
+  int32_t start = (int32_t)pick(g, (uint32_t)g->nv);
+  for (int32_t k = 0; k < g->nv; k++) {
+    Val *w = &g->v[(start + k) % g->nv];
+    if (w != v && w->nd == v->nd && memcmp(w->s, v->s, (size_t)v->nd * sizeof *v->s) == 0) return w;
+  }
+  return NULL;
+}
+
+static GPExpr *ref(const Val *v) { return gp_retain(v->e); }
+
+/* conv2d on x (4-D): out channels o, kernel k, stride st, padding p, dilation d, groups gr. */
+static void conv(Gen *g, const Val *x, int64_t o, int64_t k, int64_t st, int64_t p, int64_t d, int64_t gr) {
+  int64_t c = x->s[1];
+  if (gr < 1 || c % gr || o % gr) gr = 1;
+  int64_t ek = d * (k - 1) + 1, h = (x->s[2] + 2 * p - ek) / st + 1, w = (x->s[3] + 2 * p - ek) / st + 1;
+  if (x->s[2] + 2 * p < ek || x->s[3] + 2 * p < ek) return;
+  const int64_t ws[4] = {o, c / gr, k, k}, pad[4] = {p, p, p, p}, ks[2] = {k, k}, strides[2] = {st, st},
+                dil[2] = {d, d};
+  const char *keys[6] = {"strides", "padding", "dilation", "groups", "channels", "kernel_size"};
+  GPAttrValue vals[6] = {gp_attr_ints(2, strides), gp_attr_ints(4, pad), gp_attr_ints(2, dil),
+                         gp_attr_int(gr), gp_attr_int(o), gp_attr_ints(2, ks)};
+  GPExpr *args[2] = {ref(x), constant(g, 4, ws, -0.5f, 0.5f, -1)};
+  const int64_t os[4] = {x->s[0], o, h, w};
+  push(g, call("nn.conv2d", 2, args, 6, keys, vals), 4, os);
+}
+
+static void step(Gen *g) {
+  Val *x = operand(g);
+  int64_t s[4];
+  memcpy(s, x->s, sizeof s);
+  bool four = x->nd == 4;
+  int64_t c = x->nd >= 2 ? x->s[1] : 1;
+  const int64_t chan[3] = {c, 1, 1};
+  switch (pick(g, 24)) {
+  case 0:
+  case 1: /* conv2d */
+    if (!four) return;
+    {
+      int64_t gr = pick(g, 3) == 0 ? c : 1, o = (int64_t)pick(g, 6) + 1;
+      if (gr == c) o = c * (pick(g, 2) + 1);
+      conv(g, x, o, pick(g, 2) ? 3 : 1, pick(g, 3) ? 1 : 2, pick(g, 2), pick(g, 4) ? 1 : 2, gr);
+    }
+    return;
+  case 2: /* three parallel convs of one kernel shape (CombineParallelConv2D), joined or not */
+    if (!four) return;
+    {
+      int64_t k = pick(g, 2) ? 3 : 1, p = k == 3, o = (int64_t)pick(g, 4) + 1;
+      bool same_o = pick(g, 2);
+      for (int32_t b = 0; b < 3; b++) conv(g, x, same_o ? o : o + b, k, 1, p, 1, 1);
+      if (g->nv >= 3 && pick(g, 2)) { /* a concatenate of the three */
+        Val *a = &g->v[g->nv - 3], *b = &g->v[g->nv - 2], *d = &g->v[g->nv - 1];
+        GPExpr *f[3] = {a->e, b->e, d->e};
+        GPTuple *t = gp_tuple_new(3, f);
+        int64_t os[4] = {a->s[0], a->s[1] + b->s[1] + d->s[1], a->s[2], a->s[3]};
+        const char *key = "axis";
+        GPAttrValue ax = gp_attr_int(1);
+        GPExpr *arg = &t->base;
+        push(g, call("concatenate", 1, &arg, 1, &key, &ax), 4, os);
+      }
+    }
+    return;
+  case 3: /* bias_add */
+    push(g, call2("nn.bias_add", ref(x), constant(g, 1, &c, -1, 1, 0)), x->nd, s);
+    return;
+  case 4: /* batch_norm, its first field */
+    if (x->nd < 2) return;
+    {
+      GPExpr *args[5] = {ref(x), constant(g, 1, &c, 0.5f, 1.5f, 1), constant(g, 1, &c, -1, 1, 0),
+                         constant(g, 1, &c, -1, 1, 0), constant(g, 1, &c, 0.5f, 2.0f, 1)};
+      GPExpr *bn = call("nn.batch_norm", 5, args, 0, NULL, NULL);
+      GPTupleGetItem *gi = gp_tuple_get_item_new(bn, 0);
+      gp_release(bn);
+      push(g, &gi->base, x->nd, s);
+    }
+    return;
+  case 5:
+    push(g, call1("nn.relu", ref(x)), x->nd, s);
+    return;
+  case 6: {
+    const char *keys[2] = {"a_min", "a_max"};
+    GPAttrValue vals[2] = {gp_attr_float(0), gp_attr_float(6)};
+    GPExpr *a = ref(x);
+    push(g, call("clip", 1, &a, 2, keys, vals), x->nd, s);
+    return;
+  }
+  case 7:
+  case 8: /* a per-channel (4-D), per-column (2-D) or scalar scale or shift */
+  {
+    const char *op = pick(g, 3) ? "multiply" : "add";
+    bool mul = op[0] == 'm';
+    GPExpr *k = pick(g, 4) == 0 ? scalar(mul ? 0.5f + (rnd(g) + 1) : rnd(g))
+                : four     ? constant(g, 3, chan, mul ? 0.25f : -1, mul ? 2.0f : 1, mul ? 1 : 0)
+                           : constant(g, 1, &x->s[x->nd - 1], mul ? 0.25f : -1, mul ? 2.0f : 1, mul ? 1 : 0);
+    push(g, pick(g, 4) ? call2(op, ref(x), k) : call2(op, k, ref(x)), x->nd, s);
+    return;
+  }
+  case 9: /* a residual add or a product of two values of one shape */
+  {
+    Val *y = same_shape(g, x);
+    if (y) push(g, call2(pick(g, 3) ? "add" : "multiply", ref(x), ref(y)), x->nd, s);
+    return;
+  }
+  case 10: /* concatenate along channels */
+    if (!four) return;
+    for (int32_t k = 0; k < g->nv; k++) {
+      Val *y = &g->v[k];
+      if (y == x || y->nd != 4 || y->s[0] != s[0] || y->s[2] != s[2] || y->s[3] != s[3]) continue;
+      GPExpr *f[2] = {x->e, y->e};
+      GPTuple *t = gp_tuple_new(2, f);
+      int64_t os[4] = {s[0], s[1] + y->s[1], s[2], s[3]};
+      const char *key = "axis";
+      GPAttrValue ax = gp_attr_int(1);
+      GPExpr *arg = &t->base;
+      push(g, call("concatenate", 1, &arg, 1, &key, &ax), 4, os);
+      return;
+    }
+    return;
+  case 11: /* max / avg pool */
+    if (!four || s[2] < 2 || s[3] < 2) return;
+    {
+      bool halve = pick(g, 2);
+      const int64_t ps[2] = {halve ? 2 : 3, halve ? 2 : 3}, st[2] = {halve ? 2 : 1, halve ? 2 : 1},
+                    pad[4] = {!halve, !halve, !halve, !halve};
+      const char *keys[3] = {"pool_size", "strides", "padding"};
+      GPAttrValue vals[3] = {gp_attr_ints(2, ps), gp_attr_ints(2, st), gp_attr_ints(4, pad)};
+      int64_t os[4] = {s[0], s[1], halve ? s[2] / 2 : s[2], halve ? s[3] / 2 : s[3]};
+      GPExpr *a = ref(x);
+      push(g, call(pick(g, 2) ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &a, 3, keys, vals), 4, os);
+    }
+    return;
+  case 12:
+    if (!four) return;
+    {
+      int64_t os[4] = {s[0], s[1], 1, 1};
+      push(g, call1("nn.global_avg_pool2d", ref(x)), 4, os);
+    }
+    return;
+  case 13: /* batch_flatten, then (often) a dense */
+    if (!four) return;
+    {
+      int64_t os[2] = {s[0], s[1] * s[2] * s[3]};
+      push(g, call1("nn.batch_flatten", ref(x)), 2, os);
+    }
+    return;
+  case 14:
+  case 15: /* dense (and two or three in parallel: CombineParallelDense) */
+    if (x->nd != 2) return;
+    {
+      int32_t nb = pick(g, 3) == 0 ? 3 : 1;
+      int64_t u = (int64_t)pick(g, 6) + 1;
+      for (int32_t b = 0; b < nb; b++) {
+        const int64_t ws[2] = {u, s[1]}, os[2] = {s[0], u};
+        const char *key = "units";
+        GPAttrValue uv = gp_attr_int(u);
+        GPExpr *args[2] = {ref(x), constant(g, 2, ws, -0.5f, 0.5f, -1)};
+        push(g, call("nn.dense", 2, args, 1, &key, &uv), 2, os);
+      }
+    }
+    return;
+  case 16: /* a transpose, often undone later by another */
+    if (!four) return;
+    {
+      static const int64_t perms[3][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 3, 2}};
+      const int64_t *pm = perms[pick(g, 3)];
+      int64_t os[4] = {s[pm[0]], s[pm[1]], s[pm[2]], s[pm[3]]};
+      const char *key = "axes";
+      GPAttrValue av = gp_attr_ints(4, pm);
+      GPExpr *a = ref(x);
+      push(g, call("transpose", 1, &a, 1, &key, &av), 4, os);
+    }
+    return;
+  case 17: /* layout_transform NCHW <-> NHWC */
+    if (!four) return;
+    {
+      bool to = pick(g, 2);
+      int64_t os[4] = {s[0], to ? s[2] : s[3], to ? s[3] : s[1], to ? s[1] : s[2]};
+      const char *keys[2] = {"src_layout", "dst_layout"};
+      GPAttrValue vals[2] = {gp_attr_str(to ? "NCHW" : "NHWC"), gp_attr_str(to ? "NHWC" : "NCHW")};
+      GPExpr *a = ref(x);
+      push(g, call("layout_transform", 1, &a, 2, keys, vals), 4, os);
+    }
+    return;
+  case 18: /* SiLU: x * sigmoid(x) */
+    push(g, call2("multiply", ref(x), call1("sigmoid", ref(x))), x->nd, s);
+    return;
+  case 19: /* reshape to 2-D and (later, often) back */
+    if (four) {
+      const int64_t ns[2] = {s[0], -1}, os[2] = {s[0], s[1] * s[2] * s[3]};
+      const char *key = "newshape";
+      GPAttrValue v = gp_attr_ints(2, ns);
+      GPExpr *a = ref(x);
+      push(g, call("reshape", 1, &a, 1, &key, &v), 2, os);
+    } else if (x->nd == 2 && s[1] % 4 == 0) {
+      const int64_t ns[4] = {s[0], s[1] / 4, 2, 2};
+      const char *key = "newshape";
+      GPAttrValue v = gp_attr_ints(4, ns);
+      GPExpr *a = ref(x);
+      push(g, call("reshape", 1, &a, 1, &key, &v), 4, ns);
+    }
+    return;
+  case 20: /* split along channels, both halves kept */
+    if (!four || s[1] % 2) return;
+    {
+      const char *keys[2] = {"indices_or_sections", "axis"};
+      GPAttrValue vals[2] = {gp_attr_int(2), gp_attr_int(1)};
+      GPExpr *a = ref(x);
+      GPExpr *sp = call("split", 1, &a, 2, keys, vals);
+      int64_t os[4] = {s[0], s[1] / 2, s[2], s[3]};
+      for (int32_t k = 0; k < 2; k++) push(g, &gp_tuple_get_item_new(sp, k)->base, 4, os);
+      gp_release(sp);
+    }
+    return;
+  case 21: { /* dropout's first field */
+    GPExpr *d = call1("nn.dropout", ref(x));
+    push(g, &gp_tuple_get_item_new(d, 0)->base, x->nd, s);
+    gp_release(d);
+    return;
+  }
+  case 22: { /* casts: to float32 (the same), or through float64 */
+    const char *key = "dtype";
+    GPAttrValue f64 = gp_attr_dtype((DLDataType){kDLFloat, 64, 1}), f32 = gp_attr_dtype((DLDataType){kDLFloat, 32, 1});
+    GPExpr *a = ref(x);
+    if (pick(g, 2)) a = call("cast", 1, &a, 1, &key, &f64);
+    push(g, call("cast", 1, &a, 1, &key, &f32), x->nd, s);
+    return;
+  }
+  default: /* 23: a per-channel divide or subtract */
+    if (!four) return;
+    push(g, call2(pick(g, 2) ? "divide" : "subtract", ref(x), constant(g, 3, chan, 0.5f, 2.0f, 1)), 4, s);
+    return;
+  }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  nc_init();
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 512) return -1;
+  Gen g = {.p = data, .n = size, .rng = 0x5eed};
+  const int64_t xs[4] = {(int64_t)pick(&g, 2) + 1, (int64_t)pick(&g, 6) + 1, (int64_t)pick(&g, 6) + 3,
+                         (int64_t)pick(&g, 6) + 3};
+  GPVar *x = gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 4, xs));
+  push(&g, gp_retain(&x->base), 4, xs);
+  for (int32_t k = 0; k < STEPS && g.i < g.n; k++) step(&g);
+  GPExpr *body;
+  if (g.nv >= 2 && pick(&g, 4) == 0) { /* two outputs */
+    GPExpr *f[2] = {g.v[g.nv - 2].e, g.v[g.nv - 1].e};
+    body = &gp_tuple_new(2, f)->base;
+  } else {
+    body = gp_retain(g.v[g.nv - 1].e);
+  }
+  GPFunctionExpr *fn = gp_function_new(1, &x, body, NULL, NULL);
+  gp_release(body);
+  gp_release(x);
+  for (int32_t k = 0; k < g.nv; k++) gp_release(g.v[k].e);
+  GPModule *m = gp_module_new("fuzz_graphs");
+  if (gp_module_add(m, "main", fn, false) != 0) abort();
+  gp_release(fn);
+  GPModule *typed = gp_infer_types(m);
+  gp_release(m);
+  if (!typed) { /* a shape guessed wrong above: not a finding */
+    fz_expect_error("InferType");
+    return 0;
+  }
+  if (getenv("GP_FUZZ_PRINT")) { /* what an input builds (a reproducer's Relay text) */
+    char *text = gp_print(typed, GP_PRINT_METADATA);
+    fprintf(stderr, "%s\n", text ? text : gp_error_message());
+    gp_free(text);
+  }
+  nc_check(typed);
+  gp_release(typed);
+  return 0;
+}
