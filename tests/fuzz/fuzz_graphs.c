@@ -4,7 +4,9 @@
  * far, its attributes, constants of random values or of the identities 0 and 1): convolutions
  * (grouped, depthwise, strided, dilated, three in parallel on one input), bias_add, batch_norm,
  * per-channel and scalar scales and shifts, activations, residual adds, concatenations, splits,
- * pools, transposes and layout_transforms, reshapes, casts, dense.  What types goes through
+ * pools, transposes and layout_transforms, reshapes, casts, dense and batch_matmul (three in
+ * parallel too), dilated convs as space_to_batch_nd / batch_to_space_nd, layer / instance / group
+ * norms, identities (x + zeros_like(y), x * 1), reductions, squeeze / expand_dims, 1 / sqrt(x).  What types goes through
  * numerics_check.h's check (the O4 set and ConvertLayout to NHWC under --verify-numerics).
  * Shapes are tracked here to choose operands; a wrong guess only makes a graph that does not
  * type, which is skipped. */
@@ -136,7 +138,7 @@ static void step(Gen *g) {
   bool four = x->nd == 4;
   int64_t c = x->nd >= 2 ? x->s[1] : 1;
   const int64_t chan[3] = {c, 1, 1};
-  switch (pick(g, 24)) {
+  switch (pick(g, 31)) {
   case 0:
   case 1: /* conv2d */
     if (!four) return;
@@ -329,10 +331,104 @@ static void step(Gen *g) {
     push(g, call("cast", 1, &a, 1, &key, &f32), x->nd, s);
     return;
   }
-  default: /* 23: a per-channel divide or subtract */
+  case 23: /* a per-channel divide or subtract */
     if (!four) return;
     push(g, call2(pick(g, 2) ? "divide" : "subtract", ref(x), constant(g, 3, chan, 0.5f, 2.0f, 1)), 4, s);
     return;
+  case 24: /* a dilated conv as space_to_batch_nd, conv2d, batch_to_space_nd (NHWC; FlattenAtrousConv) */
+    if (!four) return;
+    {
+      int64_t n = s[0], h = s[2], w = s[3], o = (int64_t)pick(g, 4) + 1;
+      const char *lk[2] = {"src_layout", "dst_layout"};
+      GPAttrValue to_nhwc[2] = {gp_attr_str("NCHW"), gp_attr_str("NHWC")}, to_nchw[2] = {to_nhwc[1], to_nhwc[0]};
+      GPExpr *a = ref(x);
+      a = call("layout_transform", 1, &a, 2, lk, to_nhwc);
+      const int64_t blk[2] = {2, 2}, pads[4] = {2, 2 + h % 2, 2, 2 + w % 2}, crops[4] = {0, h % 2, 0, w % 2};
+      const char *sk[2] = {"block_shape", "paddings"}, *bk[2] = {"block_shape", "crops"};
+      GPAttrValue sv[2] = {gp_attr_ints(2, blk), gp_attr_ints(4, pads)}, bv[2] = {gp_attr_ints(2, blk), gp_attr_ints(4, crops)};
+      a = call("nn.space_to_batch_nd", 1, &a, 2, sk, sv);
+      const int64_t ws[4] = {3, 3, c, o}, ks[2] = {3, 3};
+      const char *ck[4] = {"channels", "kernel_size", "data_layout", "kernel_layout"};
+      GPAttrValue cv[4] = {gp_attr_int(o), gp_attr_ints(2, ks), gp_attr_str("NHWC"), gp_attr_str("HWIO")};
+      GPExpr *args[2] = {a, constant(g, 4, ws, -0.5f, 0.5f, -1)};
+      a = call("nn.conv2d", 2, args, 4, ck, cv);
+      a = call("nn.batch_to_space_nd", 1, &a, 2, bk, bv);
+      const int64_t os[4] = {n, o, h, w};
+      push(g, call("layout_transform", 1, &a, 2, lk, to_nchw), 4, os);
+    }
+    return;
+  case 25: /* an identity the rewrites remove: x + zeros_like(y), x * ones_like(y), x + 0, x * 1 */
+  {
+    Val *y = same_shape(g, x);
+    bool mul = pick(g, 2);
+    GPExpr *k = y && pick(g, 2) ? call1(mul ? "ones_like" : "zeros_like", ref(y)) : scalar(mul ? 1.0f : 0.0f);
+    push(g, call2(mul ? "multiply" : "add", ref(x), k), x->nd, s);
+    return;
+  }
+  case 26: /* layer_norm (last axis), instance_norm and group_norm (channels): SimplifyInference */
+  {
+    uint32_t which = pick(g, 3);
+    if (which && !four) return;
+    int64_t dim = which ? c : s[x->nd - 1];
+    int64_t groups = c % 2 == 0 ? 2 : 1;
+    const char *gk[1] = {"num_groups"};
+    const char *ak[1] = {"axis"};
+    GPAttrValue gv = gp_attr_int(groups), av = gp_attr_int(-1);
+    GPExpr *args[3] = {ref(x), constant(g, 1, &dim, 0.5f, 1.5f, 1), constant(g, 1, &dim, -1, 1, 0)};
+    if (which == 0) push(g, call("nn.layer_norm", 3, args, 1, ak, &av), x->nd, s);
+    else if (which == 1) push(g, call("nn.instance_norm", 3, args, 0, NULL, NULL), 4, s);
+    else push(g, call("nn.group_norm", 3, args, 1, gk, &gv), 4, s);
+    return;
+  }
+  case 27: /* three batch_matmuls on one input (CombineParallelBatchMatmul), from 4-D as (N*C, H, W) */
+    if (!four) return;
+    {
+      const int64_t bs[3] = {s[0] * s[1], s[2], s[3]};
+      const char *rk = "newshape";
+      GPAttrValue rv = gp_attr_ints(3, bs);
+      GPExpr *a = ref(x);
+      GPExpr *r = call("reshape", 1, &a, 1, &rk, &rv);
+      int64_t u = (int64_t)pick(g, 4) + 1;
+      for (int32_t b = 0; b < 3; b++) {
+        const int64_t ws[3] = {bs[0], u, bs[2]}, os[3] = {bs[0], bs[1], u};
+        GPExpr *args[2] = {gp_retain(r), constant(g, 3, ws, -0.5f, 0.5f, -1)};
+        push(g, call("nn.batch_matmul", 2, args, 0, NULL, NULL), 3, os);
+      }
+      gp_release(r);
+    }
+    return;
+  case 28: /* mean over the spatial axes, kept */
+    if (!four) return;
+    {
+      const int64_t axes[2] = {2, 3}, os[4] = {s[0], s[1], 1, 1};
+      const char *keys[2] = {"axis", "keepdims"};
+      GPAttrValue vals[2] = {gp_attr_ints(2, axes), gp_attr_bool(true)};
+      GPExpr *a = ref(x);
+      push(g, call(pick(g, 2) ? "mean" : "max", 1, &a, 2, keys, vals), 4, os);
+    }
+    return;
+  case 29: /* squeeze a pooled (N, C, 1, 1) to (N, C), or expand (N, C) back */
+    if (four && s[2] == 1 && s[3] == 1) {
+      const int64_t axes[2] = {2, 3}, os[2] = {s[0], s[1]};
+      const char *key = "axis";
+      GPAttrValue v = gp_attr_ints(2, axes);
+      GPExpr *a = ref(x);
+      push(g, call("squeeze", 1, &a, 1, &key, &v), 2, os);
+    } else if (x->nd == 2) {
+      const int64_t os[4] = {s[0], s[1], 1, 1};
+      const char *keys[2] = {"axis", "num_newaxis"};
+      GPAttrValue vals[2] = {gp_attr_int(2), gp_attr_int(2)};
+      GPExpr *a = ref(x);
+      push(g, call("expand_dims", 1, &a, 2, keys, vals), 4, os);
+    }
+    return;
+  default: /* 30: sqrt of a positive value, divided into 1 (SimplifyRSqrt) or x */
+  {
+    GPExpr *pos = call2("add", call1("nn.relu", ref(x)), scalar(1.0f));
+    GPExpr *sq = call1("sqrt", pos);
+    push(g, call2("divide", pick(g, 2) ? scalar(1.0f) : ref(x), sq), x->nd, s);
+    return;
+  }
   }
 }
 
