@@ -432,13 +432,6 @@ static void step(Gen *g) {
   }
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  nc_init();
-  return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 512) return -1;
   Gen g = {.p = data, .n = size, .rng = 0x5eed};

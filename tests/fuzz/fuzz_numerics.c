@@ -3,13 +3,6 @@
  * --verify-numerics). */
 #include "numerics_check.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  nc_init();
-  return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 4096) return -1;
   GPModule *m = gp_parse((const char *)data, size, "fuzz.relay");

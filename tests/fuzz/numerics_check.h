@@ -166,7 +166,7 @@ static void nc_stats(void) {
           nc_runs_ok, 2 * nc_checked);
 }
 
-/* The context both pipelines run with. */
+/* The context both pipelines run with (the harnesses' LLVMFuzzerInitialize, below). */
 static void nc_init(void) {
   if (getenv("GP_FUZZ_STATS")) atexit(nc_stats);
   gp_ops_init();
@@ -177,6 +177,13 @@ static void nc_init(void) {
   ctx->verify_numerics = true;
   ctx->rtol = 1e-3;
   ctx->atol = 1e-4;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  nc_init();
+  return 0;
 }
 
 /* The check of one typed module (borrowed): skipped unless small and tame. */
