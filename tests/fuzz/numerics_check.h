@@ -1,14 +1,14 @@
 /* numerics_check.h -- the miscompile check of the numerics harnesses (fuzz_numerics: Relay text;
- * fuzz_graphs: graphs built from the input bytes): a typed module that is small and tame goes
- * through the llvm target's default set at opt-level 4, and through ConvertLayout to NHWC
- * (conv2d) then SimplifyExpr and FoldConstant, with --verify-numerics, so every pass that ran
- * must keep @main's outputs on deterministic inputs, within rtol 1e-3 and atol 1e-4, or 1e-5 of
- * the largest value @main computes when that is more (ONNX's rtol; the command's 1e-4 / 1e-5
- * flags a layer_norm over two close values, whose float32 decomposition amplifies rounding by
- * 1 / sqrt(variance), as in TVM, and an output that cancels terms of 2000 moves by their ulp
- * when a rewrite reassociates them).  A pass that
- * changes them, or leaves a module that no longer evaluates, is a finding; any other refusal
- * must carry a message.
+ * fuzz_graphs: graphs built from the input bytes).  A typed module that is small and tame goes,
+ * with --verify-numerics, through the llvm target's default set at opt-level 4, through
+ * ConvertLayout to NHWC (conv2d) then SimplifyExpr and FoldConstant, and through Paddle Lite's
+ * fusions.  Every pass that ran must keep @main's outputs on deterministic inputs within rtol
+ * 1e-3 and atol 1e-4, or 1e-5 of the largest value @main computes when that is more: ONNX's
+ * rtol, since the command's 1e-4 / 1e-5 flags a layer_norm over two close values (its float32
+ * decomposition amplifies rounding by 1 / sqrt(variance), as in TVM) and an output that cancels
+ * terms of 2000 moves by their ulp when a rewrite reassociates them.  A pass that changes the
+ * outputs, or leaves a module that no longer evaluates, is a finding; any other refusal must
+ * carry a message (GP_FUZZ_STATS=2 prints each).
  *
  * What is not compared (skipped before the run): @main without static parameter types, a
  * module with a tensor of more than 64k elements anywhere (evaluation time) or of float16 /
@@ -36,6 +36,11 @@ static long nc_typed, nc_checked, nc_runs_ok; /* GP_FUZZ_STATS=1 prints them at 
  * cancelled by SimplifyExpr. */
 static const char k_layout_pipeline[] =
     "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default\"},SimplifyExpr,FoldConstant";
+
+/* Paddle Lite's fusions (not in the llvm set): batch norms and elementwise ops into convs,
+ * activations and dense into composites the evaluator runs, then dead code. */
+static const char k_fusion_pipeline[] =
+    "ConvBnFuse,ConvElementwiseFuse,ConvActivationFuse,FcFuse,DeadCodeElimination,FoldConstant";
 
 
 /* A tensor type of a static shape with at most MAX_ELEMS elements and a dtype whose rounding
@@ -158,12 +163,14 @@ static void run_checked(const GPModule *typed, const char *pipeline) {
             text ? text : "");
     abort();
   }
+  const char *stats = getenv("GP_FUZZ_STATS");
+  if (stats && strcmp(stats, "2") == 0) fprintf(stderr, "numerics: refused: %s\n", msg ? msg : "");
   fz_expect_error(pipeline ? pipeline : "the default set");
 }
 
 static void nc_stats(void) {
   fprintf(stderr, "numerics: %ld typed modules, %ld checked, %ld of %ld runs passed\n", nc_typed, nc_checked,
-          nc_runs_ok, 2 * nc_checked);
+          nc_runs_ok, 3 * nc_checked);
 }
 
 /* The context both pipelines run with (the harnesses' LLVMFuzzerInitialize, below). */
@@ -197,6 +204,7 @@ static void nc_check(const GPModule *typed) {
   nc_checked++;
   run_checked(typed, NULL);
   run_checked(typed, k_layout_pipeline);
+  run_checked(typed, k_fusion_pipeline);
 }
 
 #endif
