@@ -191,6 +191,14 @@ static int32_t norm_axis(int64_t axis, int32_t rank) {
   return axis < 0 || axis >= rank ? -1 : (int32_t)axis;
 }
 
+/* Whether a and b name the same axes (one is a permutation of the other). */
+static bool same_axes(const Lay *a, const Lay *b) {
+  if (a->n != b->n) return false;
+  for (int32_t i = 0; i < a->n; i++)
+    if (!memchr(b->a, a->a[i], (size_t)b->n)) return false;
+  return true;
+}
+
 /* 1 success, 0 the relation fails (TVM: an undefined layout; the call keeps its layout), -1 error. */
 static int infer(Kind k, const GPOp *op, const GPAttrs *attrs, Inf *f) {
   f->attrs = NULL;
@@ -215,6 +223,9 @@ static int infer(Kind k, const GPOp *op, const GPAttrs *attrs, Inf *f) {
     Lay l;
     if (f->nin != 1 || !lay_parse(lay_attr_str(attrs, "layout"), &l)) return 0;
     const char *os = lay_attr_str(attrs, "out_layout");
+    /* a pool that reads its input in other axes than the input had (HNBW over an NHWC conv's
+     * output): no relation, so the input goes back to the layout the pool read */
+    if (ni && oi && lay_def(&oi[0]) && !same_axes(&oi[0], &l)) return 0;
     if (*os) {
       if (strcmp(os, l.a) != 0) return 0; /* TVM: ICHECK layout == out_layout */
     } else if (ni && lay_def(&ni[0]) && !lay_eq(&ni[0], &l)) {

@@ -54,6 +54,9 @@ Test(convert_layout, conv) { golden("conv", CL); }
 Test(convert_layout, conv_bias_add_relu) { golden("conv_bias_relu", CL); }
 Test(convert_layout, conv_batch_norm) { golden("conv_bn", CL); }
 Test(convert_layout, pooling_and_global_pooling) { golden("pool", CL); }
+/* a pool that reads its input in other axes (HNBW over an NHWC conv's output) has no relation:
+ * it gets its input back in the layout it read (the pass used to fail: "different axes") */
+Test(convert_layout, pool_reading_other_axes_keeps_its_input) { golden("pool_other_axes", CL); }
 Test(convert_layout, concatenate_of_two_convs) { golden("concat", CL); }
 Test(convert_layout, pad) { golden("pad", CL); }
 Test(convert_layout, mean_over_h_w) { golden("mean", CL); }
