@@ -6,7 +6,8 @@
  * per-channel and scalar scales and shifts, activations, residual adds, concatenations, splits,
  * pools, transposes and layout_transforms, reshapes, casts, dense and batch_matmul (three in
  * parallel too), dilated convs as space_to_batch_nd / batch_to_space_nd, layer / instance / group
- * norms, identities (x + zeros_like(y), x * 1), reductions, squeeze / expand_dims, 1 / sqrt(x).  What types goes through
+ * norms, identities (x + zeros_like(y), x * 1), reductions, squeeze / expand_dims, 1 / sqrt(x),
+ * NHWC convs with channel-last scales and biases.  What types goes through
  * numerics_check.h's check (the O4 set and ConvertLayout to NHWC under --verify-numerics).
  * Shapes are tracked here to choose operands; a wrong guess only makes a graph that does not
  * type, which is skipped. */
@@ -138,7 +139,7 @@ static void step(Gen *g) {
   bool four = x->nd == 4;
   int64_t c = x->nd >= 2 ? x->s[1] : 1;
   const int64_t chan[3] = {c, 1, 1};
-  switch (pick(g, 31)) {
+  switch (pick(g, 32)) {
   case 0:
   case 1: /* conv2d */
     if (!four) return;
@@ -420,6 +421,32 @@ static void step(Gen *g) {
       GPAttrValue vals[2] = {gp_attr_int(2), gp_attr_int(2)};
       GPExpr *a = ref(x);
       push(g, call("expand_dims", 1, &a, 2, keys, vals), 4, os);
+    }
+    return;
+  case 31: /* an NHWC conv with a channel-last scale and bias_add (axis 3), between transforms */
+    if (!four) return;
+    {
+      int64_t o = (int64_t)pick(g, 4) + 1;
+      const char *lk[2] = {"src_layout", "dst_layout"};
+      GPAttrValue to_nhwc[2] = {gp_attr_str("NCHW"), gp_attr_str("NHWC")}, to_nchw[2] = {to_nhwc[1], to_nhwc[0]};
+      GPExpr *a = ref(x);
+      a = call("layout_transform", 1, &a, 2, lk, to_nhwc);
+      const int64_t ws[4] = {3, 3, c, o}, ks[2] = {3, 3}, pad[4] = {1, 1, 1, 1};
+      const char *ck[5] = {"padding", "channels", "kernel_size", "data_layout", "kernel_layout"};
+      GPAttrValue cv[5] = {gp_attr_ints(4, pad), gp_attr_int(o), gp_attr_ints(2, ks), gp_attr_str("NHWC"),
+                           gp_attr_str("HWIO")};
+      GPExpr *args[2] = {a, constant(g, 4, ws, -0.5f, 0.5f, -1)};
+      a = call("nn.conv2d", 2, args, 5, ck, cv);
+      if (pick(g, 2)) a = call2("multiply", a, constant(g, 1, &o, 0.25f, 2.0f, 1));
+      if (pick(g, 2)) {
+        const char *bk = "axis";
+        GPAttrValue bv = gp_attr_int(3);
+        GPExpr *bargs[2] = {a, constant(g, 1, &o, -1, 1, 0)};
+        a = call("nn.bias_add", 2, bargs, 1, &bk, &bv);
+      }
+      if (pick(g, 2)) a = call1("nn.relu", a);
+      const int64_t os[4] = {s[0], o, s[2], s[3]};
+      push(g, call("layout_transform", 1, &a, 2, lk, to_nchw), 4, os);
     }
     return;
   default: /* 30: sqrt of a positive value, divided into 1 (SimplifyRSqrt) or x */
