@@ -36,14 +36,10 @@ static GPExpr *constant(int32_t ndim, const int64_t *shape, float base, float st
 /* A call of op `name` taking over the references in args (attrs: keys[i] = vals[i]). */
 static GPExpr *call(const char *name, int32_t nargs, GPExpr **args, int32_t nattrs, const char *const *keys,
                     const GPAttrValue *vals) {
-  const GPOp *op = gp_op_get(name);
-  if (!op) die(name);
-  GPAttrs *attrs = gp_op_attrs_new(op, nattrs, keys, vals);
-  if (!attrs && nattrs > 0) die(name);
-  GPCall *c = gp_call_new((GPExpr *)op, nargs, args, attrs);
-  gp_release(attrs);
+  GPExpr *c = gp_call_op(name, nargs, args, nattrs, keys, vals);
+  if (!c) die(name);
   for (int32_t i = 0; i < nargs; i++) gp_release(args[i]);
-  return &c->base;
+  return c;
 }
 
 /* The graph with about n op calls (a whole number of blocks); *calls gets the exact count. */

@@ -229,6 +229,20 @@ GPCall *gp_call_new(GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *att
   return c;
 }
 
+GPExpr *gp_call_op(const char *name, int32_t nargs, GPExpr *const *args, int32_t nattrs, const char *const *keys,
+                   const GPAttrValue *vals) {
+  const GPOp *op = gp_op_get(name);
+  if (!op) return NULL;
+  GPAttrs *attrs = gp_op_attrs_new(op, nattrs, keys, vals);
+  if (!attrs && nattrs > 0) {
+    gp_error_prefix("%s", name);
+    return NULL;
+  }
+  GPCall *c = gp_call_new((GPExpr *)op, nargs, args, attrs);
+  gp_release(attrs);
+  return c ? &c->base : NULL;
+}
+
 GPTuple *gp_tuple_new(int32_t n, GPExpr *const *fields) {
   if (n < 0 || (n && !fields)) {
     gp_error_set(GP_ERR_VALUE, "tuple: bad field count %d", (int)n);

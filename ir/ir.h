@@ -328,6 +328,11 @@ GPVar *gp_var_new(const char *name, const GPType *annotation);
 GPGlobalVar *gp_global_var_new(const char *name);
 GPConstant *gp_constant_new(GPTensor *data);
 GPCall *gp_call_new(GPExpr *op, int32_t nargs, GPExpr *const *args, GPAttrs *attrs);
+/* A call of the registered op `name` with attrs keys[i] = vals[i] (gp_op_attrs_new: the
+ * schema's defaults for the rest); NULL + error for an unknown op (GP_ERR_NOT_FOUND) or a bad
+ * attribute (GP_ERR_VALUE, prefixed with the op's name). */
+GPExpr *gp_call_op(const char *name, int32_t nargs, GPExpr *const *args, int32_t nattrs, const char *const *keys,
+                   const GPAttrValue *vals);
 GPTuple *gp_tuple_new(int32_t n, GPExpr *const *fields);
 GPTupleGetItem *gp_tuple_get_item_new(GPExpr *tuple, int32_t index);
 GPFunctionExpr *gp_function_new(int32_t nparams, GPVar *const *params, GPExpr *body,

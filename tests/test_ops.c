@@ -172,6 +172,33 @@ Test(ops, conv2d_schema_order_and_defaults) {
   cr_expect_eq(field(op, "out_dtype")->default_value.dtype.bits, 0);
 }
 
+/* gp_call_op: a call by op name with its schema's defaults; errors name the op */
+Test(ops, call_by_name) {
+  GPVar *x = gp_var_new("x", NULL);
+  GPExpr *arg = &x->base;
+  const char *key = "groups";
+  GPAttrValue v = gp_attr_int(2);
+  GPExpr *c = gp_call_op("nn.conv2d", 2, (GPExpr *[]){arg, arg}, 1, &key, &v);
+  cr_assert(c, "%s", gp_error_message());
+  const GPCall *call = (const GPCall *)c;
+  cr_expect_eq(call->op, (GPExpr *)gp_op_get("nn.conv2d"));
+  cr_expect_eq(call->nargs, 2);
+  cr_expect_eq(gp_attrs_int(call->attrs, "groups", 0), 2);
+  cr_expect_str_eq(gp_attrs_get(call->attrs, "data_layout")->s, "NCHW"); /* a default */
+  gp_release(c);
+  cr_expect_null(gp_call_op("nn.no_such_op", 1, &arg, 0, NULL, NULL));
+  cr_expect_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_expect(strstr(gp_error_message(), "nn.no_such_op"), "%s", gp_error_message());
+  gp_error_clear();
+  key = "no_such_attr";
+  cr_expect_null(gp_call_op("nn.relu", 1, &arg, 1, &key, &v));
+  cr_expect_eq(gp_error_kind(), GP_ERR_VALUE);
+  cr_expect(strstr(gp_error_message(), "nn.relu") && strstr(gp_error_message(), "no_such_attr"), "%s",
+            gp_error_message());
+  gp_error_clear();
+  gp_release(x);
+}
+
 Test(ops, other_schemas) {
   const GPOp *op = gp_op_get("nn.avg_pool2d");
   static const char *const pool[] = {"pool_size", "strides",    "dilation",  "padding",

@@ -68,14 +68,10 @@ static GPExpr *scalar(float v) {
 /* A call of op `name` on args (references taken over) with attrs keys[i] = vals[i]. */
 static GPExpr *call(const char *name, int32_t nargs, GPExpr **args, int32_t nattrs, const char *const *keys,
                     const GPAttrValue *vals) {
-  const GPOp *op = gp_op_get(name);
-  if (!op) abort();
-  GPAttrs *attrs = gp_op_attrs_new(op, nattrs, keys, vals);
-  if (!attrs && nattrs > 0) abort();
-  GPCall *c = gp_call_new((GPExpr *)op, nargs, args, attrs);
-  gp_release(attrs);
+  GPExpr *c = gp_call_op(name, nargs, args, nattrs, keys, vals);
+  if (!c) abort();
   for (int32_t i = 0; i < nargs; i++) gp_release(args[i]);
-  return &c->base;
+  return c;
 }
 
 static GPExpr *call1(const char *name, GPExpr *x) { return call(name, 1, &x, 0, NULL, NULL); }
