@@ -438,30 +438,23 @@ GPExpr *ox_call(OxImporter *im, const char *opname, int32_t nargs, GPExpr *const
       if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "%s: argument %d is missing", opname, (int)i);
       return NULL;
     }
-  const GPOp *op = gp_op_get(opname);
-  if (!op) return NULL;
-  GPAttrs *attrs = gp_op_attrs_new(op, nattrs, keys, vals);
-  if (!attrs && nattrs > 0) {
-    gp_error_prefix("%s", opname);
-    return NULL;
-  }
+  GPExpr *e = gp_call_op(opname, nargs, args, nattrs, keys, vals);
+  if (!e) return NULL;
+  GPCall *c = (GPCall *)e;
   const GPType *types[64];
   if (nargs > 64) {
-    gp_release(attrs);
+    gp_release(e);
     gp_error_set(GP_ERR_UNSUPPORTED, "%s: %d arguments (at most 64)", opname, (int)nargs);
     return NULL;
   }
   for (int32_t i = 0; i < nargs; i++) types[i] = args[i]->checked_type;
-  const GPType *t = gp_op_infer(op, attrs, types, nargs);
+  const GPType *t = gp_op_infer((const GPOp *)c->op, c->attrs, types, nargs);
   if (!t) {
-    gp_release(attrs);
+    gp_release(e);
     return NULL;
   }
-  GPCall *c = gp_call_new((GPExpr *)op, nargs, args, attrs);
-  gp_release(attrs);
-  if (!c) return NULL;
   c->base.checked_type = t;
-  return made(im, &c->base);
+  return made(im, e);
 }
 
 GPExpr *ox_op1(OxImporter *im, const char *op, GPExpr *a) { return ox_call(im, op, 1, &a, 0, NULL, NULL); }
