@@ -30,12 +30,14 @@
  * Refused with a note: blocked layouts (NCHW4c, OIHW4o4i), grouped non-depthwise convs, dense
  * over data of rank other than 2 (TVM would scale the wrong axis), two consumers asking for
  * different axes (TVM's empty intersection trips an ICHECK), a non-constant scalar scale (no
- * repeat op here), dynamic dims.
+ * repeat op here), dynamic dims, a weight whose dtype is not the scale's (TVM would build an
+ * ill-typed multiply; backward checks the whole chain before it removes the multiply).
  * Linear in the graph: one post-order, arrays indexed by node id, one host rewrite; the
  * backward chains are walked with an explicit stack, each node once.  No recursion. */
 #include "expr_build.h"
 #include "pattern_pass.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -783,16 +785,24 @@ static void fail_at(const Fsa *s, const GPExpr *e, const char *what, const char 
                *op ? " " : "", op, where(s, e, loc, sizeof loc), msg);
 }
 
-/* The weight's dtype must be the scale's (TVM would build an ill-typed multiply). */
-static bool same_dtype_or_fail(const Fsa *s, const GPExpr *at, const GPExpr *w, const GPExpr *scale) {
+/* Whether the weight's dtype is the scale's.  When not, TVM would build an ill-typed multiply;
+ * here the scale is not folded into that weight (the multiply stays) and a note says why. */
+static bool same_dtype(const GPExpr *w, const GPExpr *scale) {
   const GPType *tw = ttype(w), *ts = ttype(scale);
-  if (!tw || !ts || (tw->tensor.dtype.code == ts->tensor.dtype.code && tw->tensor.dtype.bits == ts->tensor.dtype.bits))
-    return true;
-  char loc[256];
-  H->error_set(GP_ERR_TYPE, "cannot fold the scale into %s at %s: the weight is %s%d and the scale %s%d",
-               sb_op_name(at), where(s, at, loc, sizeof loc), tw->tensor.dtype.code == kDLFloat ? "float" : "int",
-               (int)tw->tensor.dtype.bits, ts->tensor.dtype.code == kDLFloat ? "float" : "int", (int)ts->tensor.dtype.bits);
-  return false;
+  return !tw || !ts || (tw->tensor.dtype.code == ts->tensor.dtype.code && tw->tensor.dtype.bits == ts->tensor.dtype.bits);
+}
+
+static const char *dtype_str(DLDataType d, char *buf, size_t n) {
+  snprintf(buf, n, "%s%d", d.code == kDLFloat ? "float" : d.code == kDLBfloat ? "bfloat" : "int", (int)d.bits);
+  return buf;
+}
+
+/* "the weight of <op> at <node> is float64 and the scale float32" into buf. */
+static const char *dtype_why(const Fsa *s, const GPExpr *at, const GPExpr *w, const GPExpr *scale, char *buf, size_t n) {
+  char loc[256], a[16], b[16];
+  snprintf(buf, n, "the weight of %s at %s is %s and the scale %s", sb_op_name(at), where(s, at, loc, sizeof loc),
+           dtype_str(ttype(w)->tensor.dtype, a, sizeof a), dtype_str(ttype(scale)->tensor.dtype, b, sizeof b));
+  return buf;
 }
 
 /* ---- forward rewrite */
@@ -873,9 +883,13 @@ static GPExpr *fwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
       if (!conv_info(orig, true, &ci, &why)) break; /* cannot happen: prep asked */
       wscale = mk_expand_bias(s, &b, wscale, ci.kndim, ci.depthwise ? ci.ko : ci.ki);
     }
-    if (!same_dtype_or_fail(s, orig, rc->args[1], s->scale[j0])) {
+    if (!same_dtype(rc->args[1], s->scale[j0])) { /* the plain rebuild keeps the multiply */
+      char why[512];
+      notes_add(s->notes, "kept a scale before %s: %s", sb_op_name(orig),
+                dtype_why(s, orig, rc->args[1], s->scale[j0], why, sizeof why));
+      s->kept++;
       sb_finish(&b, NULL);
-      return NULL;
+      break;
     }
     GPExpr *w = mk_binop(&b, "multiply", rc->args[1], wscale);
     GPExpr *r = sb_finish(&b, mk_call(&b, oc, s->value[j0], w));
@@ -894,6 +908,30 @@ fail:
 }
 
 /* ---- backward */
+
+/* The conv or dense of the chain from node a whose weight's dtype is not the scale's, or NULL
+ * (the chain's walk below, without marking it; stack has room for the chain). */
+static const GPExpr *weight_of_other_dtype(const Fsa *s, size_t *stack, size_t a, const GPExpr *sc) {
+  size_t top = 0;
+  stack[top++] = a;
+  while (top) {
+    size_t x = stack[--top];
+    switch (kind_at(s, x)) {
+    case K_RELU:
+    case K_BIAS_ADD: stack[top++] = (size_t)arg_id(s, x, 0); break;
+    case K_ADDSUB:
+      for (int i = 0; i < 2; i++)
+        if (msg_of(s, arg_id(s, x, i)) >= 0) stack[top++] = (size_t)arg_id(s, x, i);
+      break;
+    case K_CONV:
+    case K_DENSE:
+      if (!same_dtype(((const GPCall *)s->nodes[x])->args[1], sc)) return s->nodes[x];
+      break;
+    default: break;
+    }
+  }
+  return NULL;
+}
 
 /* Decide the folds: for each multiply whose argument carries a message, the scale and the
  * chain of nodes it moves through (each used once, so in one chain only). */
@@ -933,6 +971,15 @@ static int backward_decide(Fsa *s) {
     if (!sc || (s->pos[a] && !all_positive(sc))) {
       if (sc) why = "the scale is not a non-negative constant and a relu lies between it and the weight";
       notes_add(s->notes, "kept multiply at %s: %s", where(s, e, loc, sizeof loc), why);
+      s->kept++;
+      sb_finish(&b, NULL);
+      continue;
+    }
+    const GPExpr *bad = weight_of_other_dtype(s, stack, (size_t)a, sc);
+    if (bad) {
+      char dwhy[512];
+      notes_add(s->notes, "kept multiply at %s: %s", where(s, e, loc, sizeof loc),
+                dtype_why(s, bad, ((const GPCall *)bad)->args[1], sc, dwhy, sizeof dwhy));
       s->kept++;
       sb_finish(&b, NULL);
       continue;
@@ -993,10 +1040,7 @@ static GPExpr *bwd_node(Fsa *s, int32_t i, GPExpr *orig, GPExpr *rebuilt) {
     } else {
       w = mk_expand_bias(s, &b, sc, 2, 0);
     }
-    if (!same_dtype_or_fail(s, orig, rc->args[1], sc)) {
-      sb_finish(&b, NULL);
-      return NULL;
-    }
+    assert(same_dtype(rc->args[1], sc)); /* backward_decide keeps the multiply otherwise */
     out = mk_call(&b, oc, rc->args[0], mk_binop(&b, "multiply", rc->args[1], w));
     s->folded++;
     break;
