@@ -41,6 +41,14 @@ static float rnd(Gen *g) {
   return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
+/* At most MAX_ELEMS elements: a bigger value or weight is not built (concatenations can double
+ * the channels at every step). */
+static bool small(int32_t nd, const int64_t *shape) {
+  int64_t k = 1;
+  for (int32_t i = 0; i < nd; i++) k *= shape[i];
+  return k <= MAX_ELEMS;
+}
+
 /* A float32 constant: random in [lo, hi], or (by the next choice, one time in four) all `ident`
  * when ident >= 0 (an identity a rewrite may remove). */
 static GPExpr *constant(Gen *g, int32_t nd, const int64_t *shape, float lo, float hi, float ident) {
@@ -80,8 +88,13 @@ static GPExpr *call2(const char *name, GPExpr *a, GPExpr *b) {
   return call(name, 2, args, 0, NULL, NULL);
 }
 
-/* Keeps e (a reference) as a value of the given shape; the oldest goes when full. */
+/* Keeps e (a reference) as a value of the given shape; the oldest goes when full.  A value of
+ * more than MAX_ELEMS elements is dropped. */
 static void push(Gen *g, GPExpr *e, int32_t nd, const int64_t *s) {
+  if (!small(nd, s)) {
+    gp_release(e);
+    return;
+  }
   if (g->nv == MAXV) {
     gp_release(g->v[0].e);
     memmove(g->v, g->v + 1, (MAXV - 1) * sizeof *g->v);
@@ -118,6 +131,8 @@ static void conv(Gen *g, const Val *x, int64_t o, int64_t k, int64_t st, int64_t
   if (gr < 1 || c % gr || o % gr) gr = 1;
   int64_t ek = d * (k - 1) + 1, h = (x->s[2] + 2 * p - ek) / st + 1, w = (x->s[3] + 2 * p - ek) / st + 1;
   if (x->s[2] + 2 * p < ek || x->s[3] + 2 * p < ek) return;
+  const int64_t wsize[4] = {o, c / gr, k, k}, osize[4] = {x->s[0], o, h, w};
+  if (!small(4, wsize) || !small(4, osize)) return;
   const int64_t ws[4] = {o, c / gr, k, k}, pad[4] = {p, p, p, p}, ks[2] = {k, k}, strides[2] = {st, st},
                 dil[2] = {d, d};
   const char *keys[6] = {"strides", "padding", "dilation", "groups", "channels", "kernel_size"};
@@ -252,6 +267,8 @@ static void step(Gen *g) {
     {
       int32_t nb = pick(g, 3) == 0 ? 3 : 1;
       int64_t u = (int64_t)pick(g, 6) + 1;
+      const int64_t wsize[2] = {u, s[1]};
+      if (!small(2, wsize)) return;
       for (int32_t b = 0; b < nb; b++) {
         const int64_t ws[2] = {u, s[1]}, os[2] = {s[0], u};
         const char *key = "units";
@@ -345,6 +362,10 @@ static void step(Gen *g) {
       GPAttrValue sv[2] = {gp_attr_ints(2, blk), gp_attr_ints(4, pads)}, bv[2] = {gp_attr_ints(2, blk), gp_attr_ints(4, crops)};
       a = call("nn.space_to_batch_nd", 1, &a, 2, sk, sv);
       const int64_t ws[4] = {3, 3, c, o}, ks[2] = {3, 3};
+      if (!small(4, ws)) {
+        gp_release(a);
+        return;
+      }
       const char *ck[4] = {"channels", "kernel_size", "data_layout", "kernel_layout"};
       GPAttrValue cv[4] = {gp_attr_int(o), gp_attr_ints(2, ks), gp_attr_str("NHWC"), gp_attr_str("HWIO")};
       GPExpr *args[2] = {a, constant(g, 4, ws, -0.5f, 0.5f, -1)};
@@ -380,7 +401,8 @@ static void step(Gen *g) {
   case 27: /* three batch_matmuls on one input (CombineParallelBatchMatmul), from 4-D as (N*C, H, W) */
     if (!four) return;
     {
-      const int64_t bs[3] = {s[0] * s[1], s[2], s[3]};
+      const int64_t bs[3] = {s[0] * s[1], s[2], s[3]}, wsize[3] = {bs[0], 4, bs[2]};
+      if (!small(3, wsize)) return;
       const char *rk = "newshape";
       GPAttrValue rv = gp_attr_ints(3, bs);
       GPExpr *a = ref(x);
@@ -428,6 +450,10 @@ static void step(Gen *g) {
       GPExpr *a = ref(x);
       a = call("layout_transform", 1, &a, 2, lk, to_nhwc);
       const int64_t ws[4] = {3, 3, c, o}, ks[2] = {3, 3}, pad[4] = {1, 1, 1, 1};
+      if (!small(4, ws)) {
+        gp_release(a);
+        return;
+      }
       const char *ck[5] = {"padding", "channels", "kernel_size", "data_layout", "kernel_layout"};
       GPAttrValue cv[5] = {gp_attr_ints(4, pad), gp_attr_int(o), gp_attr_ints(2, ks), gp_attr_str("NHWC"),
                            gp_attr_str("HWIO")};
