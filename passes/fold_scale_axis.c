@@ -909,26 +909,32 @@ fail:
 
 /* ---- backward */
 
+/* Pushes the nodes of the chain just below x that the scale moves through: a relu's or a
+ * bias_add's data, the sides of an add / subtract that carry a message; a conv or dense ends it
+ * (its weight takes the scale). */
+static void chain_push_below(const Fsa *s, size_t x, size_t *stack, size_t *top) {
+  switch (kind_at(s, x)) {
+  case K_RELU:
+  case K_BIAS_ADD: stack[(*top)++] = (size_t)arg_id(s, x, 0); break;
+  case K_ADDSUB:
+    for (int i = 0; i < 2; i++)
+      if (msg_of(s, arg_id(s, x, i)) >= 0) stack[(*top)++] = (size_t)arg_id(s, x, i);
+    break;
+  default: break;
+  }
+}
+
 /* The conv or dense of the chain from node a whose weight's dtype is not the scale's, or NULL
- * (the chain's walk below, without marking it; stack has room for the chain). */
+ * (stack has room for the chain). */
 static const GPExpr *weight_of_other_dtype(const Fsa *s, size_t *stack, size_t a, const GPExpr *sc) {
   size_t top = 0;
   stack[top++] = a;
   while (top) {
     size_t x = stack[--top];
-    switch (kind_at(s, x)) {
-    case K_RELU:
-    case K_BIAS_ADD: stack[top++] = (size_t)arg_id(s, x, 0); break;
-    case K_ADDSUB:
-      for (int i = 0; i < 2; i++)
-        if (msg_of(s, arg_id(s, x, i)) >= 0) stack[top++] = (size_t)arg_id(s, x, i);
-      break;
-    case K_CONV:
-    case K_DENSE:
-      if (!same_dtype(((const GPCall *)s->nodes[x])->args[1], sc)) return s->nodes[x];
-      break;
-    default: break;
-    }
+    OpKind kind = kind_at(s, x);
+    if ((kind == K_CONV || kind == K_DENSE) && !same_dtype(((const GPCall *)s->nodes[x])->args[1], sc))
+      return s->nodes[x];
+    chain_push_below(s, x, stack, &top);
   }
   return NULL;
 }
@@ -991,15 +997,7 @@ static int backward_decide(Fsa *s) {
     while (top) {
       size_t x = stack[--top];
       s->chain[x] = (int32_t)k + 1;
-      switch (kind_at(s, x)) {
-      case K_RELU:
-      case K_BIAS_ADD: stack[top++] = (size_t)arg_id(s, x, 0); break;
-      case K_ADDSUB:
-        for (int i = 0; i < 2; i++)
-          if (msg_of(s, arg_id(s, x, i)) >= 0) stack[top++] = (size_t)arg_id(s, x, i);
-        break;
-      default: break; /* conv, dense: the weight takes the scale */
-      }
+      chain_push_below(s, x, stack, &top);
     }
   }
   gp_scratch_free(stack);
