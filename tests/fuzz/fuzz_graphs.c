@@ -11,6 +11,7 @@
  * numerics_check.h's check (the O4 set and ConvertLayout to NHWC under --verify-numerics).
  * Shapes are tracked here to choose operands; a wrong guess only makes a graph that does not
  * type, which is skipped. */
+#include "bench/bench_util.h" /* bench_rnd01; first: its parameters named ctx precede numerics_check.h's */
 #include "numerics_check.h"
 
 #define MAXV 40  /* values a graph keeps to choose from */
@@ -33,13 +34,8 @@ typedef struct {
 /* The next choice in [0, k), 0 once the bytes run out. */
 static uint32_t pick(Gen *g, uint32_t k) { return g->i < g->n ? g->p[g->i++] % k : 0; }
 
-static float rnd(Gen *g) {
-  uint64_t z = (g->rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
+/* A value in [-1, 1) from the graph's constant stream (bench_rnd01's splitmix64). */
+static float rnd(Gen *g) { return (float)(bench_rnd01(&g->rng) * 2.0 - 1.0); }
 
 /* At most MAX_ELEMS elements: a bigger value or weight is not built (concatenations can double
  * the channels at every step). */
