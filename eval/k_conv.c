@@ -657,6 +657,21 @@ static bool strides_are(const int64_t d[4], const int64_t st[4], const int64_t w
   return true;
 }
 
+/* The position in layout s of each axis of canon, in canon's order; false unless s is a
+ * permutation of canon. */
+static bool axes_of(const char *s, const char *canon, int32_t pos[5]) {
+  size_t r = strlen(canon);
+  if (strlen(s) != r) return false;
+  for (size_t i = 0; i < r; i++) {
+    const char *p = strchr(s, canon[i]);
+    if (!p) return false;
+    pos[i] = (int32_t)(p - s);
+  }
+  return true;
+}
+
+static int convnd_common(const GPKernelArgs *a, bool transpose);
+
 int gp_knn_conv2d(const GPKernelArgs *a, void *user) {
   GP_UNUSED(user);
   if (a->num_inputs != 2 || a->num_outputs != 1) {
@@ -677,17 +692,18 @@ int gp_knn_conv2d(const GPKernelArgs *a, void *user) {
   const char *kl = gp_ops_attr_str(a->op, a->attrs, "kernel_layout");
   const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
   bool nhwc = strcmp(dl, "NHWC") == 0;
-  if (!nhwc && strcmp(dl, "NCHW") != 0) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" is not supported (NCHW or NHWC)", dl);
+  int32_t dpos[5], opos[5];
+  if (!axes_of(dl, "NCHW", dpos) || (ol[0] && !axes_of(ol, "NCHW", opos))) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" / out_layout \"%s\" is not supported (a permutation of NCHW)",
+                 dl, ol);
     return -1;
   }
+  /* other permutations (HWCN, ...) and an out_layout of its own: the N-d kernel, which gathers
+   * them into NCHW */
+  if ((!nhwc && strcmp(dl, "NCHW") != 0) || (ol[0] && strcmp(ol, dl) != 0)) return convnd_common(a, false);
   int32_t kp[4]; /* positions of O, I, H, W */
   if (kernel_layout_pos(kl, kp) != 0) {
     gp_error_set(GP_ERR_UNSUPPORTED, "kernel_layout \"%s\" is not supported (a permutation of OIHW)", kl);
-    return -1;
-  }
-  if (ol[0] && strcmp(ol, dl) != 0) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "out_layout \"%s\" differs from data_layout \"%s\"", ol, dl);
     return -1;
   }
   if (xt->ndim != 4 || wt->ndim != 4 || yt->ndim != 4) {
@@ -940,10 +956,10 @@ static int attr_pad3(const GPKernelArgs *a, int32_t nd, int64_t pb[3], int64_t p
   return 0;
 }
 
-/* The layouts of an N-d (transposed) convolution: data "NC" + spatial (out_layout empty or the
- * same); the weight's layout a permutation of "OI" + spatial, positions into wpos (O, I, then the
- * spatial axes). */
-static int convnd_layouts(const GPKernelArgs *a, int32_t nd, int32_t wpos[5]) {
+/* The layouts of an N-d (transposed) convolution: data and out (empty: data's) permutations of
+ * "NC" + spatial, positions of those axes into dpos / opos; the weight's a permutation of "OI" +
+ * spatial, positions into wpos (O, I, then the spatial axes). */
+static int convnd_layouts(const GPKernelArgs *a, int32_t nd, int32_t dpos[5], int32_t opos[5], int32_t wpos[5]) {
   static const char *const sp[4] = {"", "W", "HW", "DHW"};
   char want[8], kcanon[8];
   snprintf(want, sizeof want, "NC%s", sp[nd]);
@@ -951,22 +967,40 @@ static int convnd_layouts(const GPKernelArgs *a, int32_t nd, int32_t wpos[5]) {
   const char *dl = gp_ops_attr_str(a->op, a->attrs, "data_layout");
   const char *kl = gp_ops_attr_str(a->op, a->attrs, "kernel_layout");
   const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
-  if (strcmp(dl, want) != 0 || (ol[0] && strcmp(ol, want) != 0)) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" / out_layout \"%s\" is not supported (%s only)", dl,
-                 ol, want);
+  if (!axes_of(dl, want, dpos) || !axes_of(ol[0] ? ol : dl, want, opos)) {
+    gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" / out_layout \"%s\" is not supported (a permutation of %s)",
+                 dl, ol, want);
     return -1;
   }
-  bool ok = strlen(kl) == (size_t)nd + 2;
-  for (int32_t i = 0; ok && i < nd + 2; i++) {
-    const char *p = strchr(kl, kcanon[i]);
-    if (!p) ok = false;
-    else wpos[i] = (int32_t)(p - kl);
-  }
-  if (!ok) {
+  if (!axes_of(kl, kcanon, wpos)) {
     gp_error_set(GP_ERR_UNSUPPORTED, "kernel_layout \"%s\" is not supported (a permutation of %s)", kl, kcanon);
     return -1;
   }
   return 0;
+}
+
+/* Copies between a compact buffer c in canonical order (shape cshape, rank r) and the view v
+ * whose axis pos[i] is canonical axis i: to_canon gathers v into c, else scatters c into v. */
+static void permute_copy(const GPKView *v, const int64_t *cshape, const int32_t *pos, int32_t r, char *c,
+                         bool to_canon) {
+  int64_t total = 1;
+  for (int32_t i = 0; i < r; i++) total *= cshape[i];
+  for (int64_t f = 0; f < total; f++) {
+    int64_t rem = f, off = 0;
+    for (int32_t i = r - 1; i >= 0; i--) {
+      off += (rem % cshape[i]) * v->strides[pos[i]];
+      rem /= cshape[i];
+    }
+    char *vp = v->data + off * (int64_t)v->elem, *cp = c + (size_t)f * v->elem;
+    if (to_canon) memcpy(cp, vp, v->elem);
+    else memcpy(vp, cp, v->elem);
+  }
+}
+
+static bool is_identity(const int32_t *pos, int32_t r) {
+  for (int32_t i = 0; i < r; i++)
+    if (pos[i] != i) return false;
+  return true;
 }
 
 /* The weight into canonical order (a0, a1, k...) as compute dtype ct, where (a0, a1) is (O, I)
@@ -1127,6 +1161,12 @@ static void convnd_t_int(void *vctx, int64_t q0, int64_t q1) {
   }
 }
 
+static int convnd_run(const GPKernelArgs *a, const DLTensor *xt, DLTensor *yt, const int32_t *wpos,
+                      bool transpose);
+
+/* Checks the arity and ranks, and runs the convolution in "NC" + spatial order: data and
+ * result in another permutation (NWC, NHWC, NDHWC, ...) are gathered into and scattered from
+ * canonical copies. */
 static int convnd_common(const GPKernelArgs *a, bool transpose) {
   if (a->num_inputs != 2 || a->num_outputs != 1) {
     gp_error_set(GP_ERR_VALUE, "expects 2 inputs and 1 output, got %d and %d", (int)a->num_inputs,
@@ -1140,10 +1180,42 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
     gp_error_set(GP_ERR_VALUE, "data, weight and result must have the same rank, 3 to 5");
     return -1;
   }
-  int32_t wpos[5];
+  int32_t dpos[5], opos[5], wpos[5];
+  if (convnd_layouts(a, nd, dpos, opos, wpos) != 0) return -1;
+  int32_t r = nd + 2;
+  bool xi = is_identity(dpos, r), yi = is_identity(opos, r);
+  if (xi && yi) return convnd_run(a, xt, yt, wpos, transpose);
+  int64_t xs[5], ys[5];
+  for (int32_t i = 0; i < r; i++) xs[i] = xt->shape[dpos[i]], ys[i] = yt->shape[opos[i]];
+  DLTensor xc = *xt, yc = *yt;
+  GPKView xv, yv;
+  gp_k_view(xt, &xv);
+  gp_k_view(yt, &yv);
+  char *xbuf = NULL, *ybuf = NULL;
+  if (!xi) {
+    xbuf = gp_malloc(xv.numel ? (size_t)xv.numel * xv.elem : 1);
+    permute_copy(&xv, xs, dpos, r, xbuf, true);
+    xc.data = xbuf, xc.shape = xs, xc.strides = NULL, xc.byte_offset = 0;
+  }
+  if (!yi) {
+    ybuf = gp_calloc(yv.numel ? (size_t)yv.numel : 1, yv.elem); /* zeroed, as the evaluator's results: GEMMs add into it */
+    yc.data = ybuf, yc.shape = ys, yc.strides = NULL, yc.byte_offset = 0;
+  }
+  int rc = convnd_run(a, &xc, &yc, wpos, transpose);
+  if (rc == 0 && !yi) permute_copy(&yv, ys, opos, r, ybuf, false);
+  gp_free(xbuf);
+  gp_free(ybuf);
+  return rc;
+}
+
+/* The convolution of xt (canonical "NC" + spatial) into yt (the same order). */
+static int convnd_run(const GPKernelArgs *a, const DLTensor *xt, DLTensor *yt, const int32_t *wpos,
+                      bool transpose) {
+  const DLTensor *wt = a->inputs[1];
+  int32_t nd = xt->ndim - 2;
   ConvNd g = {0};
   int64_t pe[3], opad[3] = {0, 0, 0};
-  if (convnd_layouts(a, nd, wpos) != 0 || attr_nd3(a, "strides", nd, 1, 1, g.s) != 0 ||
+  if (attr_nd3(a, "strides", nd, 1, 1, g.s) != 0 ||
       attr_nd3(a, "dilation", nd, 1, 1, g.d) != 0 || attr_pad3(a, nd, g.pb, pe) != 0 ||
       (transpose && attr_nd3(a, "output_padding", nd, 0, 0, opad) != 0))
     return -1;

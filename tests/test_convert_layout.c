@@ -53,6 +53,15 @@ static char *run_explained(const char *path, const char *pipeline, GPModule **ou
 Test(convert_layout, conv) { golden("conv", CL); }
 Test(convert_layout, conv_bias_add_relu) { golden("conv_bias_relu", CL); }
 Test(convert_layout, conv_batch_norm) { golden("conv_bn", CL); }
+/* conv2d_transpose with TVM's default kernel layout (IOHW: weight (C, channels / groups, k, k)),
+ * grouped, strided, with output_padding: to NHWC (kernel HWIO), and an NHWC one back to NCHW
+ * (kernel IOHW); the evaluator runs both layouts */
+Test(convert_layout, conv2d_transpose_to_nhwc) {
+  golden("conv2d_transpose", "ConvertLayout{desired_layouts=\"nn.conv2d_transpose=NHWC:default\"}");
+}
+Test(convert_layout, conv2d_transpose_to_nchw) {
+  golden("conv2d_transpose_nchw", "ConvertLayout{desired_layouts=\"nn.conv2d_transpose=NCHW:default\"}");
+}
 Test(convert_layout, pooling_and_global_pooling) { golden("pool", CL); }
 /* a pool that reads its input in other axes (HNBW over an NHWC conv's output) has no relation:
  * it gets its input back in the layout it read (the pass used to fail: "different axes") */

@@ -84,15 +84,23 @@ Test(infer_params, conv2d_layouts_and_groups) {
 }
 
 Test(infer_params, conv2d_transpose) {
-  /* TVM's Conv2DTransposeRel: IOHW weight (C, channels / groups, kh, kw) */
+  /* TVM's Conv2DTransposeRel: the default kernel_layout IOHW, weight (C, channels / groups, kh, kw) */
   expect_typed(V "def @main(%x: Tensor[(1, 4, 5, 5), float32], %w) {\n"
-                 "  nn.conv2d_transpose(%x, %w, channels=6, kernel_size=[3, 3], strides=[2, 2], groups=2, "
-                 "kernel_layout=\"IOHW\")\n"
+                 "  nn.conv2d_transpose(%x, %w, channels=6, kernel_size=[3, 3], strides=[2, 2], groups=2)\n"
                  "}\n",
                V "def @main(%x: Tensor[(1, 4, 5, 5), float32], %w: Tensor[(4, 3, 3, 3), float32]) -> "
                  "Tensor[(1, 6, 11, 11), float32] {\n"
+                 "  nn.conv2d_transpose(%x, %w, channels=6, kernel_size=[3, 3], strides=[2, 2], groups=2)\n"
+                 "}\n");
+  /* the same weight stated the other way round */
+  expect_typed(V "def @main(%x: Tensor[(1, 4, 5, 5), float32], %w) {\n"
                  "  nn.conv2d_transpose(%x, %w, channels=6, kernel_size=[3, 3], strides=[2, 2], groups=2, "
-                 "kernel_layout=\"IOHW\")\n"
+                 "kernel_layout=\"OIHW\")\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(1, 4, 5, 5), float32], %w: Tensor[(3, 4, 3, 3), float32]) -> "
+                 "Tensor[(1, 6, 11, 11), float32] {\n"
+                 "  nn.conv2d_transpose(%x, %w, channels=6, kernel_size=[3, 3], strides=[2, 2], groups=2, "
+                 "kernel_layout=\"OIHW\")\n"
                  "}\n");
 }
 

@@ -68,17 +68,32 @@ static double *ref_conv(const NdCase *c, bool tr, const double *x, const double 
 
 static GPAttrValue nd_ints(int32_t nd, const int64_t *v3) { return gp_attr_ints(nd, v3 + 3 - nd); }
 
-static void check_case(const NdCase *c, bool tr, DLDataType dt, double tol) {
+/* v (N, C, P) as (N, P, C): the same tensor with its channels last (spatial axes in order). */
+static double *channel_last(const double *v, int64_t N, int64_t C, int64_t P) {
+  int64_t k = N * C * P;
+  double *o = malloc((size_t)(k > 0 ? k : 1) * sizeof(double));
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < C; ch++)
+      for (int64_t p = 0; p < P; p++) o[(n * P + p) * C + ch] = v[(n * C + ch) * P + p];
+  return o;
+}
+
+/* Layouts of a case's data and result: NC + spatial; data channel-last (NWC, NHWC, NDHWC) and
+ * its result too; data channel-last and result NC + spatial (out_layout). */
+enum { L_CANON, L_LAST, L_LAST_TO_CANON };
+
+static void check_case_in(const NdCase *c, bool tr, DLDataType dt, double tol, int lay) {
   static const char *const conv[4] = {NULL, "nn.conv1d", "nn.conv2d", "nn.conv3d"};
   static const char *const convt[4] = {NULL, "nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
   static const char *const klt[4] = {NULL, "IOW", "IOHW", "IODHW"};
+  static const char *const canon[4] = {NULL, "NCW", "NCHW", "NCDHW"}, *const last[4] = {NULL, "NWC", "NHWC", "NDHWC"};
   int64_t xs[5], ws[5], ys[5];
   nd_shapes(c, tr, xs, ws, ys);
   int32_t r = c->nd + 2;
   GPTensor *x = random_tensor(dt, r, xs, 4), *w = random_tensor(dt, r, ws, 4);
   int64_t pad[6];
   for (int32_t i = 0; i < c->nd; i++) pad[i] = c->pb[3 - c->nd + i], pad[c->nd + i] = c->pe[3 - c->nd + i];
-  KV kv[8];
+  KV kv[10];
   int32_t nkv = 0;
   kv[nkv++] = KV("strides", nd_ints(c->nd, c->s));
   kv[nkv++] = KV("dilation", nd_ints(c->nd, c->d));
@@ -88,14 +103,39 @@ static void check_case(const NdCase *c, bool tr, DLDataType dt, double tol) {
     kv[nkv++] = KV("output_padding", nd_ints(c->nd, c->op));
     kv[nkv++] = KV("kernel_layout", gp_attr_str(klt[c->nd]));
   }
-  GPTensor *y = run1(tr ? convt[c->nd] : conv[c->nd], kv, nkv, INS(x, w));
-  expect_shape(y, r, ys);
   double *xd = to_doubles(x), *wd = to_doubles(w);
-  int64_t ny = numel(r, ys);
+  int64_t ny = numel(r, ys), px = numel(c->nd, xs + 2), py = numel(c->nd, ys + 2);
   double *want = ref_conv(c, tr, xd, wd, ny);
+  GPTensor *xin = x;
+  if (lay != L_CANON) { /* the same data, channels last */
+    kv[nkv++] = KV("data_layout", gp_attr_str(last[c->nd]));
+    if (lay == L_LAST_TO_CANON) kv[nkv++] = KV("out_layout", gp_attr_str(canon[c->nd]));
+    int64_t xl[5] = {xs[0]};
+    memcpy(xl + 1, xs + 2, (size_t)c->nd * sizeof *xl);
+    xl[r - 1] = xs[1];
+    double *xv = channel_last(xd, xs[0], xs[1], px);
+    xin = tensor(dt, r, xl, xv);
+    free(xv);
+    if (lay == L_LAST) {
+      double *wl = channel_last(want, ys[0], ys[1], py);
+      free(want);
+      want = wl;
+      int64_t yl[5] = {ys[0]};
+      memcpy(yl + 1, ys + 2, (size_t)c->nd * sizeof *yl);
+      yl[r - 1] = ys[1];
+      memcpy(ys, yl, sizeof yl);
+    }
+  }
+  GPTensor *y = run1(tr ? convt[c->nd] : conv[c->nd], kv, nkv, INS(xin, w));
+  expect_shape(y, r, ys);
   expect_vals(y, want, ny, tol, __LINE__);
   free(xd), free(wd), free(want);
+  if (xin != x) gp_release(xin);
   release_all((GPTensor *[]){x, w, y}, 3);
+}
+
+static void check_case(const NdCase *c, bool tr, DLDataType dt, double tol) {
+  check_case_in(c, tr, dt, tol, L_CANON);
 }
 
 /* ---- hand-computed cases */
@@ -176,6 +216,33 @@ Test(kernels_conv, conv_nd_random_vs_reference) {
         if (conv_out(&c, i, true) < 1) c.pb[i] = c.pe[i] = 0;
     check_case(&c, tr, it % 4 == 2 ? GP_DT_F64 : GP_DT_F32, 1e-5);
     check_case(&c, tr, GP_DT_I32, 0);
+  }
+}
+
+/* Data (and result) with the channels last: the same numbers as NC + spatial, for convolutions
+ * and transposed ones of every rank (ConvertLayout makes NHWC conv2d_transposes and NDHWC
+ * conv3ds; the transposed kernel had taken NC + spatial only). */
+Test(kernels_conv, conv_nd_channel_last) {
+  for (int it = 0; it < 36; it++) {
+    NdCase c = {0};
+    c.nd = (int32_t)(it % 3) + 1;
+    c.G = irand(1, 2);
+    c.C = c.G * irand(1, 3), c.O = c.G * irand(1, 3), c.N = irand(1, 2);
+    for (int i = 0; i < 3; i++) {
+      bool used = i >= 3 - c.nd;
+      c.k[i] = used ? irand(1, 3) : 1;
+      c.s[i] = used ? irand(1, 2) : 1;
+      c.d[i] = 1;
+      c.pb[i] = c.pe[i] = used ? irand(0, 1) : 0;
+      c.in[i] = used ? c.k[i] + irand(0, 3) : 1;
+      c.op[i] = used && c.s[i] == 2 ? irand(0, 1) : 0;
+    }
+    bool tr = (it / 3) % 2 == 1;
+    if (tr)
+      for (int i = 0; i < 3; i++)
+        if (conv_out(&c, i, true) < 1) c.pb[i] = c.pe[i] = 0;
+    check_case_in(&c, tr, GP_DT_F32, 1e-5, (it / 6) % 2 ? L_LAST : L_LAST_TO_CANON);
+    if (it % 4 == 0) check_case_in(&c, tr, GP_DT_I32, 0, L_LAST);
   }
 }
 

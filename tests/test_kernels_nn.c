@@ -365,13 +365,13 @@ Test(kernels_nn, conv2d_empty_batch_and_one_thread) {
 }
 
 Test(kernels_nn, conv2d_unsupported) {
-  GPTensor *x = T32(DIMS(2, 2, 3, 1), NULL); /* HWCN: H=2, W=2, C=3, N=1 */
-  GPTensor *w = T32(DIMS(4, 3, 1, 1), NULL);
+  GPTensor *x = T32(DIMS(1, 1, 2, 2, 4), NULL); /* NCHW4c: a blocked layout */
+  GPTensor *w4 = T32(DIMS(4, 4, 1, 1), NULL), *w = T32(DIMS(4, 3, 1, 1), NULL);
   GPTensor *outs[4];
   int32_t nout;
-  int rc = run_op("nn.conv2d", KVS(KV("data_layout", gp_attr_str("HWCN"))), INS(x, w), 2, outs, &nout);
+  int rc = run_op("nn.conv2d", KVS(KV("data_layout", gp_attr_str("NCHW4c"))), INS(x, w4), 2, outs, &nout);
   cr_assert_eq(rc, -1);
-  expect_error(GP_ERR_UNSUPPORTED, "HWCN");
+  expect_error(GP_ERR_UNSUPPORTED, "NCHW4c");
   /* mixed integer data and float weight */
   GPTensor *xi = tensor(GP_DT_I8, 4, DIMS(1, 3, 2, 2), NULL);
   rc = run_op("nn.conv2d", NOKV, INS(xi, w), 2, outs, &nout);
@@ -382,7 +382,28 @@ Test(kernels_nn, conv2d_unsupported) {
   rc = run_op("nn.conv2d", NOKV, INS(xb, wb), 2, outs, &nout);
   cr_assert_eq(rc, -1);
   expect_error(GP_ERR_UNSUPPORTED, "bool");
-  release_all((GPTensor *[]){x, w, xi, xb, wb}, 5);
+  release_all((GPTensor *[]){x, w4, w, xi, xb, wb}, 6);
+}
+
+/* Any permutation of NCHW computes what NCHW does: HWCN data, an NCHW result from NHWC data. */
+Test(kernels_nn, conv2d_other_permutations) {
+  GPTensor *x = T32(DIMS(1, 2, 2, 3), VALS(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)); /* NCHW */
+  GPTensor *w = T32(DIMS(2, 2, 1, 2), VALS(1, -1, 2, 0, 0, 1, 1, 1));
+  GPTensor *want = run1("nn.conv2d", NOKV, INS(x, w));
+  EXPECT_SHAPE(want, 1, 2, 2, 2);
+  /* x as HWCN (2, 3, 2, 1) and NHWC (1, 2, 3, 2) */
+  GPTensor *hwcn = T32(DIMS(2, 3, 2, 1), VALS(1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 6, 12));
+  GPTensor *nhwc = T32(DIMS(1, 2, 3, 2), VALS(1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 6, 12));
+  GPTensor *y = run1("nn.conv2d", KVS(KV("data_layout", gp_attr_str("HWCN"))), INS(hwcn, w));
+  EXPECT_SHAPE(y, 2, 2, 2, 1); /* HWCN: y[h][w][o] = want[o][h][w] */
+  for (int64_t o = 0; o < 2; o++)
+    for (int64_t p = 0; p < 4; p++) cr_expect_eq(at(y, p * 2 + o), at(want, o * 4 + p));
+  gp_release(y);
+  y = run1("nn.conv2d", KVS(KV("data_layout", gp_attr_str("NHWC")), KV("out_layout", gp_attr_str("NCHW"))),
+           INS(nhwc, w));
+  EXPECT_SHAPE(y, 1, 2, 2, 2);
+  for (int64_t i = 0; i < 8; i++) cr_expect_eq(at(y, i), at(want, i));
+  release_all((GPTensor *[]){x, w, want, hwcn, nhwc, y}, 6);
 }
 
 Test(kernels_nn, conv2d_through_eval_call) {

@@ -657,8 +657,8 @@ static const int64_t k_zero3[] = {0, 0, 0};
 static const GPAttrField k_conv1d_attrs[] = CONV_ATTRS(k_one1, k_zero1, "NCW", "OIW");
 static const GPAttrField k_conv3d_attrs[] = CONV_ATTRS(k_one3, k_zero3, "NCDHW", "OIDHW");
 
-/* TVM's Conv{1,2,3}DTransposeAttrs (kernel_layout's I is data's channels, O the output channels
- * per group; TVM's Python API passes IOW / IOHW / IODHW) */
+/* TVM v0.12's Conv{1,2,3}DTransposeAttrs (kernel_layout's I is data's channels, O the output
+ * channels per group; by default IOW / IOHW / IODHW, the weight (C, channels / groups, k...)) */
 #define CONVT_ATTRS(one, zero, dl, kl)                                                           \
   {                                                                                              \
     GP_F_NONE("channels", GP_ATTR_INT), GP_F_NONE("kernel_size", GP_ATTR_INTS),                  \
@@ -667,10 +667,10 @@ static const GPAttrField k_conv3d_attrs[] = CONV_ATTRS(k_one3, k_zero3, "NCDHW",
         GP_F_STR("data_layout", dl), GP_F_STR("kernel_layout", kl), GP_F_STR("out_layout", ""),  \
         GP_F_DTYPE_VOID("out_dtype"),                                                            \
   }
-static const GPAttrField k_conv1d_transpose_attrs[] = CONVT_ATTRS(k_one1, k_zero1, "NCW", "OIW");
-static const GPAttrField k_conv2d_transpose_attrs[] = CONVT_ATTRS(k_one2, k_zero2, "NCHW", "OIHW");
+static const GPAttrField k_conv1d_transpose_attrs[] = CONVT_ATTRS(k_one1, k_zero1, "NCW", "IOW");
+static const GPAttrField k_conv2d_transpose_attrs[] = CONVT_ATTRS(k_one2, k_zero2, "NCHW", "IOHW");
 static const GPAttrField k_conv3d_transpose_attrs[] =
-    CONVT_ATTRS(k_one3, k_zero3, "NCDHW", "OIDHW");
+    CONVT_ATTRS(k_one3, k_zero3, "NCDHW", "IODHW");
 
 static int conv_nd_rel(const GPOp *op, const GPAttrs *attrs, const GPType *const *args,
                        int32_t nargs, const GPType **out, int32_t nd, bool transpose) {

@@ -146,7 +146,7 @@ static void step(Gen *g) {
   bool four = x->nd == 4;
   int64_t c = x->nd >= 2 ? x->s[1] : 1;
   const int64_t chan[3] = {c, 1, 1};
-  switch (pick(g, 32)) {
+  switch (pick(g, 40)) {
   case 0:
   case 1: /* conv2d */
     if (!four) return;
@@ -467,6 +467,159 @@ static void step(Gen *g) {
       push(g, call("layout_transform", 1, &a, 2, lk, to_nchw), 4, os);
     }
     return;
+  case 32: /* conv2d_transpose: strided (with output_padding), padded, grouped or depthwise */
+    if (!four) return;
+    {
+      int64_t k = (int64_t)pick(g, 3) + 1, st = pick(g, 2) ? 1 : 2, p = pick(g, 2) && k > 1;
+      int64_t opad = st == 2 ? (int64_t)pick(g, 2) : 0, gr = pick(g, 4) == 0 ? c : 1;
+      int64_t o = gr == c ? c : (int64_t)pick(g, 6) + 1;
+      int64_t h = (s[2] - 1) * st - 2 * p + k + opad, w = (s[3] - 1) * st - 2 * p + k + opad;
+      const int64_t ws[4] = {c, o / gr, k, k}, os[4] = {s[0], o, h, w};
+      if (h < 1 || w < 1 || !small(4, ws) || !small(4, os)) return;
+      const int64_t ks[2] = {k, k}, strides[2] = {st, st}, pad[4] = {p, p, p, p}, op2[2] = {opad, opad};
+      const char *keys[6] = {"channels", "kernel_size", "strides", "padding", "output_padding", "groups"};
+      GPAttrValue vals[6] = {gp_attr_int(o),           gp_attr_ints(2, ks),     gp_attr_ints(2, strides),
+                             gp_attr_ints(4, pad),     gp_attr_ints(2, op2),    gp_attr_int(gr)};
+      GPExpr *args[2] = {ref(x), constant(g, 4, ws, -0.5f, 0.5f, -1)};
+      push(g, call("nn.conv2d_transpose", 2, args, 6, keys, vals), 4, os);
+    }
+    return;
+  case 33: /* nn.pad of the spatial axes (constant, edge or reflect), or of the channels */
+    if (!four) return;
+    {
+      uint32_t mode = pick(g, 3);
+      int64_t pc = mode == 0 && pick(g, 3) == 0 ? 1 : 0, t = pick(g, 2), b = pick(g, 2) + 1 - t, l = pick(g, 2),
+              r = pick(g, 2);
+      if (mode == 2 && (s[2] < 2 || s[3] < 2)) mode = 1;
+      const int64_t pw[8] = {0, 0, pc, 0, t, b, l, r}, os[4] = {s[0], s[1] + pc, s[2] + t + b, s[3] + l + r};
+      const char *keys[2] = {"pad_width", "pad_mode"};
+      static const char *const modes[3] = {"constant", "edge", "reflect"};
+      GPAttrValue vals[2] = {gp_attr_ints(8, pw), gp_attr_str(modes[mode])};
+      GPExpr *args[2] = {ref(x), scalar(pick(g, 2) ? 0.0f : rnd(g))};
+      push(g, call("nn.pad", 2, args, 2, keys, vals), 4, os);
+    }
+    return;
+  case 34: /* strided_slice of the channels, or (with axes) of the spatial axes */
+    if (!four) return;
+    if (pick(g, 2)) {
+      int64_t b = (int64_t)pick(g, (uint32_t)c), st = pick(g, 2) + 1;
+      const int64_t begin[4] = {0, b, 0, 0}, end[4] = {s[0], c, s[2], s[3]}, strides[4] = {1, st, 1, 1},
+                    os[4] = {s[0], (c - b + st - 1) / st, s[2], s[3]};
+      const char *keys[3] = {"begin", "end", "strides"};
+      GPAttrValue vals[3] = {gp_attr_ints(4, begin), gp_attr_ints(4, end), gp_attr_ints(4, strides)};
+      GPExpr *a = ref(x);
+      push(g, call("strided_slice", 1, &a, 3, keys, vals), 4, os);
+    } else {
+      if (s[2] < 3 || s[3] < 3) return;
+      int64_t st = pick(g, 2) + 1; /* rows and columns 1 .. -1 (the last excluded) */
+      const int64_t begin[2] = {1, 1}, end[2] = {-1, -1}, strides[2] = {st, st}, axes[2] = {2, 3},
+                    os[4] = {s[0], s[1], (s[2] - 2 + st - 1) / st, (s[3] - 2 + st - 1) / st};
+      const char *keys[4] = {"begin", "end", "strides", "axes"};
+      GPAttrValue vals[4] = {gp_attr_ints(2, begin), gp_attr_ints(2, end), gp_attr_ints(2, strides),
+                             gp_attr_ints(2, axes)};
+      GPExpr *a = ref(x);
+      push(g, call("strided_slice", 1, &a, 4, keys, vals), 4, os);
+    }
+    return;
+  case 35: /* image.resize2d: up, down or by one; nearest, linear or cubic */
+    if (!four) return;
+    {
+      uint32_t how = pick(g, 3);
+      int64_t h = how == 0 ? 2 * s[2] : how == 1 ? s[2] + 1 : (s[2] + 1) / 2;
+      int64_t w = how == 0 ? 2 * s[3] : how == 1 ? s[3] + 1 : (s[3] + 1) / 2;
+      const int64_t size[2] = {h, w}, os[4] = {s[0], s[1], h, w};
+      if (!small(4, os)) return;
+      static const char *const methods[3] = {"nearest_neighbor", "linear", "cubic"};
+      static const char *const modes[3] = {"half_pixel", "align_corners", "asymmetric"};
+      uint32_t m = pick(g, 3);
+      const char *keys[4] = {"size", "method", "coordinate_transformation_mode", "rounding_method"};
+      GPAttrValue vals[4] = {gp_attr_ints(2, size), gp_attr_str(methods[m]), gp_attr_str(modes[pick(g, 3)]),
+                             gp_attr_str(m == 0 ? (pick(g, 2) ? "floor" : "round") : "")};
+      GPExpr *a = ref(x);
+      push(g, call("image.resize2d", 1, &a, 4, keys, vals), 4, os);
+    }
+    return;
+  case 36: /* prelu (per-channel slopes, axis 1) or leaky_relu */
+    if (x->nd < 2) return;
+    if (pick(g, 2)) {
+      push(g, call2("nn.prelu", ref(x), constant(g, 1, &c, 0, 0.5f, 0)), x->nd, s);
+    } else {
+      const char *key = "alpha";
+      GPAttrValue v = gp_attr_float(0.1);
+      GPExpr *a = ref(x);
+      push(g, call("nn.leaky_relu", 1, &a, 1, &key, &v), x->nd, s);
+    }
+    return;
+  case 37: /* softmax / log_softmax over the channels or the last axis; l2_normalize over the channels */
+    if (x->nd < 2) return;
+    {
+      uint32_t which = pick(g, 3);
+      GPExpr *a = ref(x);
+      if (which == 2) {
+        const char *keys[2] = {"eps", "axis"};
+        const int64_t axis = 1;
+        GPAttrValue vals[2] = {gp_attr_float(1e-6), gp_attr_ints(1, &axis)};
+        push(g, call("nn.l2_normalize", 1, &a, 2, keys, vals), x->nd, s);
+      } else {
+        const char *key = "axis";
+        GPAttrValue v = gp_attr_int(pick(g, 2) ? 1 : -1);
+        push(g, call(which ? "nn.log_softmax" : "nn.softmax", 1, &a, 1, &key, &v), x->nd, s);
+      }
+    }
+    return;
+  case 38: /* sum / mean / max / min over the channels, kept or dropped */
+    if (!four) return;
+    {
+      static const char *const ops[4] = {"sum", "mean", "max", "min"};
+      bool keep = pick(g, 2);
+      const int64_t axis = 1, os[4] = {s[0], keep ? 1 : s[2], keep ? s[2] : s[3], s[3]};
+      const char *keys[2] = {"axis", "keepdims"};
+      GPAttrValue vals[2] = {gp_attr_ints(1, &axis), gp_attr_bool(keep)};
+      GPExpr *a = ref(x);
+      push(g, call(ops[pick(g, 4)], 1, &a, 2, keys, vals), keep ? 4 : 3, os);
+    }
+    return;
+  case 39: /* global_max_pool2d, depth_to_space / space_to_depth, or a pool in NHWC between transforms */
+    if (!four) return;
+    switch (pick(g, 4)) {
+    case 0: {
+      int64_t os[4] = {s[0], s[1], 1, 1};
+      push(g, call1("nn.global_max_pool2d", ref(x)), 4, os);
+      return;
+    }
+    case 1:
+      if (c % 4 == 0) {
+        const char *keys[2] = {"block_size", "mode"};
+        GPAttrValue vals[2] = {gp_attr_int(2), gp_attr_str(pick(g, 2) ? "DCR" : "CRD")};
+        const int64_t os[4] = {s[0], c / 4, 2 * s[2], 2 * s[3]};
+        GPExpr *a = ref(x);
+        push(g, call("nn.depth_to_space", 1, &a, 2, keys, vals), 4, os);
+      }
+      return;
+    case 2:
+      if (s[2] % 2 == 0 && s[3] % 2 == 0) {
+        const char *key = "block_size";
+        GPAttrValue v = gp_attr_int(2);
+        const int64_t os[4] = {s[0], 4 * c, s[2] / 2, s[3] / 2};
+        GPExpr *a = ref(x);
+        push(g, call("nn.space_to_depth", 1, &a, 1, &key, &v), 4, os);
+      }
+      return;
+    default: {
+      if (s[2] < 2 || s[3] < 2) return;
+      const char *lk[2] = {"src_layout", "dst_layout"};
+      GPAttrValue to_nhwc[2] = {gp_attr_str("NCHW"), gp_attr_str("NHWC")}, to_nchw[2] = {to_nhwc[1], to_nhwc[0]};
+      GPExpr *a = ref(x);
+      a = call("layout_transform", 1, &a, 2, lk, to_nhwc);
+      const int64_t ps[2] = {2, 2}, st[2] = {2, 2};
+      const char *keys[3] = {"pool_size", "strides", "layout"};
+      GPAttrValue vals[3] = {gp_attr_ints(2, ps), gp_attr_ints(2, st), gp_attr_str("NHWC")};
+      a = call(pick(g, 2) ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &a, 3, keys, vals);
+      const int64_t os[4] = {s[0], s[1], s[2] / 2, s[3] / 2};
+      push(g, call("layout_transform", 1, &a, 2, lk, to_nchw), 4, os);
+      return;
+    }
+    }
   default: /* 30: sqrt of a positive value, divided into 1 (SimplifyRSqrt) or x */
   {
     GPExpr *pos = call2("add", call1("nn.relu", ref(x)), scalar(1.0f));

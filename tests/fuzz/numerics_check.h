@@ -1,7 +1,8 @@
 /* numerics_check.h -- the miscompile check of the numerics harnesses (fuzz_numerics: Relay text;
  * fuzz_graphs: graphs built from the input bytes).  A typed module that is small and tame goes,
  * with --verify-numerics, through the llvm target's default set at opt-level 4, through
- * ConvertLayout to NHWC (conv2d) then SimplifyExpr and FoldConstant, and through Paddle Lite's
+ * ConvertLayout to NHWC (conv2d, conv2d_transpose) and to mixed layouts (convolutions NCHW,
+ * pools and resizes NHWC), each then SimplifyExpr and FoldConstant, and through Paddle Lite's
  * fusions.  Every pass that ran must keep @main's outputs on deterministic inputs within rtol
  * 1e-3 and atol 1e-4, or 1e-5 of the largest value @main computes when that is more: ONNX's
  * rtol, since the command's 1e-4 / 1e-5 flags a layer_norm over two close values (its float32
@@ -35,7 +36,15 @@ static long nc_typed, nc_checked, nc_runs_ok; /* GP_FUZZ_STATS=1 prints them at 
 /* NCHW convolutions to NHWC, with the layout_transforms at the boundaries and between them
  * cancelled by SimplifyExpr. */
 static const char k_layout_pipeline[] =
-    "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default\"},SimplifyExpr,FoldConstant";
+    "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default,nn.conv2d_transpose=NHWC:default\"},"
+    "SimplifyExpr,FoldConstant";
+
+/* Mixed layouts (the accelerator's NHWC -> NCHW step for convolutions, NHWC pools and resizes):
+ * every op between them follows one side through its layout relation, with transforms where
+ * the sides meet. */
+static const char k_mixed_layout_pipeline[] =
+    "ConvertLayout{desired_layouts=\"nn.conv2d=NCHW:default,nn.max_pool2d=NHWC,nn.avg_pool2d=NHWC,"
+    "nn.global_max_pool2d=NHWC,nn.global_avg_pool2d=NHWC,image.resize2d=NHWC\"},SimplifyExpr,FoldConstant";
 
 /* Paddle Lite's fusions (not in the llvm set): batch norms and elementwise ops into convs,
  * activations and dense into composites the evaluator runs, then dead code. */
@@ -170,7 +179,7 @@ static void run_checked(const GPModule *typed, const char *pipeline) {
 
 static void nc_stats(void) {
   fprintf(stderr, "numerics: %ld typed modules, %ld checked, %ld of %ld runs passed\n", nc_typed, nc_checked,
-          nc_runs_ok, 3 * nc_checked);
+          nc_runs_ok, 4 * nc_checked);
 }
 
 /* The context both pipelines run with (the harnesses' LLVMFuzzerInitialize, below). */
@@ -204,6 +213,7 @@ static void nc_check(const GPModule *typed) {
   nc_checked++;
   run_checked(typed, NULL);
   run_checked(typed, k_layout_pipeline);
+  run_checked(typed, k_mixed_layout_pipeline);
   run_checked(typed, k_fusion_pipeline);
 }
 
