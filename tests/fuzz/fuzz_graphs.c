@@ -7,8 +7,12 @@
  * pools, transposes and layout_transforms, reshapes, casts, dense and batch_matmul (three in
  * parallel too), dilated convs as space_to_batch_nd / batch_to_space_nd, layer / instance / group
  * norms, identities (x + zeros_like(y), x * 1), reductions, squeeze / expand_dims, 1 / sqrt(x),
- * NHWC convs with channel-last scales and biases.  What types goes through
- * numerics_check.h's check (the O4 set and ConvertLayout to NHWC under --verify-numerics).
+ * NHWC convs with channel-last scales and biases, conv2d_transpose, pad, strided_slice, resize2d,
+ * prelu / leaky_relu, softmax / l2_normalize, channel reductions, depth_to_space, NHWC pools; one
+ * graph in four binds its values with let; ifs whose branches read outer values, closures
+ * applied in place, and global functions (a conv, a scale, a bias) called once or twice.  What
+ * types goes through numerics_check.h's check (the O4 set, ConvertLayout to NHWC and to mixed
+ * layouts, Paddle Lite's fusions, under --verify-numerics).
  * Shapes are tracked here to choose operands; a wrong guess only makes a graph that does not
  * type, which is skipped. */
 #include "bench/bench_util.h" /* bench_rnd01; first: its parameters named ctx precede numerics_check.h's */
@@ -23,12 +27,22 @@ typedef struct {
   int64_t s[4];
 } Val;
 
+#define MAXFN 3 /* global functions besides @main */
+
 typedef struct {
   const uint8_t *p;
   size_t n, i;
   uint64_t rng; /* constant values */
   Val v[MAXV];
   int32_t nv;
+  GPVar *param;             /* %x (borrowed) */
+  bool lets;                /* bind values with let (chosen per graph) */
+  GPVar *lvar[STEPS * 4];   /* let bindings in order: lvar[k] = lval[k], nested around the body */
+  GPExpr *lval[STEPS * 4];
+  int32_t nlet;
+  GPGlobalVar *gv[MAXFN];   /* global functions @f0.. and their definitions */
+  GPFunctionExpr *gf[MAXFN];
+  int32_t nfn;
 } Gen;
 
 /* The next choice in [0, k), 0 once the bytes run out. */
@@ -85,11 +99,20 @@ static GPExpr *call2(const char *name, GPExpr *a, GPExpr *b) {
 }
 
 /* Keeps e (a reference) as a value of the given shape; the oldest goes when full.  A value of
- * more than MAX_ELEMS elements is dropped. */
+ * more than MAX_ELEMS elements is dropped.  In a graph of lets, a call is bound to a variable
+ * (one time in two) and the variable kept instead. */
 static void push(Gen *g, GPExpr *e, int32_t nd, const int64_t *s) {
   if (!small(nd, s)) {
     gp_release(e);
     return;
+  }
+  if (g->lets && gp_kind(e) == GP_TI_CALL && g->nlet < (int32_t)(sizeof g->lvar / sizeof *g->lvar) && pick(g, 2)) {
+    char name[16];
+    snprintf(name, sizeof name, "v%d", (int)g->nlet);
+    GPVar *var = gp_var_new(name, NULL);
+    g->lvar[g->nlet] = var;
+    g->lval[g->nlet++] = e; /* the reference moves to the binding */
+    e = gp_retain(&var->base);
   }
   if (g->nv == MAXV) {
     gp_release(g->v[0].e);
@@ -146,7 +169,7 @@ static void step(Gen *g) {
   bool four = x->nd == 4;
   int64_t c = x->nd >= 2 ? x->s[1] : 1;
   const int64_t chan[3] = {c, 1, 1};
-  switch (pick(g, 40)) {
+  switch (pick(g, 43)) {
   case 0:
   case 1: /* conv2d */
     if (!four) return;
@@ -620,6 +643,72 @@ static void step(Gen *g) {
       return;
     }
     }
+  case 40: /* if (sum(%x) > k) then f(x) else h(y): both branches read values from outside.  The
+             * condition reads the parameter only: a rewrite may round a computed value
+             * differently, and a sum of normalized values is ~0 either side of 0. */
+  {
+    Val *y = same_shape(g, x);
+    GPExpr *a = gp_retain(&g->param->base);
+    GPExpr *sum = call("sum", 1, &a, 0, NULL, NULL);
+    GPExpr *cond = call2(pick(g, 2) ? "greater" : "less", sum, scalar(rnd(g) * 4));
+    GPExpr *then = pick(g, 2) ? call1("nn.relu", ref(x)) : call2("multiply", ref(x), scalar(2.0f));
+    GPExpr *els = y ? call2("add", ref(x), ref(y)) : call1("negative", ref(x));
+    GPIf *ife = gp_if_new(cond, then, els);
+    gp_release(cond);
+    gp_release(then);
+    gp_release(els);
+    push(g, &ife->base, x->nd, s);
+    return;
+  }
+  case 41: /* a closure applied in place: (fn (%p) { relu(p * k + b) })(x) */
+  case 42: /* a global function @fK (a 1x1 conv, a scale, a bias and relu on 4-D), called once or twice */
+  {
+    const GPType *t = gp_type_tensor((DLDataType){kDLFloat, 32, 1}, x->nd, x->s);
+    GPVar *p = gp_var_new("p", t);
+    GPExpr *b = &p->base;
+    gp_retain(b);
+    bool global = pick(g, 2) && g->nfn < MAXFN;
+    if (global && four) {
+      const int64_t ws[4] = {c, c, 1, 1}, ks[2] = {1, 1};
+      const char *ck[2] = {"channels", "kernel_size"};
+      GPAttrValue cv[2] = {gp_attr_int(c), gp_attr_ints(2, ks)};
+      if (small(4, ws)) {
+        GPExpr *args[2] = {b, constant(g, 4, ws, -0.5f, 0.5f, -1)};
+        b = call("nn.conv2d", 2, args, 2, ck, cv);
+      }
+    }
+    b = call2("multiply", b, four ? constant(g, 3, chan, 0.25f, 2.0f, 1) : scalar(0.5f + (rnd(g) + 1)));
+    b = call2("add", b, four ? constant(g, 3, chan, -1, 1, 0) : scalar(rnd(g)));
+    b = call1("nn.relu", b);
+    GPFunctionExpr *fn = gp_function_new(1, &p, b, NULL, NULL);
+    gp_release(b);
+    gp_release(p);
+    GPExpr *callee;
+    if (global) {
+      char name[8];
+      snprintf(name, sizeof name, "f%d", (int)g->nfn);
+      GPGlobalVar *gvar = gp_global_var_new(name);
+      g->gv[g->nfn] = gvar;
+      g->gf[g->nfn++] = fn;
+      callee = &gvar->base;
+    } else {
+      callee = &fn->base;
+    }
+    GPExpr *xa = ref(x);
+    GPCall *k = gp_call_new(callee, 1, &xa, NULL);
+    gp_release(xa);
+    Val *y = global ? same_shape(g, x) : NULL;
+    GPCall *k2 = NULL;
+    if (y && pick(g, 2)) { /* a second call site */
+      GPExpr *ya = ref(y);
+      k2 = gp_call_new(callee, 1, &ya, NULL);
+      gp_release(ya);
+    }
+    if (!global) gp_release(callee);
+    push(g, &k->base, x->nd, s);
+    if (k2) push(g, &k2->base, x->nd, s);
+    return;
+  }
   default: /* 30: sqrt of a positive value, divided into 1 (SimplifyRSqrt) or x */
   {
     GPExpr *pos = call2("add", call1("nn.relu", ref(x)), scalar(1.0f));
@@ -635,7 +724,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Gen g = {.p = data, .n = size, .rng = 0x5eed};
   const int64_t xs[4] = {(int64_t)pick(&g, 2) + 1, (int64_t)pick(&g, 6) + 1, (int64_t)pick(&g, 6) + 3,
                          (int64_t)pick(&g, 6) + 3};
+  g.lets = pick(&g, 4) == 0;
   GPVar *x = gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 4, xs));
+  g.param = x;
   push(&g, gp_retain(&x->base), 4, xs);
   for (int32_t k = 0; k < STEPS && g.i < g.n; k++) step(&g);
   GPExpr *body;
@@ -645,6 +736,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     body = gp_retain(g.v[g.nv - 1].e);
   }
+  for (int32_t k = g.nlet - 1; k >= 0; k--) { /* the bindings, innermost last */
+    GPLet *l = gp_let_new(g.lvar[k], g.lval[k], body);
+    gp_release(body);
+    gp_release(g.lvar[k]);
+    gp_release(g.lval[k]);
+    body = &l->base;
+  }
   GPFunctionExpr *fn = gp_function_new(1, &x, body, NULL, NULL);
   gp_release(body);
   gp_release(x);
@@ -652,6 +750,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   GPModule *m = gp_module_new("fuzz_graphs");
   if (gp_module_add(m, "main", fn, false) != 0) abort();
   gp_release(fn);
+  for (int32_t k = 0; k < g.nfn; k++) {
+    if (gp_module_add_gvar(m, g.gv[k], g.gf[k], false) != 0) abort();
+    gp_release(g.gv[k]);
+    gp_release(g.gf[k]);
+  }
   GPModule *typed = gp_infer_types(m);
   gp_release(m);
   if (!typed) { /* a shape guessed wrong above: not a finding */
