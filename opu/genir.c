@@ -117,24 +117,6 @@ static int64_t attr_int(const GPCall *c, const char *key, int64_t dflt) {
   return v && (v->kind == GP_ATTR_INT || v->kind == GP_ATTR_BOOL) ? v->i : dflt;
 }
 
-/* ints attribute into out[want] (1 value repeated, 2 for a 4-value padding as TVM expands) */
-static int attr_ints(const GPCall *c, const char *key, int64_t *out, int want, int64_t dflt) {
-  const GPAttrValue *v = attr(c, key);
-  for (int i = 0; i < want; i++) out[i] = dflt;
-  if (!v || v->kind != GP_ATTR_INTS || v->n == 0) return 0;
-  if (v->n == want) {
-    for (int i = 0; i < want; i++) out[i] = v->ints[i];
-  } else if (v->n == 1) {
-    for (int i = 0; i < want; i++) out[i] = v->ints[0];
-  } else if (want == 4 && v->n == 2) {
-    out[0] = out[2] = v->ints[0];
-    out[1] = out[3] = v->ints[1];
-  } else {
-    return -1;
-  }
-  return 0;
-}
-
 static const char *attr_str(const GPCall *c, const char *key) {
   const GPAttrValue *v = attr(c, key);
   return v && v->kind == GP_ATTR_STR ? v->s : NULL;
@@ -870,13 +852,12 @@ static int do_conv(Comp *c, int32_t i, const GPCall *call, int dense) {
     if ((dl && strcmp(dl, "NCHW")) || (kl && strcmp(kl, "OIHW")) || (ol && ol[0] && strcmp(ol, "NCHW")))
       return node_err(c, &call->base, "layouts %s/%s; the OPU takes NCHW data and OIHW weights (ToNCHWLayout)",
                       dl ? dl : "?", kl ? kl : "?");
-    int64_t st[2], dil[2], pad[4];
-    if (attr_ints(call, "strides", st, 2, 1) || attr_ints(call, "dilation", dil, 2, 1) ||
-        attr_ints(call, "padding", pad, 4, 0))
-      return node_err(c, &call->base, "strides, dilation or padding has an unexpected length");
-    if (dil[0] != 1 || dil[1] != 1)
-      return node_err(c, &call->base, "dilation (%lld, %lld); the OPU runs dilation 1", (long long)dil[0], (long long)dil[1]);
-    if (xt->n != 4 || w->dl.ndim != 4) return node_err(c, &call->base, "conv2d needs 4-d data and weight");
+    char why[256];
+    if (opu_window_ok(call, true, why, sizeof why) != 0) return node_err(c, &call->base, "%s", why);
+    if (w->dl.ndim != 4) return node_err(c, &call->base, "conv2d needs 4-d data and weight");
+    int64_t st[2], pad[4];
+    opu_attr_ints(call, "strides", st, 2, 1);
+    opu_attr_ints(call, "padding", pad, 4, 0);
     tmp.groups = (uint32_t)attr_int(call, "groups", 1);
     tmp.kh = (uint32_t)w->dl.shape[2];
     tmp.kw = (uint32_t)w->dl.shape[3];
@@ -886,16 +867,8 @@ static int do_conv(Comp *c, int32_t i, const GPCall *call, int dense) {
     tmp.pl = (uint32_t)pad[1];
     tmp.pb = (uint32_t)pad[2];
     tmp.pr = (uint32_t)pad[3];
-    if (st[0] < 1 || st[1] < 1 || st[0] > OPU_MAX_STRIDE || st[1] > OPU_MAX_STRIDE || tmp.kh > OPU_MAX_KERNEL ||
-        tmp.kw > OPU_MAX_KERNEL || pad[0] < 0 || pad[1] < 0 || pad[2] < 0 || pad[3] < 0 || tmp.pt >= tmp.kh ||
-        tmp.pb >= tmp.kh || tmp.pl >= tmp.kw || tmp.pr >= tmp.kw)
-      return node_err(c, &call->base,
-                      "kernel %ux%u, strides (%lld, %lld), padding (%lld, %lld, %lld, %lld): the OPU takes kernels and "
-                      "strides up to %u and padding below the kernel",
-                      tmp.kh, tmp.kw, (long long)st[0], (long long)st[1], (long long)pad[0], (long long)pad[1],
-                      (long long)pad[2], (long long)pad[3], OPU_MAX_KERNEL);
   }
-  if ((uint64_t)xd[1] / (tmp.groups ? tmp.groups : 1) * tmp.kh * tmp.kw > OPU_MAX_TAPS)
+  if ((uint64_t)xd[1] / (tmp.groups ? tmp.groups : 1) * tmp.kh * tmp.kw > OPU_MAX_TAPS) /* a dense's (a conv's: above) */
     return node_err(c, &call->base, "%llu taps per output; the OPU's int32 accumulator takes at most %u",
                     (unsigned long long)xd[1] / (tmp.groups ? tmp.groups : 1) * tmp.kh * tmp.kw, OPU_MAX_TAPS);
   uint32_t in;
@@ -950,17 +923,12 @@ static int do_pool(Comp *c, int32_t i, const GPCall *call, int kind) {
   if (kind == OPU_OP_GAVGPOOL) {
     if (!emit(c, OPU_OP_GAVGPOOL, in, out)) return -1;
   } else {
-    int64_t ps[2], st[2], dil[2], pad[4];
-    if (attr_ints(call, "pool_size", ps, 2, 1) || attr_ints(call, "strides", st, 2, 1) ||
-        attr_ints(call, "dilation", dil, 2, 1) || attr_ints(call, "padding", pad, 4, 0))
-      return node_err(c, &call->base, "pool_size, strides, dilation or padding has an unexpected length");
-    if (dil[0] != 1 || dil[1] != 1) return node_err(c, &call->base, "dilation; the OPU pools with dilation 1");
-    if (ps[0] < 1 || ps[1] < 1 || ps[0] > OPU_MAX_KERNEL || ps[1] > OPU_MAX_KERNEL || st[0] < 1 || st[1] < 1 ||
-        st[0] > OPU_MAX_STRIDE || st[1] > OPU_MAX_STRIDE || pad[0] < 0 || pad[1] < 0 || pad[0] >= ps[0] ||
-        pad[2] >= ps[0] || pad[1] >= ps[1] || pad[3] >= ps[1] || pad[2] < 0 || pad[3] < 0)
-      return node_err(c, &call->base, "window %lldx%lld, strides (%lld, %lld): the OPU takes windows and strides up to "
-                      "%u and padding below the window", (long long)ps[0], (long long)ps[1], (long long)st[0],
-                      (long long)st[1], OPU_MAX_KERNEL);
+    char why[256];
+    if (opu_window_ok(call, false, why, sizeof why) != 0) return node_err(c, &call->base, "%s", why);
+    int64_t ps[2], st[2], pad[4];
+    opu_attr_ints(call, "pool_size", ps, 2, 1);
+    opu_attr_ints(call, "strides", st, 2, 1);
+    opu_attr_ints(call, "padding", pad, 4, 0);
     OpuInstr *s = emit(c, (uint16_t)kind, in, out);
     if (!s) return -1;
     s->kh = (uint16_t)ps[0];

@@ -67,6 +67,15 @@ GPExpr *opu_fold_call(const char *name, int32_t nargs, GPExpr *const *args, int3
 /* The capture named `name` of m (NULL when absent or unmatched). */
 GPExpr *opu_capture(const GPMatch *m, const char *name);
 
+/* An ints attribute of c into out[want]: absent -> dflt each; 1 value repeated; 2 values of a
+ * 4-value padding as (top, left, top, left) (TVM's expansion); -1 for another length. */
+int opu_attr_ints(const GPCall *c, const char *key, int64_t *out, int want, int64_t dflt);
+/* Whether the OPU runs the window of a typed nn.conv2d (conv) or max / avg pool call: kernel or
+ * pool_size and strides from 1 to OPU_MAX_KERNEL / OPU_MAX_STRIDE, padding below the kernel,
+ * dilation 1, and for a conv at most OPU_MAX_TAPS taps per output.  0, or -1 with the reason in
+ * why (target.c's predicates keep such a call on the host; GenIR reports it). */
+int opu_window_ok(const GPCall *c, bool conv, char *why, size_t n);
+
 /* "source:line:col" of e (or "<source>" when e has no location) into buf. */
 const char *opu_where(const GPModule *mod, const GPExpr *e, char *buf, size_t size);
 

@@ -6,13 +6,15 @@
  *
  * What the accelerator runs (every tensor float32 before quantization, every call typed):
  *  - nn.conv2d: NCHW data, OIHW weight that is a constant, out_layout "" or NCHW, out_dtype
- *    unset or float32, any strides / padding / dilation / groups (depthwise included);
+ *    unset or float32, any groups (depthwise included), kernel and strides up to 64, padding
+ *    below the kernel, dilation 1, at most 32768 taps per output (opu_window_ok);
  *  - add: two activations of the output's shape (residual add), or an activation and a
  *    constant that is a scalar or varies only along the channel axis 1 of the output ((C, 1, 1)
  *    or (1, C, 1, 1) on NCHW, (C) on (N, C): a bias); multiply: an activation and such a
  *    constant;
  *  - nn.relu, clip: any shape;
- *  - nn.max_pool2d, nn.avg_pool2d: NCHW, dilation 1; nn.global_avg_pool2d: NCHW;
+ *  - nn.max_pool2d, nn.avg_pool2d: NCHW, window and strides up to 64, padding below the window,
+ *    dilation 1; nn.global_avg_pool2d: NCHW;
  *  - concatenate: 4-d, on the channel axis (1 or -3);
  *  - nn.pad: constant mode with a constant scalar pad value;
  *  - reshape, nn.batch_flatten: any.
@@ -54,14 +56,6 @@ static const char *attr_str(const GPCall *c, const char *key) {
 
 static bool str_is(const char *s, const char *want) { return s && strcmp(s, want) == 0; }
 
-static bool ints_all_one(const GPCall *c, const char *key) {
-  const GPAttrValue *v = c->attrs ? H->attrs_get(c->attrs, key) : NULL;
-  if (!v || v->kind != GP_ATTR_INTS) return v == NULL;
-  for (int32_t i = 0; i < v->n; i++)
-    if (v->ints[i] != 1) return false;
-  return true;
-}
-
 static bool check_conv2d(const GPCall *c) {
   if (!all_f32(c) || c->nargs != 2) return false;
   if (!str_is(attr_str(c, "data_layout"), "NCHW") || !str_is(attr_str(c, "kernel_layout"), "OIHW")) return false;
@@ -70,7 +64,8 @@ static bool check_conv2d(const GPCall *c) {
   const GPAttrValue *od = H->attrs_get(c->attrs, "out_dtype");
   if (od && od->kind == GP_ATTR_DTYPE && od->dtype.bits != 0 && !(od->dtype.code == kDLFloat && od->dtype.bits == 32))
     return false;
-  return c->args[1]->obj.type_index == GP_TI_CONSTANT;
+  char why[256];
+  return c->args[1]->obj.type_index == GP_TI_CONSTANT && opu_window_ok(c, true, why, sizeof why) == 0;
 }
 
 /* a constant that is a scalar, or varies only along the channel axis 1 of the output (rank >= 2):
@@ -111,7 +106,8 @@ static bool check_multiply(const GPCall *c) {
 }
 
 static bool check_pool(const GPCall *c) {
-  return all_f32(c) && str_is(attr_str(c, "layout"), "NCHW") && ints_all_one(c, "dilation");
+  char why[256];
+  return all_f32(c) && str_is(attr_str(c, "layout"), "NCHW") && opu_window_ok(c, false, why, sizeof why) == 0;
 }
 
 static bool check_global_pool(const GPCall *c) { return all_f32(c) && str_is(attr_str(c, "layout"), "NCHW"); }

@@ -1,5 +1,6 @@
 /* util.c -- helpers shared by the OPU passes (see opu.h). */
 #include "opu.h"
+#include "isa.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -172,4 +173,65 @@ GPPassInfo opu_pass_info(const char *name, GPPackedCFunc func, const char *help,
   info.func = func;
   info.help = help;
   return info;
+}
+
+int opu_attr_ints(const GPCall *c, const char *key, int64_t *out, int want, int64_t dflt) {
+  const GPAttrValue *v = c->attrs ? H->attrs_get(c->attrs, key) : NULL;
+  for (int i = 0; i < want; i++) out[i] = dflt;
+  if (!v || v->kind != GP_ATTR_INTS || v->n == 0) return 0;
+  if (v->n == want) {
+    for (int i = 0; i < want; i++) out[i] = v->ints[i];
+  } else if (v->n == 1) {
+    for (int i = 0; i < want; i++) out[i] = v->ints[0];
+  } else if (want == 4 && v->n == 2) {
+    out[0] = out[2] = v->ints[0];
+    out[1] = out[3] = v->ints[1];
+  } else {
+    return -1;
+  }
+  return 0;
+}
+
+int opu_window_ok(const GPCall *c, bool conv, char *why, size_t n) {
+  int64_t k[2], st[2], dil[2], pad[4];
+  if (opu_attr_ints(c, "strides", st, 2, 1) || opu_attr_ints(c, "dilation", dil, 2, 1) ||
+      opu_attr_ints(c, "padding", pad, 4, 0) || (!conv && opu_attr_ints(c, "pool_size", k, 2, 1))) {
+    snprintf(why, n, "%s, strides, dilation or padding has an unexpected length", conv ? "kernel" : "pool_size");
+    return -1;
+  }
+  if (dil[0] != 1 || dil[1] != 1) {
+    snprintf(why, n, "dilation (%lld, %lld); the OPU %s with dilation 1", (long long)dil[0], (long long)dil[1],
+             conv ? "convolves" : "pools");
+    return -1;
+  }
+  const GPType *x = c->nargs ? c->args[0]->checked_type : NULL, *w = conv && c->nargs > 1 ? c->args[1]->checked_type : NULL;
+  if (conv) {
+    if (!x || !w || x->kind != GP_TYPE_TENSOR || w->kind != GP_TYPE_TENSOR || x->n != 4 || w->n != 4) {
+      snprintf(why, n, "conv2d needs 4-d data and weight");
+      return -1;
+    }
+    k[0] = w->tensor.shape[2], k[1] = w->tensor.shape[3];
+  }
+  if (k[0] < 1 || k[1] < 1 || k[0] > OPU_MAX_KERNEL || k[1] > OPU_MAX_KERNEL || st[0] < 1 || st[1] < 1 ||
+      st[0] > OPU_MAX_STRIDE || st[1] > OPU_MAX_STRIDE || pad[0] < 0 || pad[1] < 0 || pad[2] < 0 || pad[3] < 0 ||
+      pad[0] >= k[0] || pad[2] >= k[0] || pad[1] >= k[1] || pad[3] >= k[1]) {
+    snprintf(why, n,
+             "%s %lldx%lld, strides (%lld, %lld), padding (%lld, %lld, %lld, %lld): the OPU takes %ss and strides "
+             "up to %u and padding below the %s",
+             conv ? "kernel" : "window", (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1],
+             (long long)pad[0], (long long)pad[1], (long long)pad[2], (long long)pad[3], conv ? "kernel" : "window",
+             OPU_MAX_KERNEL, conv ? "kernel" : "window");
+    return -1;
+  }
+  if (conv) {
+    const GPAttrValue *g = c->attrs ? H->attrs_get(c->attrs, "groups") : NULL;
+    int64_t groups = g && g->kind == GP_ATTR_INT && g->i > 0 ? g->i : 1;
+    uint64_t taps = (uint64_t)(x->tensor.shape[1] / groups) * (uint64_t)k[0] * (uint64_t)k[1];
+    if (x->tensor.shape[1] < 0 || taps > OPU_MAX_TAPS) {
+      snprintf(why, n, "%llu taps per output; the OPU's int32 accumulator takes at most %u", (unsigned long long)taps,
+               OPU_MAX_TAPS);
+      return -1;
+    }
+  }
+  return 0;
 }

@@ -4,7 +4,9 @@
  * gets compiler_end(arg, <the argument's target>) (not for vars, constants, and calls without
  * arguments) and then compiler_begin(..., <the call's target>).  Tuples and get-items take the
  * target of their fields when all agree (else "default"); a function's body, a let's body and
- * the branches of an if get a compiler_end.
+ * the branches of an if get a compiler_end.  A let's value gets compiler_end(value, <its
+ * target>) and compiler_begin(..., "default"): its variable is an input to each reader (TVM
+ * begins the value's own target, a region that never ends).
  *
  * A target T supports
  *  - a call of an op whose op attribute `target.T` is the bool true, or a packed function that
@@ -442,7 +444,10 @@ static GPExpr *annot_node(Annot *A, GPExpr *orig, GPExpr *rebuilt) {
     if (ekind(l->value) == GP_TI_FUNCTION_EXPR) {
       value = gp_retain(l->value);
     } else {
-      int t = -1;
+      /* the value leaves its region and the variable is an input to whoever reads it: a begin
+       * of "default" (TVM begins the value's own target, a region that never ends, which
+       * PartitionGraph then refuses) */
+      int t = 0;
       if (annotate_args(A, 1, &l->value, &t, &value) != 0) {
         gp_release(body);
         return NULL;

@@ -90,4 +90,18 @@ int32_t byoc_union(ByocRegions *r, int32_t src, int32_t dest);
 /* The group of node i, or -1. */
 static inline int32_t byoc_group(ByocRegions *r, int32_t i) { return r->region[i] < 0 ? -1 : byoc_find(r, r->region[i]); }
 
+/* Control scopes of a function's nodes: the body is scope 0; the branches of each if and the
+ * body of each function expression open scopes below the scope of that node.  A node's scope is
+ * the lowest common ancestor of the scopes its readers demand (readers come after it in post
+ * order: one backward sweep, as the evaluator's regions; each edge costs at most the depth of
+ * if-nesting).  A region may not hold nodes of two scopes: MergeCompilerRegions keeps regions
+ * of different scopes apart and PartitionGraph refuses such a region. */
+typedef struct ByocScopes {
+  int32_t *of;             /* per node of the index, -1 when unread */
+  int32_t *parent, *depth; /* per scope */
+  int32_t n, cap;
+} ByocScopes;
+void byoc_scopes_build(ByocScopes *s, const ByocIndex *ix); /* ix: the function expression last */
+void byoc_scopes_free(ByocScopes *s);
+
 #endif

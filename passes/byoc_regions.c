@@ -1,9 +1,11 @@
 /* byoc_regions.c -- the annotation ops and the region set of an annotated function (TVM v0.12's
  * AnnotatedRegionSet), shared by AnnotateTarget, MergeCompilerRegions and PartitionGraph.  See
- * byoc.h.  Linear: one walk over the post order, union-find over regions. */
+ * byoc.h.  Linear: one walk over the post order, union-find over regions; the control scopes of
+ * a function's nodes. */
 #include "byoc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int byoc_ops(ByocOps *o) {
@@ -274,4 +276,55 @@ int byoc_regions_build(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, co
     if (dest >= 0) r->region[i] = byoc_find(r, dest);
   }
   return 0;
+}
+
+/* ---- control scopes (byoc.h) */
+
+static int32_t scope_new(ByocScopes *s, int32_t parent) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 16;
+    s->parent = realloc(s->parent, sizeof(int32_t) * (size_t)s->cap);
+    s->depth = realloc(s->depth, sizeof(int32_t) * (size_t)s->cap);
+    if (!s->parent || !s->depth) abort();
+  }
+  s->parent[s->n] = parent;
+  s->depth[s->n] = parent < 0 ? 0 : s->depth[parent] + 1;
+  return s->n++;
+}
+
+static int32_t scope_lca(const ByocScopes *s, int32_t a, int32_t b) {
+  while (a != b) {
+    if (s->depth[a] >= s->depth[b]) a = s->parent[a];
+    else b = s->parent[b];
+  }
+  return a;
+}
+
+void byoc_scopes_build(ByocScopes *s, const ByocIndex *ix) {
+  int32_t n = (int32_t)ix->n;
+  s->of = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  if (!s->of) abort();
+  for (int32_t i = 0; i < n; i++) s->of[i] = -1;
+  if (!n) return;
+  s->of[n - 1] = scope_new(s, -1);
+  for (int32_t id = n - 1; id >= 0; id--) {
+    int32_t S = s->of[id];
+    if (S < 0) continue;
+    int32_t kind = ekind(ix->nodes[id]), nk = ix->off[id + 1] - ix->off[id];
+    int32_t then_s = -1, else_s = -1;
+    if (kind == GP_TI_IF) then_s = scope_new(s, S), else_s = scope_new(s, S);
+    for (int32_t c = 0; c < nk; c++) {
+      int32_t t = S;
+      if (kind == GP_TI_IF && c > 0) t = c == 1 ? then_s : else_s;
+      else if (kind == GP_TI_FUNCTION_EXPR && id != n - 1 && c == nk - 1) t = scope_new(s, S);
+      int32_t k = byoc_kid(ix, id, c);
+      s->of[k] = s->of[k] < 0 ? t : scope_lca(s, s->of[k], t);
+    }
+  }
+}
+
+void byoc_scopes_free(ByocScopes *s) {
+  free(s->of);
+  free(s->parent);
+  free(s->depth);
 }

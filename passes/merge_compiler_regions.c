@@ -26,7 +26,13 @@
  *    every region reading from it (transitively) merge no parent -- never a cycle, only fewer
  *    merges than TVM (reported with --explain).
  * The topological order is TVM's (a depth-first walk from the compiler_ends in post order,
- * parents first, explicit stack). */
+ * parents first, explicit stack).
+ *
+ * Not in TVM: regions in different control scopes (the branches of an if, the code around it,
+ * the body of a function expression) do not merge; a parent in another scope counts as one of
+ * another target.  TVM merges a region into a branch that reads it, so that PartitionGraph
+ * meets a region with nodes on both sides of the if.  Finding the scopes costs the depth of
+ * if-nesting per edge. */
 #include "byoc.h"
 
 #include <stdio.h>
@@ -59,38 +65,146 @@ static void rset_push(RSet *s, int32_t x) {
   s->v[s->n++] = x;
 }
 
-/* The region a begin reads from (the group of its argument), or -1. */
-static int32_t begin_parent(Merge *M, int32_t b) {
-  int32_t a = byoc_kid(&M->ix, b, 1);
-  return a >= 0 ? byoc_group(&M->rs, a) : -1;
+/* The graph of groups merge_regions walks.  Groups 0 .. nreg-1 are the regions (read through
+ * find); each node outside every region that is not a leaf (an if, a let, a tuple or call left
+ * outside, a function expression) is a group of its own, nreg + k, that never merges: a path
+ * from a region through it back into a region must count as leaving the target, as a region of
+ * another target does (TVM sees no parent there, and merges a region into one that reads it
+ * through an if: a cycle).  A let-bound variable stands for the let's value. */
+typedef struct Groups {
+  int32_t nreg, ng;
+  int32_t *pseudo; /* per node: its group (nreg + k) or -1 */
+  int32_t *node;   /* per pseudo group k: its node */
+  int32_t *vres;   /* per node: a let-bound variable's value node, else the node itself */
+  int32_t *off, *par; /* per group (as built): its parents, par[off[g] .. off[g + 1]) */
+} Groups;
+
+static bool is_leaf(int32_t kind) {
+  return kind == GP_TI_VAR || kind == GP_TI_CONSTANT || kind == GP_TI_GLOBAL_VAR || kind == GP_TI_OP;
 }
+
+/* The group node i stands in (after let resolution), or -1 for a leaf. */
+static int32_t node_group(Merge *M, const Groups *G, int32_t i) {
+  i = G->vres[i];
+  int32_t g = byoc_group(&M->rs, i);
+  return g >= 0 ? g : G->pseudo[i];
+}
+
+/* The parents of a region: the groups its begins read; of a pseudo group: the groups of its
+ * node's children (an end: the region it closes). */
+static void groups_build(Merge *M, Groups *G) {
+  ByocRegions *r = &M->rs;
+  int32_t n = (int32_t)M->ix.n, nreg = r->nreg;
+  G->nreg = nreg;
+  G->pseudo = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  G->node = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  G->vres = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  if (!G->pseudo || !G->node || !G->vres) abort();
+  int32_t np = 0;
+  for (int32_t i = 0; i < n; i++) {
+    G->vres[i] = i;
+    int32_t kind = ekind(M->ix.nodes[i]);
+    bool alone = r->region[i] < 0 && !is_leaf(kind) && !byoc_ann(&M->ops, M->ix.nodes[i]) && i != n - 1;
+    G->pseudo[i] = alone ? nreg + np : -1;
+    if (alone) G->node[np++] = i;
+  }
+  for (int32_t i = 0; i < n; i++) /* let var -> value (a value may itself be a bound var) */
+    if (ekind(M->ix.nodes[i]) == GP_TI_LET) G->vres[byoc_kid(&M->ix, i, 0)] = byoc_kid(&M->ix, i, 1);
+  for (int32_t i = 0; i < n; i++) {
+    int32_t x = i, hops = 0;
+    while (G->vres[x] != x && hops++ < n) x = G->vres[x];
+    G->vres[i] = x;
+  }
+  G->ng = nreg + np;
+  G->off = calloc((size_t)G->ng + 1, sizeof(int32_t));
+  if (!G->off) abort();
+  /* two passes: count, then fill */
+  for (int pass = 0; pass < 2; pass++) {
+    int32_t *fill = NULL;
+    if (pass == 1) {
+      for (int32_t g = 0; g < G->ng; g++) G->off[g + 1] += G->off[g];
+      G->par = malloc(sizeof(int32_t) * (size_t)(G->off[G->ng] ? G->off[G->ng] : 1));
+      fill = malloc(sizeof(int32_t) * (size_t)(G->ng ? G->ng : 1));
+      if (!G->par || !fill) abort();
+      memcpy(fill, G->off, sizeof(int32_t) * (size_t)G->ng);
+    }
+    for (int32_t g = 0; g < nreg; g++) {
+      if (byoc_find(r, g) != g) continue;
+      for (int32_t b = r->ins_head[g]; b >= 0; b = r->next[b]) {
+        int32_t p = node_group(M, G, byoc_kid(&M->ix, b, 1));
+        if (p < 0 || p == g) continue;
+        if (pass == 0) G->off[g + 1]++;
+        else G->par[fill[g]++] = p;
+      }
+    }
+    for (int32_t k = 0; k < np; k++) {
+      int32_t i = G->node[k], g = nreg + k, nk = M->ix.off[i + 1] - M->ix.off[i];
+      for (int32_t c = 0; c < nk; c++) {
+        int32_t p = node_group(M, G, byoc_kid(&M->ix, i, c));
+        if (p < 0 || p == g) continue;
+        if (pass == 0) G->off[g + 1]++;
+        else G->par[fill[g]++] = p;
+      }
+    }
+    free(fill);
+  }
+}
+
+static void groups_free(Groups *G) {
+  free(G->pseudo);
+  free(G->node);
+  free(G->vres);
+  free(G->off);
+  free(G->par);
+}
+
+/* A parent as it is now: a region through find, a pseudo group as it is. */
+static inline int32_t gfind(ByocRegions *r, const Groups *G, int32_t g) { return g < G->nreg ? byoc_find(r, g) : g; }
 
 /* Equal compilers are usually one string: equal attribute sets are one interned object. */
 static inline bool same_target(const ByocRegions *r, int32_t a, int32_t b) {
   return r->target[a] == r->target[b] || strcmp(r->target[a], r->target[b]) == 0;
 }
 
+/* Parent p may merge into R: both regions, the same target and the same scope (a region whose
+ * begins sit in several scopes merges nothing). */
+static inline bool mergeable(const ByocRegions *r, const Groups *G, const int32_t *gscope, int32_t p, int32_t R) {
+  return p < G->nreg && R < G->nreg && same_target(r, p, R) && gscope[p] >= 0 && gscope[p] == gscope[R];
+}
+
 static int merge_regions(Merge *M) {
   ByocRegions *r = &M->rs;
-  int32_t nr = r->nreg;
-  if (!nr) return 0;
-  int32_t *pending = calloc((size_t)nr, sizeof(int32_t));
-  int32_t *stamp = malloc(sizeof(int32_t) * (size_t)nr);
-  uint8_t *state = calloc((size_t)nr, 1); /* 0 new, 1 on stack, 2 visited */
-  int32_t *cursor = malloc(sizeof(int32_t) * (size_t)nr);
-  int32_t *stack = malloc(sizeof(int32_t) * (size_t)nr);
-  int32_t *parents = malloc(sizeof(int32_t) * (size_t)nr);
-  RSet *sets = calloc((size_t)nr, sizeof(RSet));
-  if (!pending || !stamp || !state || !cursor || !stack || !parents || !sets) abort();
-  for (int32_t i = 0; i < nr; i++) stamp[i] = -1;
-  /* reader edges per group (the groups of creation; merges add their counts up) */
-  for (int32_t g = 0; g < nr; g++) {
+  int32_t nreg = r->nreg;
+  if (!nreg) return 0;
+  Groups G = {0};
+  groups_build(M, &G);
+  int32_t ng = G.ng;
+  /* per region: the scope of its begins, -1 when they differ */
+  ByocScopes sc = {0};
+  byoc_scopes_build(&sc, &M->ix);
+  int32_t *gscope = malloc(sizeof(int32_t) * (size_t)nreg);
+  if (!gscope) abort();
+  for (int32_t g = 0; g < nreg; g++) {
+    gscope[g] = -2;
     if (byoc_find(r, g) != g) continue;
     for (int32_t b = r->ins_head[g]; b >= 0; b = r->next[b]) {
-      int32_t p = begin_parent(M, b);
-      if (p >= 0 && p != g) pending[p]++;
+      int32_t bs = sc.of[b];
+      gscope[g] = gscope[g] == -2 || gscope[g] == bs ? bs : -1;
     }
   }
+  byoc_scopes_free(&sc);
+  int32_t *pending = calloc((size_t)ng, sizeof(int32_t));
+  int32_t *stamp = malloc(sizeof(int32_t) * (size_t)ng);
+  uint8_t *state = calloc((size_t)ng, 1); /* 0 new, 1 on stack, 2 visited */
+  int32_t *cursor = malloc(sizeof(int32_t) * (size_t)ng);
+  int32_t *stack = malloc(sizeof(int32_t) * (size_t)ng);
+  int32_t *parents = malloc(sizeof(int32_t) * (size_t)ng);
+  RSet *sets = calloc((size_t)ng, sizeof(RSet));
+  if (!pending || !stamp || !state || !cursor || !stack || !parents || !sets) abort();
+  for (int32_t i = 0; i < ng; i++) stamp[i] = -1;
+  /* reader edges per group (the groups as built; merges add their counts up) */
+  for (int32_t g = 0; g < ng; g++)
+    for (int32_t k = G.off[g]; k < G.off[g + 1]; k++) pending[G.par[k]]++;
   int32_t stamp_id = 0;
   for (int32_t e = 0; e < r->n; e++) {
     if (byoc_ann(&M->ops, M->ix.nodes[e]) != 2) continue;
@@ -99,18 +213,16 @@ static int merge_regions(Merge *M) {
     int32_t sp = 0;
     stack[sp++] = start;
     state[start] = 1;
-    cursor[start] = r->ins_head[start];
+    cursor[start] = G.off[start];
     while (sp) {
       int32_t R = stack[sp - 1];
       /* descend into the next unvisited parent */
       bool pushed = false;
-      while (cursor[R] >= 0) {
-        int32_t b = cursor[R];
-        cursor[R] = r->next[b];
-        int32_t p = begin_parent(M, b);
-        if (p >= 0 && !state[p]) {
+      while (cursor[R] < G.off[R + 1]) {
+        int32_t p = gfind(r, &G, G.par[cursor[R]++]);
+        if (!state[p]) {
           state[p] = 1;
-          cursor[p] = r->ins_head[p];
+          cursor[p] = G.off[p];
           stack[sp++] = p;
           pushed = true;
           break;
@@ -121,9 +233,9 @@ static int merge_regions(Merge *M) {
       /* visit R: its parents are visited (each is its own group root, as merges only take
        * parents into the region being visited) */
       int32_t np = 0, my = ++stamp_id;
-      for (int32_t b = r->ins_head[R]; b >= 0; b = r->next[b]) {
-        int32_t p = begin_parent(M, b);
-        if (p < 0 || p == R || stamp[p] == my) continue;
+      for (int32_t k = G.off[R]; k < G.off[R + 1]; k++) {
+        int32_t p = gfind(r, &G, G.par[k]);
+        if (p == R || stamp[p] == my) continue;
         stamp[p] = my;
         parents[np++] = p;
       }
@@ -134,7 +246,7 @@ static int merge_regions(Merge *M) {
         RSet *ps = &sets[parents[k]];
         if (ps->saturated) S.saturated = true;
         for (int32_t j = 0; j < ps->n && !S.saturated; j++) {
-          int32_t x = byoc_find(r, ps->v[j]);
+          int32_t x = gfind(r, &G, ps->v[j]);
           if (pending[x] <= 0 || stamp[x] == mark) continue;
           stamp[x] = mark;
           rset_push(&S, x);
@@ -143,7 +255,7 @@ static int merge_regions(Merge *M) {
       }
       for (int32_t k = 0; k < np && !S.saturated; k++) {
         int32_t p = parents[k];
-        if (same_target(r, p, R) || stamp[p] == mark) continue;
+        if (mergeable(r, &G, gscope, p, R) || stamp[p] == mark) continue;
         stamp[p] = mark;
         rset_push(&S, p);
         if (S.n > RESTR_CAP) S.saturated = true;
@@ -154,19 +266,17 @@ static int merge_regions(Merge *M) {
         M->saturated++;
       }
       /* reader edges of R's inputs are now consumed */
-      for (int32_t b = r->ins_head[R]; b >= 0; b = r->next[b]) {
-        int32_t p = begin_parent(M, b);
-        if (p >= 0 && p != R) pending[p]--;
-      }
+      for (int32_t k = G.off[R]; k < G.off[R + 1]; k++) pending[gfind(r, &G, G.par[k])]--;
       int32_t root = R;
       for (int32_t k = 0; k < np && !S.saturated; k++) {
         int32_t p = parents[k];
-        if (!same_target(r, p, R) || stamp[p] == mark) continue;
-        int32_t pend = pending[p] + pending[root];
+        if (!mergeable(r, &G, gscope, p, R) || stamp[p] == mark) continue;
+        int32_t pend = pending[p] + pending[root], scope = gscope[R];
         free(sets[p].v);
         sets[p] = (RSet){0};
         root = byoc_union(r, p, root);
         pending[root] = pend;
+        gscope[root] = scope;
         M->merged++;
       }
       if (root != R) {
@@ -178,14 +288,16 @@ static int merge_regions(Merge *M) {
       state[R] = 2;
     }
   }
-  for (int32_t i = 0; i < nr; i++) free(sets[i].v);
+  for (int32_t i = 0; i < ng; i++) free(sets[i].v);
   free(sets);
+  free(gscope);
   free(parents);
   free(stack);
   free(cursor);
   free(state);
   free(stamp);
   free(pending);
+  groups_free(&G);
   return 0;
 }
 

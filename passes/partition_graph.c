@@ -2,7 +2,9 @@
  * region into a global function called from where the region was.
  *
  * As TVM's sequence: compiler_end of a tuple becomes a tuple of compiler_ends
- * (FlattenTupleOutputs); annotations of "default" go (RemoveDefaultAnnotations); the region set
+ * (FlattenTupleOutputs), and (not in TVM) compiler_begin of a tuple node a tuple of
+ * compiler_begins, so that the tuple is built inside the region and every parameter is a tensor
+ * (external functions take tensors); annotations of "default" go (RemoveDefaultAnnotations); the region set
  * is built again (byoc.h; ids count the remaining compiler_begins of the function from 0); each
  * region becomes
  *     def @tvmgen_<mod_name>_<target>_<function>_<id>(%<target>_<id>_i<k>: T, ..., Primitive=1,
@@ -70,14 +72,18 @@ static GPExpr *pre_node(Part *P, GPExpr *orig, GPExpr *rebuilt) {
   const char *c = byoc_compiler(orig);
   GPExpr *arg = ((const GPCall *)rebuilt)->args[0];
   if (!strcmp(c, BYOC_DEFAULT)) return gp_retain(arg);
-  if (ann == 1) return H->expr_annotate(rebuilt, orig->checked_type, orig->line, orig->col);
-  if (ekind(arg) != GP_TI_TUPLE) return gp_retain(rebuilt);
+  if (ekind(arg) != GP_TI_TUPLE || (ann == 1 && ((const GPTuple *)arg)->n == 0))
+    return ann == 1 ? H->expr_annotate(rebuilt, orig->checked_type, orig->line, orig->col) : gp_retain(rebuilt);
+  /* end(tuple) -> tuple of ends (TVM's FlattenTupleOutputs); begin(tuple) -> tuple of begins:
+   * the tuple moves into the region and its fields are the inputs (an external function takes
+   * tensors: the evaluator's runners, GenIR) */
   const GPTuple *t = (const GPTuple *)arg;
   GPExpr **fs = malloc(sizeof(GPExpr *) * (size_t)(t->n ? t->n : 1));
   if (!fs) abort();
+  const GPOp *aop = ann == 1 ? P->ops.begin : P->ops.end;
   int32_t k = 0;
   for (; k < t->n; k++)
-    if (!(fs[k] = with_type(P, byoc_annotate(P->ops.end, t->fields[k], c), t->fields[k]->checked_type, 0, 0))) break;
+    if (!(fs[k] = with_type(P, byoc_annotate(aop, t->fields[k], c), t->fields[k]->checked_type, 0, 0))) break;
   GPTuple *nt = k == t->n ? H->tuple_new(t->n, fs) : NULL;
   for (int32_t i = 0; i < k; i++) gp_release(fs[i]);
   free(fs);
@@ -413,6 +419,35 @@ static void fn_state_free(FnState *S, int32_t nreg) {
   gp_scratch_free(S->params);
 }
 
+/* Every region's begins and inner nodes lie in one control scope (its ends may be read in
+ * another: a branch reading the region's output); else an error naming the node. */
+static int check_scopes(Part *P) {
+  ByocScopes sc = {0};
+  byoc_scopes_build(&sc, &P->ix);
+  int32_t nr = P->rs.nreg, rc = 0;
+  int32_t *gs = malloc(sizeof(int32_t) * (size_t)(nr ? nr : 1));
+  if (!gs) abort();
+  for (int32_t g = 0; g < nr; g++) gs[g] = -1;
+  for (int32_t i = 0; i < (int32_t)P->ix.n && rc == 0; i++) {
+    int32_t g = byoc_group(&P->rs, i);
+    if (g < 0 || sc.of[i] < 0 || byoc_ann(&P->ops, P->ix.nodes[i]) == 2) continue;
+    if (gs[g] < 0) {
+      gs[g] = sc.of[i];
+    } else if (gs[g] != sc.of[i]) {
+      char loc[256];
+      GPExpr *e = P->ix.nodes[i];
+      H->error_set(GP_ERR_PASS,
+                   "%s: the region of \"%s\" holding %s at %s has nodes on both sides of an if or function "
+                   "boundary (MergeCompilerRegions keeps such regions apart)",
+                   PASS_NAME, P->rs.target[g], std_kind_name(ekind(e)), std_where(P->source, e, loc, sizeof loc));
+      rc = -1;
+    }
+  }
+  free(gs);
+  byoc_scopes_free(&sc);
+  return rc;
+}
+
 /* Partition function fi of the typed module `in` into P->out. */
 static int partition_function(Part *P, const GPModule *in, int32_t fi) {
   GPFunctionExpr *f0 = in->funcs[fi];
@@ -422,7 +457,7 @@ static int partition_function(Part *P, const GPModule *in, int32_t fi) {
   int rc = -1;
   FnState S = {0};
   if (byoc_index_build(&P->ix, pre) != 0) goto out;
-  if (byoc_regions_build(&P->rs, &P->ix, &P->ops, PASS_NAME, P->source) != 0) goto out;
+  if (byoc_regions_build(&P->rs, &P->ix, &P->ops, PASS_NAME, P->source) != 0 || check_scopes(P) != 0) goto out;
   if (P->rs.nreg == 0) { /* nothing to lift; default annotations may have gone */
     rc = pre == &f0->base ? 0 : H->module_add(P->out, P->fname, (GPFunctionExpr *)pre, 1);
     goto out;

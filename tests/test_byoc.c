@@ -7,7 +7,7 @@
 
 #define DATA "tests/data/passes/"
 
-static const char *const k_test_ops[] = {"nn.conv2d", "add", "nn.relu", "multiply", "subtract"};
+static const char *const k_test_ops[] = {"nn.conv2d", "add", "nn.relu", "multiply", "subtract", "concatenate"};
 static const char *const k_other_ops[] = {"tanh", "multiply"};
 
 static void set_attr(const char *op, const char *key, GPAny v) {
@@ -52,6 +52,17 @@ Test(byoc, mixed_ops_multiple_outputs_tuples_and_get_items) { golden_all("mixed"
 Test(byoc, two_targets_in_priority_order) { golden_all("two_targets"); }
 Test(byoc, composite_function_calls_go_to_their_target) { golden_all("composite"); }
 Test(byoc, constants_are_bound_into_external_functions) { golden_all("const"); }
+/* a let-bound value ends its region and its variable is an input to each reader (TVM begins
+ * the value's own target there, a region that never ends: PartitionGraph refused it) */
+Test(byoc, let_bound_values_leave_their_region) { golden_all("let"); }
+/* a tuple built outside a region and read inside it moves in: its fields are the external
+ * function's (tensor) parameters (TVM passes the tuple, which the evaluator's runners and the
+ * OPU's GenIR refuse) */
+Test(byoc, tuple_read_by_a_region_moves_into_it) { golden_all("tuple_in"); }
+/* regions in a branch of an if and around it stay apart, and the relu feeding the if does not
+ * merge with the multiply reading the if (a cycle through the if: TVM merges both) */
+Test(byoc, regions_do_not_cross_an_if) { golden_all("if"); }
+
 
 /* A (supported) -> B (unsupported) -> C (supported), and C reads A directly: merging A and C would
  * make a cycle through B, so they stay two regions (two external functions). */
@@ -254,6 +265,13 @@ Test(byoc, compiler_end_without_region_names_pass_and_node) {
   expect_error(DATA "byoc_bad_end.relay", "MergeCompilerRegions", NULL, parts);
   const char *parts2[] = {"PartitionGraph", "compiler_end", DATA "byoc_bad_end.relay:3:", NULL};
   expect_error(DATA "byoc_bad_end.relay", "PartitionGraph", NULL, parts2);
+}
+
+/* hand-written annotations whose region spans an if: PartitionGraph names the node (it had
+ * failed with "NULL expression") */
+Test(byoc, region_across_an_if_is_an_error) {
+  const char *parts[] = {"PartitionGraph", "both sides of an if", DATA "byoc_bad_if.relay:6:", NULL};
+  expect_error(DATA "byoc_bad_if.relay", "PartitionGraph", NULL, parts);
 }
 
 /* Annotating twice changes nothing the second time (existing annotations are kept). */
