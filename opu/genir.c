@@ -1052,6 +1052,20 @@ static int do_pad(Comp *c, int32_t i, const GPCall *call) {
   uint32_t in;
   if (materialize(c, node_of(c, call->args[0]), &in) != 0) return -1;
   OpuTensor src = c->tens[in];
+  /* PAD keeps the input's steps; a fill outside them (below 0 after a relu, or beyond the
+   * input's range) first requantizes the input into steps that hold both */
+  double lo_r = opu_tensor_lo(&src) * (double)src.scale, hi_r = opu_tensor_hi(&src) * (double)src.scale;
+  if (fill < lo_r || fill > hi_r) {
+    double r = fmax(fmax(fabs(lo_r), fabs(hi_r)), fabs((double)fill));
+    int uns = (src.flags & OPU_T_UNSIGNED) && fill >= 0;
+    uint32_t sd[4] = {src.n, src.c, src.h, src.w}, cp;
+    if (new_tensor(c, sd, uns, scale_for(r, uns), &cp) != 0) return -1;
+    OpuInstr *q = emit(c, OPU_OP_REQUANT, in, cp);
+    if (!q) return -1;
+    requant_params((double)src.scale / c->tens[cp].scale, &q->m0, &q->shift);
+    in = cp;
+    src = c->tens[cp];
+  }
   uint32_t d[4], out;
   dims4(call->base.checked_type, d);
   if (new_tensor(c, d, (src.flags & OPU_T_UNSIGNED) != 0, src.scale, &out) != 0) return -1;

@@ -283,6 +283,35 @@ Test(opu_genir, large_conv_weights_bit_exact_in_the_blocked_layout) {
   gp_ctx_free(ctx);
 }
 
+/* A pad whose fill lies outside its input's steps (below 0 after a relu): the input is first
+ * requantized into signed steps, so the border is the fill (it had been clamped to 0). */
+Test(opu_genir, pad_with_a_fill_below_a_relu) {
+  load_opu();
+  GPModule *m = th_parse_file("tests/data/opu/pad_negative.relay");
+  GPPassContext *ctx = opu_ctx(NULL);
+  GPModule *c = gp_run_pipeline(m, NULL, ctx);
+  cr_assert_not_null(c, "%s", gp_error_message());
+  const char *fname = NULL;
+  cr_assert_not_null(opu_function(c, &fname));
+  GPTensor **rin = NULL;
+  int32_t nr = 0;
+  cr_assert_eq(gp_eval_random_inputs(c, "main", 0, &rin, &nr), 0);
+  GPTensor *want = eval1(m, rin[0], 0), *got = eval1(c, rin[0], 1);
+  int64_t mism;
+  double cos = opu_cosine(got, want, 0, &mism);
+  cr_assert(cos >= 0.999, "cosine %f", cos);
+  const float *g = (const float *)got->dl.data;
+  for (int k = 0; k < 7; k++) /* the first row of each channel is border */
+    cr_assert(fabsf(g[k] + 0.75f) < 0.01f, "border %d is %f", k, (double)g[k]);
+  gp_release(want);
+  gp_release(got);
+  gp_release(rin[0]);
+  gp_free(rin);
+  gp_release(c);
+  gp_ctx_free(ctx);
+  gp_release(m);
+}
+
 /* A conv the OPU does not run (dilation 2) stays on the host: the target's predicate refuses it
  * (GenIR had failed the whole compile), and the relu after it still goes to the OPU. */
 Test(opu_genir, unsupported_shape_stays_on_the_host) {

@@ -248,6 +248,20 @@ if FUZZ:
     w('  vldflags = -fsanitize=address,undefined')
     w('  solibs = -lm')
     fouts = ['%s/plugins/libgp_std.so' % d]
+    if OPU_PLUGIN:  # fuzz_opu compiles for the accelerator (the plugin from abi/ alone, as above)
+        opu_fobjs = []
+        for s_ in OPU_PLUGIN:
+            o = obj(d, s_)
+            w('build %s: cc %s' % (o, s_))
+            w('  cc = clang')
+            w('  vflags = %s' % FUZZ_CFLAGS)
+            w('  base_cflags = -std=c11 -g -fPIC -fvisibility=hidden -pthread $warn -Iabi')
+            opu_fobjs.append(o)
+        w('build %s/plugins/libgp_opu.so: so %s' % (d, ' '.join(opu_fobjs)))
+        w('  cc = clang')
+        w('  vldflags = -fsanitize=address,undefined')
+        w('  solibs = -lm')
+        fouts.append('%s/plugins/libgp_opu.so' % d)
     for s_ in FUZZ:
         base = os.path.basename(s_)[:-2]
         o = fc(s_)

@@ -203,7 +203,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 /* The check of one typed module (borrowed): skipped unless small and tame. */
-static void nc_check(const GPModule *typed) {
+static inline void nc_check(const GPModule *typed) {
   nc_typed++;
   double peak = 0;
   if (!gp_module_lookup(typed, "main") || !small_enough(typed) || !tame(typed, &peak)) return;

@@ -5,7 +5,8 @@
 # run first, so a regression fails at once) and the inputs this run finds (a scratch directory
 # under build/fuzz/work/, discarded).  Any crash, sanitizer report, leak or timeout fails.
 #   GP_FUZZ_RUNS   executions per harness (default: relay, numerics and pipeline 200000, graphs
-#                  3000 (each builds, types, evaluates and optimizes a graph), onnx 300000,
+#                  and opu 3000 (each builds, types, evaluates and optimizes or compiles and
+#                  simulates a graph), onnx 300000,
 #                  pattern, npy, params and value 500000: with the build, about 4 minutes in all on
 #                  the CI machine)
 #   GP_FUZZ_ONLY   run just this harness (e.g. relay)
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
-for h in relay numerics graphs onnx pipeline pattern npy params value; do
+for h in relay numerics graphs opu onnx pipeline pattern npy params value; do
   [ -n "$GP_FUZZ_ONLY" ] && [ "$GP_FUZZ_ONLY" != "$h" ] && continue
   bin=build/fuzz/bin/fuzz_$h
   work=build/fuzz/work/$h
@@ -36,9 +37,10 @@ for h in relay numerics graphs onnx pipeline pattern npy params value; do
     npy) dirs="$dirs tests/data/repro/npy"; maxlen=512 ;;
     params) maxlen=4096 ;;
     graphs) maxlen=512; extra=-len_control=0 ;; # every byte is a choice: long inputs from the start
+    opu) dirs="tests/fuzz/corpus/graphs tests/fuzz/regress/$h"; maxlen=512; extra=-len_control=0 ;; # graph_gen.h's graphs
     *) maxlen=512 ;;
   esac
-  case $h in relay|numerics|pipeline) runs=${GP_FUZZ_RUNS:-200000} ;; graphs) runs=${GP_FUZZ_RUNS:-3000} ;; onnx) runs=${GP_FUZZ_RUNS:-300000} ;; *) runs=${GP_FUZZ_RUNS:-500000} ;; esac
+  case $h in relay|numerics|pipeline) runs=${GP_FUZZ_RUNS:-200000} ;; graphs|opu) runs=${GP_FUZZ_RUNS:-3000} ;; onnx) runs=${GP_FUZZ_RUNS:-300000} ;; *) runs=${GP_FUZZ_RUNS:-500000} ;; esac
   log=build/fuzz/work/$h.log
   start=$(date +%s)
   if "$bin" -runs="$runs" -max_len=$maxlen $extra -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \

@@ -1,0 +1,216 @@
+/* fuzz_opu.c -- the accelerator plugin's compile (target opu's default set: annotation,
+ * partitioning, int8 quantization, GenIR's instruction streams) on the graphs graph_gen.h builds,
+ * and its bit-exact simulator against the float evaluator.
+ *
+ * A graph that types, is small and tame (numerics_check.h) is compiled with --verify-numerics
+ * (the external functions evaluate as their float bodies, so every pass of the set must keep
+ * the numbers as in the other harnesses).  The compile either succeeds or refuses with a
+ * message.  What compiled then runs end to end with the simulator (external functions through
+ * graphpass.ext.opu.run) on the calibration inputs, and must run.  Each call of
+ * an external function in a plain-dataflow @main is then checked on its own: the simulator on
+ * the call's float inputs against the float body, by cosine similarity of at least MIN_COSINE
+ * (int8 noise keeps it far above; a wrong layout, weight order or scale does not), unless the
+ * float result is too flat to say (its spread below 1e-3 of its magnitude, or its norm below
+ * 1e-3).  The whole graph's outputs are not compared: a host op after the accelerator (a
+ * group_norm of a narrow group) may amplify int8 noise without any bug. */
+#include "graph_gen.h"
+#include "tests/opu_models.h"
+
+#define MIN_COSINE 0.9
+
+static GPPassContext *octx; /* target opu */
+static long n_compiled, n_simulated, n_outputs;
+
+static void opu_stats(void) {
+  fprintf(stderr, "opu: %ld compiled, %ld simulated, %ld outputs compared\n", n_compiled, n_simulated, n_outputs);
+}
+
+static void opu_init(void) {
+  if (octx) return;
+  if (getenv("GP_FUZZ_STATS")) atexit(opu_stats);
+  octx = gp_ctx_new();
+  if (gp_ctx_set_target(octx, "opu") != 0 || gp_ctx_set_config(octx, "PrintIR.file", "/dev/null") != 0) {
+    fprintf(stderr, "fuzz_opu: no target opu (build/fuzz/plugins/libgp_opu.so): %s\n", gp_error_message());
+    abort();
+  }
+  octx->verify_numerics = true;
+  octx->rtol = 1e-3;
+}
+
+static void finding(const GPModule *m, const char *what, const char *msg) {
+  char *text = gp_print(m, GP_PRINT_METADATA);
+  fprintf(stderr, "fuzz: target opu: %s: %s\n%s\n", what, msg ? msg : "", text ? text : "");
+  abort();
+}
+
+/* How well b (the simulator's) follows a (float), when a says something. */
+static void compare(const GPModule *m, const GPTensor *a, const GPTensor *b, const char *fname) {
+  if (a->dl.dtype.code != kDLFloat || a->dl.dtype.bits != 32 || b->dl.dtype.code != kDLFloat || b->dl.dtype.bits != 32)
+    return;
+  int64_t n = 1;
+  for (int32_t i = 0; i < a->dl.ndim; i++) n *= a->dl.shape[i];
+  const float *x = (const float *)a->dl.data;
+  double lo = INFINITY, hi = -INFINITY, norm = 0;
+  for (int64_t i = 0; i < n; i++) {
+    lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
+    norm += (double)x[i] * x[i];
+  }
+  double mag = fmax(fabs(lo), fabs(hi));
+  if (n < 2 || sqrt(norm) < 1e-3 || hi - lo < 1e-3 * mag) return;
+  n_outputs++;
+  int64_t mism;
+  double cos = opu_cosine(b, a, 0, &mism);
+  const char *show = getenv("GP_FUZZ_COSINE"); /* prints each cosine; a module too when below the value */
+  if (show) {
+    fprintf(stderr, "cosine %.6f @%s\n", cos, fname);
+    if (cos < atof(show)) {
+      char *text = gp_print(m, GP_PRINT_METADATA);
+      fprintf(stderr, "%s\n", text ? text : "");
+      gp_free(text);
+    }
+  }
+  if (!(cos >= MIN_COSINE)) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "@%s: cosine %.4f of the simulator to the float body on the same inputs (below %.2f)",
+             fname, cos, MIN_COSINE);
+    finding(m, "the simulator is far from float", msg);
+  }
+}
+
+static const char *compiler_of(const GPModule *c, const GPExpr *callee) {
+  if (gp_kind(callee) != GP_TI_GLOBAL_VAR) return NULL;
+  const GPFunctionExpr *f = gp_module_lookup(c, ((const GPGlobalVar *)callee)->name);
+  const GPAttrValue *a = f && f->attrs ? gp_attrs_get(f->attrs, "Compiler") : NULL;
+  return a && a->kind == GP_ATTR_STR ? a->s : NULL;
+}
+
+static bool is_tensor(const GPExpr *e) { return e->checked_type && e->checked_type->kind == GP_TYPE_TENSOR; }
+
+/* A call whose arguments and result are tensors (not a region with several outputs). */
+static bool all_tensors(const GPCall *k) {
+  for (int32_t a = 0; a < k->nargs; a++)
+    if (!is_tensor(k->args[a])) return false;
+  return is_tensor(&k->base);
+}
+
+/* Each call of an OPU function in c's plain-dataflow @main: the simulator on the call's float
+ * inputs (a probe of @main returning every argument) against the float result. */
+static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTensor **in) {
+  const GPFunctionExpr *fn = gp_module_lookup(c, "main");
+  GPExpr **nodes = NULL;
+  size_t n = 0;
+  if (gp_post_order(fn->body, &nodes, &n) != 0) {
+    gp_error_clear();
+    return;
+  }
+  size_t nvals = 0, ncalls = 0;
+  bool plain = true;
+  for (size_t i = 0; i < n && plain; i++) {
+    int32_t kind = gp_kind(nodes[i]);
+    plain = kind != GP_TI_LET && kind != GP_TI_IF && kind != GP_TI_FUNCTION_EXPR;
+    if (kind == GP_TI_CALL && compiler_of(c, ((const GPCall *)nodes[i])->op) && all_tensors((const GPCall *)nodes[i])) {
+      const GPCall *k = (const GPCall *)nodes[i];
+      nvals += (size_t)k->nargs + 1;
+      nodes[ncalls++] = nodes[i];
+    }
+  }
+  if (!plain || !ncalls) {
+    gp_free(nodes);
+    return;
+  }
+  GPExpr **vals = gp_malloc(nvals * sizeof *vals);
+  size_t v = 0;
+  for (size_t i = 0; i < ncalls; i++) {
+    const GPCall *k = (const GPCall *)nodes[i];
+    for (int32_t a = 0; a < k->nargs; a++) vals[v++] = k->args[a];
+    vals[v++] = nodes[i];
+  }
+  GPTuple *all = gp_tuple_new((int32_t)nvals, vals);
+  GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, &all->base, NULL, NULL);
+  GPModule *probe = gp_module_copy(c);
+  if (gp_module_add(probe, "main", pf, true) != 0) abort();
+  gp_release(pf);
+  gp_release(all);
+  GPModule *typed = gp_infer_types(probe);
+  gp_release(probe);
+  GPTensor **out = NULL;
+  int32_t nout = 0;
+  GPEvalOptions host = {.struct_size = sizeof host, .abi_version = GP_ABI_VERSION, .num_threads = 1, .external = 0};
+  if (!typed || gp_eval_function(typed, "main", nin, in, &out, &nout, &host) != 0 || (size_t)nout != nvals)
+    finding(m, "the probe of the compiled module does not evaluate", typed ? gp_error_message() : "it does not type");
+  v = 0;
+  for (size_t i = 0; i < ncalls; i++) { /* fz_wrap(%a0, ...) = @f(%a0, ...), run with the simulator */
+    const GPCall *k = (const GPCall *)nodes[i];
+    GPVar **ps = gp_malloc((size_t)(k->nargs ? k->nargs : 1) * sizeof *ps);
+    for (int32_t a = 0; a < k->nargs; a++) ps[a] = gp_var_new("a", gp_tensor_type(out[v + (size_t)a]));
+    GPCall *call = gp_call_new(k->op, k->nargs, (GPExpr *const *)ps, NULL);
+    GPFunctionExpr *wf = gp_function_new(k->nargs, ps, &call->base, NULL, NULL);
+    GPModule *w = gp_module_copy(c);
+    if (gp_module_add(w, "fz_wrap", wf, true) != 0) abort();
+    GPModule *wt = gp_infer_types(w);
+    GPTensor **got = NULL;
+    int32_t ng = 0;
+    GPEvalOptions sim = host;
+    sim.external = 1;
+    const char *fname = ((const GPGlobalVar *)k->op)->name;
+    if (!wt || gp_eval_function(wt, "fz_wrap", k->nargs, out + v, &got, &ng, &sim) != 0)
+      finding(m, "the simulator fails on a call's float inputs", gp_error_message());
+    n_simulated++;
+    if (ng == 1) compare(m, out[v + (size_t)k->nargs], got[0], fname);
+    for (int32_t j = 0; j < ng; j++) gp_release(got[j]);
+    gp_free(got);
+    gp_release(wt);
+    gp_release(w);
+    gp_release(wf);
+    gp_release(call);
+    for (int32_t a = 0; a < k->nargs; a++) gp_release(ps[a]);
+    gp_free(ps);
+    v += (size_t)k->nargs + 1;
+  }
+  for (int32_t j = 0; j < nout; j++) gp_release(out[j]);
+  gp_free(out);
+  gp_release(typed);
+  gp_free(vals);
+  gp_free(nodes);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 512) return -1;
+  opu_init();
+  GPModule *m = gg_build(data, size);
+  if (!m) return 0;
+  double peak = 0;
+  if (!gp_module_lookup(m, "main") || !small_enough(m) || !tame(m, &peak)) {
+    gp_release(m);
+    return 0;
+  }
+  octx->atol = fmax(1e-4, 1e-5 * peak);
+  GPModule *c = gp_run_pipeline(m, NULL, octx);
+  if (!c) {
+    const char *msg = gp_error_message();
+    if (msg && (strstr(msg, "changed the numbers") || strstr(msg, "changed the number of") ||
+                strstr(msg, "changed @main output") || strstr(msg, "evaluating @main after the pass")))
+      finding(m, "a pass changed the numbers", msg);
+    const char *stats = getenv("GP_FUZZ_STATS");
+    if (stats && strcmp(stats, "2") == 0) fprintf(stderr, "opu: refused: %s\n", msg ? msg : "");
+    fz_expect_error("target opu's set");
+    gp_release(m);
+    return 0;
+  }
+  n_compiled++;
+  GPTensor **in = NULL, **got = NULL;
+  int32_t nin = 0, ng = 0;
+  GPEvalOptions sim = {.struct_size = sizeof sim, .abi_version = GP_ABI_VERSION, .num_threads = 1, .external = 1};
+  /* the calibration inputs (GenIR.seed 0): a range the calibration never saw (a value that was 0
+   * on them) is not a compile bug */
+  if (gp_eval_random_inputs(m, "main", 0, &in, &nin) != 0) finding(m, "no inputs for the float module", gp_error_message());
+  if (gp_eval_function(c, "main", nin, in, &got, &ng, &sim) != 0) finding(m, "the simulated module fails", gp_error_message());
+  check_calls(m, c, nin, in);
+  for (int32_t k = 0; k < nin; k++) gp_release(in[k]);
+  for (int32_t k = 0; k < ng; k++) gp_release(got[k]);
+  gp_free(in);
+  gp_free(got);
+  gp_release(c);
+  gp_release(m);
+  return 0;
+}
