@@ -57,6 +57,7 @@ typedef struct Conv {
   Want want[MAX_WANT];
   int32_t n;
   LayStats stats;
+  int64_t kept_other_axes; /* calls whose layout names other axes than the desired one */
 } Conv;
 
 static bool same_axes(const Lay *l, const char *axes) {
@@ -158,7 +159,9 @@ static int64_t dim_of(const GPType *t, const char *layout, char axis) {
   return t->tensor.shape[p - layout];
 }
 
-/* TVM's convert functions. */
+/* TVM's convert functions.  A call whose layout names other axes than the desired one (a pool
+ * reading HNBW) keeps its layout: there is no conversion between them (TVM writes the desired
+ * layout over it, an op that no longer types). */
 static int convert(void *user, const GPCall *orig, GPAttrs *attrs, GPExpr *const *args, GPExpr **out) {
   Conv *c = user;
   const GPOp *op = (const GPOp *)orig->op;
@@ -166,6 +169,12 @@ static int convert(void *user, const GPCall *orig, GPAttrs *attrs, GPExpr *const
   for (int32_t i = 0; i < c->n; i++)
     if (c->want[i].op == op) w = &c->want[i];
   if (!w) return 0;
+  ConvKind ck = k_convertible[w->conv].kind;
+  const char *cur = lay_attr_str(orig->attrs, ck == C_POOL || ck == C_RESIZE ? "layout" : "data_layout");
+  if (!same_axes(&w->data, cur[0] ? cur : k_convertible[w->conv].axes)) {
+    c->kept_other_axes++;
+    return 0;
+  }
   const char *keys[2];
   GPAttrValue vals[2];
   int32_t n = 0;
@@ -236,6 +245,8 @@ static int convert_layout(void *self, const GPAny *args, int32_t nargs, GPAny *r
   if (!out) return -1;
   std_note(ctx, "%lld calls rebuilt in new layouts, %lld layout_transforms inserted", (long long)c.stats.altered,
            (long long)c.stats.transforms);
+  if (c.kept_other_axes)
+    std_note(ctx, "%lld calls kept their layout: it names other axes than the desired one", (long long)c.kept_other_axes);
   return std_return_module(result, out);
 }
 

@@ -66,6 +66,11 @@ Test(convert_layout, pooling_and_global_pooling) { golden("pool", CL); }
 /* a pool that reads its input in other axes (HNBW over an NHWC conv's output) has no relation:
  * it gets its input back in the layout it read (the pass used to fail: "different axes") */
 Test(convert_layout, pool_reading_other_axes_keeps_its_input) { golden("pool_other_axes", CL); }
+/* a pool whose own layout names other axes (HNBW) than the desired NHWC keeps it, with a note
+ * (the pass used to fail: "different axes"); the NCHW pool beside it converts */
+Test(convert_layout, desired_layout_skips_a_pool_of_other_axes) {
+  golden("pool_desired_other_axes", "ConvertLayout{desired_layouts=\"nn.max_pool2d=NHWC,nn.avg_pool2d=NHWC\"}");
+}
 Test(convert_layout, concatenate_of_two_convs) { golden("concat", CL); }
 Test(convert_layout, pad) { golden("pad", CL); }
 Test(convert_layout, mean_over_h_w) { golden("mean", CL); }
