@@ -475,6 +475,11 @@ static void conv_channels(const ConvEmit *e, uint8_t *blob, uint32_t o0, uint32_
     const float *wr = e->W ? e->W + (size_t)o2 * e->K : NULL;
     double mx = wr ? absmax_row(wr, e->K) * fabs(mul) : fabs(mul);
     double sw = mx > 0 ? mx / 127.0 : 1.0;
+    /* the bias in accumulator steps (a_scale * sw) must stay within 2^30: a coarser weight step
+     * where it would not (the weights' whole contribution, at most K * 127^2 steps, is then
+     * below 2^-15 of the bias: an input of range 1e-9 with a bias of 1 had lost its bias) */
+    double bmin_sw = e->bias ? fabs((double)e->bias[o2]) / (e->a_scale * 1073741824.0) : 0.0;
+    if (sw < bmin_sw) sw = bmin_sw;
     float inv = (float)(mul / sw);
     if (wr) {
       quant_row(wr, e->K, inv, q);
