@@ -465,3 +465,13 @@ GPAttrValue gp_attr_bool(bool v) { return (GPAttrValue){.kind = GP_ATTR_BOOL, .i
 GPAttrValue gp_attr_str(const char *s) { return (GPAttrValue){.kind = GP_ATTR_STR, .s = s}; }
 GPAttrValue gp_attr_ints(int32_t n, const int64_t *v) { return (GPAttrValue){.kind = GP_ATTR_INTS, .n = n, .ints = v}; }
 GPAttrValue gp_attr_dtype(DLDataType t) { return (GPAttrValue){.kind = GP_ATTR_DTYPE, .dtype = t}; }
+
+bool gp_attr_in_pairs(const char *op, const char *key) {
+  static const char *const pairs[][2] = {{"nn.pad", "pad_width"},
+                                         {"nn.mirror_pad", "pad_width"},
+                                         {"nn.space_to_batch_nd", "paddings"},
+                                         {"nn.batch_to_space_nd", "crops"}};
+  for (size_t i = 0; op && key && i < sizeof pairs / sizeof pairs[0]; i++)
+    if (strcmp(op, pairs[i][0]) == 0 && strcmp(key, pairs[i][1]) == 0) return true;
+  return false;
+}

@@ -272,6 +272,10 @@ GPAttrValue gp_attr_bool(bool v);
 GPAttrValue gp_attr_str(const char *s);          /* borrowed; copied by attrs_new */
 GPAttrValue gp_attr_ints(int32_t n, const int64_t *v); /* borrowed; copied by attrs_new */
 GPAttrValue gp_attr_dtype(DLDataType t);
+/* Whether attribute `key` of op `op` is one TVM holds as (before, after) pairs and prints nested,
+ * [[0, 0], [1, 1]] (nn.pad's pad_width, space_to_batch_nd's paddings, ...): ours is the flat
+ * array; the printer writes it in pairs and the parser flattens it. */
+bool gp_attr_in_pairs(const char *op, const char *key);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Ops (ir/op.c registry; ir/ops_*.c definitions)                                              */

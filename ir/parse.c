@@ -22,6 +22,8 @@
  *             | 'if' '(' seq ')' '{' seq '}' 'else' '{' seq '}'
  *   attrs    := key '=' value (',' key '=' value)* [',']
  *   value    := INT | FLOAT | STRING | 'True' | 'False' | 'None' | '[' [ num (',' num)* ] ']'
+ *             | '[' '[' num (',' num)* ']' (',' '[' ... ']')* ']'   (TVM's pairs: pad_width, paddings,
+ *               crops (gp_attr_in_pairs); flattened)
  *   type     := 'Tensor' '[' '(' [ dim (',' dim)* [','] ] ')' ',' dtype ']'   dim := INT | '?'
  *             | dtype | '(' [ type (',' type)* [','] ] ')' | 'fn' '(' [ type (',' type)* ] ')' '->' type
  *   literal  := 3 (int32; int64 when out of int32 range, like TVM) | 3i64 | 3i8 | 3i16 | 3i32
@@ -37,7 +39,7 @@
  *
  * Not supported (clear errors): ADTs (type/match/constructors), refs, type parameters, parameter
  * virtual devices, meta[...] references other than relay.Constant, attribute values that are
- * maps, nested arrays, string arrays or expressions, binary operators (`+`), `e1; e2` sequences.
+ * maps, arrays nested deeper than [[...]], string arrays or expressions, binary operators (`+`), `e1; e2` sequences.
  *
  * Nothing recurses on nesting depth: expressions, bodies and types are parsed by a pushdown
  * machine with explicit heap stacks, so deeply nested syntax and long binding chains only cost
@@ -1326,13 +1328,39 @@ static bool parse_attrs(Parser *P, const GPOp *op, uint32_t line, uint32_t col, 
       int64_t *iv = NULL;
       double *fv = NULL;
       size_t cap = 0;
-      while (cur(P)->kind != T_RBRACK) {
+      int depth = 0; /* inside an inner array: TVM's [[0, 0], [1, 1]] (pad_width, paddings, crops), flattened */
+      while (depth > 0 || cur(P)->kind != T_RBRACK) {
         Tok *e = cur(P);
+        if (e->kind == T_LBRACK && depth == 0) {
+          const char *key = P->scratch.data + a->key_off;
+          if (!gp_attr_in_pairs(op ? op->name : NULL, key)) {
+            gp_free(iv);
+            gp_free(fv);
+            return fail(P, e->line, e->col,
+                        "nested arrays are not supported in attribute values (only in pad_width, paddings, crops)");
+          }
+          depth = 1;
+          advance(P);
+          continue;
+        }
+        if (e->kind == T_RBRACK && depth == 1) { /* the end of an inner array */
+          depth = 0;
+          advance(P);
+          e = cur(P);
+          if (e->kind == T_COMMA) {
+            advance(P);
+          } else if (e->kind != T_RBRACK) {
+            gp_free(iv);
+            gp_free(fv);
+            return fail_tok(P, e, "expected ',' or ']' in attribute array");
+          }
+          continue;
+        }
         if (e->kind != T_INT && e->kind != T_FLOAT) {
           gp_free(iv);
           gp_free(fv);
           if (e->kind == T_LBRACK)
-            return fail(P, e->line, e->col, "nested arrays are not supported in attribute values");
+            return fail(P, e->line, e->col, "arrays nested deeper than [[...]] are not supported in attribute values");
           if (e->kind == T_STRING)
             return fail(P, e->line, e->col, "arrays of strings are not supported in attribute values");
           return fail_tok(P, e, "expected a number in attribute array");
@@ -1350,6 +1378,11 @@ static bool parse_attrs(Parser *P, const GPOp *op, uint32_t line, uint32_t col, 
         e = cur(P);
         if (e->kind == T_COMMA) {
           advance(P);
+          if (depth == 1 && cur(P)->kind == T_RBRACK) { /* [1, 2,] inside: as TVM's parser, no */
+            gp_free(iv);
+            gp_free(fv);
+            return fail_tok(P, cur(P), "expected a number in attribute array");
+          }
         } else if (e->kind != T_RBRACK) {
           gp_free(iv);
           gp_free(fv);

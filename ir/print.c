@@ -473,6 +473,18 @@ static void put_attrs_list(GPBuf *b, const GPAttrs *a, bool *first) {
   }
 }
 
+/* TVM's nested (before, after) pairs (gp_attr_in_pairs). */
+static bool printed_in_pairs(const GPOp *op, const char *key, const GPAttrValue *v) {
+  return v->kind == GP_ATTR_INTS && v->n % 2 == 0 && gp_attr_in_pairs(op->name, key);
+}
+
+static void put_pairs(GPBuf *b, const GPAttrValue *v) {
+  gp_buf_putc(b, '[');
+  for (int32_t i = 0; i < v->n; i += 2)
+    gp_buf_printf(b, "%s[%lld, %lld]", i ? ", " : "", (long long)v->ints[i], (long long)v->ints[i + 1]);
+  gp_buf_putc(b, ']');
+}
+
 /* Call attributes: fields that differ from the op's defaults, in schema order. */
 static void put_call_attrs(GPBuf *b, const GPCall *c, bool first) {
   const GPAttrs *a = c->attrs;
@@ -491,7 +503,8 @@ static void put_call_attrs(GPBuf *b, const GPCall *c, bool first) {
     first = false;
     put_name(b, fld->name);
     gp_buf_putc(b, '=');
-    gp_attr_value_print(b, v);
+    if (printed_in_pairs(op, fld->name, v)) put_pairs(b, v);
+    else gp_attr_value_print(b, v);
   }
   for (int32_t i = 0; i < a->n; i++) { /* keys outside the schema (should not happen) */
     bool known = false;

@@ -377,6 +377,31 @@ Test(parse, attribute_values) {
   gp_release(m);
 }
 
+/* TVM prints pad_width, paddings and crops as nested (before, after) pairs: they parse (flat,
+ * as the other spelling) and print the same way back */
+Test(parse, nested_pairs_as_tvm_prints_them) {
+  const char *text = "#[version = \"0.0.5\"]\n"
+                     "def @main(%x: Tensor[(1, 8, 8, 2), float32]) {\n"
+                     "  %0 = nn.pad(%x, 0f, pad_width=[[0, 0], [1, 2], [1, 2], [0, 0]]);\n"
+                     "  %1 = nn.space_to_batch_nd(%0, block_shape=[2, 2], paddings=[[2, 3], [2, 3]]);\n"
+                     "  nn.batch_to_space_nd(%1, block_shape=[2, 2], crops=[[0, 1], [0, 1]])\n"
+                     "}\n";
+  GPModule *m = parse_str(text);
+  cr_assert(m, "%s", gp_error_message());
+  GPCall *b2s = as_call(fn_of(m, "main")->body, "nn.batch_to_space_nd");
+  expect_ints(b2s->attrs, "crops", 4, (int64_t[]){0, 1, 0, 1});
+  GPCall *pad = as_call(as_call(b2s->args[0], "nn.space_to_batch_nd")->args[0], "nn.pad");
+  expect_ints(pad->attrs, "pad_width", 8, (int64_t[]){0, 0, 1, 2, 1, 2, 0, 0});
+  char *out = gp_print(m, 0);
+  cr_assert_str_eq(out, text);
+  gp_free(out);
+  gp_release(m);
+  m = parse_str("def @main(%x: Tensor[(1, 3), float32]) { nn.pad(%x, 0f, pad_width=[0, 0, 1, 1]) }");
+  cr_assert(m, "%s", gp_error_message());
+  expect_ints(as_call(fn_of(m, "main")->body, "nn.pad")->attrs, "pad_width", 4, (int64_t[]){0, 0, 1, 1});
+  gp_release(m);
+}
+
 Test(parse, shadowing_scopes_and_free_var) {
   /* graph numbers restart inside a closure (a new scope); let may shadow a param */
   const char *text = "def @main(%x: float32) {\n"
@@ -498,7 +523,7 @@ Test(parse_errors, attribute_errors) {
   expect_error(MAIN "  nn.relu(%x, alpha=1)\n}\n", "t.relay:2:3: error: nn.relu takes no attributes, got 'alpha'");
   expect_error(MAIN "  nn.softmax(%x, axsi=1)\n}\n", "t.relay:2:3: error: nn.softmax has no attribute 'axsi' (valid: axis)");
   expect_error(MAIN "  transpose(%x, axes=[[0, 1]])\n}\n",
-               "t.relay:2:23: error: nested arrays are not supported in attribute values");
+               "t.relay:2:23: error: nested arrays are not supported in attribute values (only in pad_width, paddings, crops)");
   expect_error(MAIN "  nn.softmax(%x, axis=1, axis=2)\n}\n", "t.relay:2:26: error: duplicate attribute 'axis'");
   expect_error(MAIN "  %0 = fn (%y: float32) { %y };\n  %0(%x, foo=1)\n}\n",
                "t.relay:3:10: error: attributes are only allowed in calls of operators");
