@@ -193,27 +193,34 @@ Test(kernels_conv, conv_transpose_hand) {
   release_all((GPTensor *[]){x, w, x1, w1, y}, 5);
 }
 
+/* A random case of rank nd (1 to 3): groups, strides, dilations, paddings, output paddings; a
+ * transposed one (tr) keeps its output non-empty. */
+static NdCase random_case(int32_t nd, bool tr) {
+  NdCase c = {0};
+  c.nd = nd;
+  c.G = irand(1, 2);
+  c.C = c.G * irand(1, 3), c.O = c.G * irand(1, 3), c.N = irand(1, 2);
+  for (int i = 0; i < 3; i++) {
+    bool used = i >= 3 - c.nd;
+    c.k[i] = used ? irand(1, 3) : 1;
+    c.s[i] = used ? irand(1, 2) : 1;
+    c.d[i] = used ? irand(1, 2) : 1;
+    c.pb[i] = used ? irand(0, 2) : 0;
+    c.pe[i] = used ? irand(0, 2) : 0;
+    c.in[i] = used ? (c.k[i] - 1) * c.d[i] + irand(1, 4) : 1;
+    int64_t mx = c.s[i] > c.d[i] ? c.s[i] : c.d[i];
+    c.op[i] = used ? irand(0, mx - 1) : 0;
+  }
+  if (tr)
+    for (int i = 0; i < 3; i++)
+      if (conv_out(&c, i, true) < 1) c.pb[i] = c.pe[i] = 0;
+  return c;
+}
+
 Test(kernels_conv, conv_nd_random_vs_reference) {
   for (int it = 0; it < 40; it++) {
-    NdCase c = {0};
-    c.nd = (int32_t)irand(1, 3);
-    c.G = irand(1, 2);
-    c.C = c.G * irand(1, 3), c.O = c.G * irand(1, 3), c.N = irand(1, 2);
-    for (int i = 0; i < 3; i++) {
-      bool used = i >= 3 - c.nd;
-      c.k[i] = used ? irand(1, 3) : 1;
-      c.s[i] = used ? irand(1, 2) : 1;
-      c.d[i] = used ? irand(1, 2) : 1;
-      c.pb[i] = used ? irand(0, 2) : 0;
-      c.pe[i] = used ? irand(0, 2) : 0;
-      c.in[i] = used ? (c.k[i] - 1) * c.d[i] + irand(1, 4) : 1;
-      int64_t mx = c.s[i] > c.d[i] ? c.s[i] : c.d[i];
-      c.op[i] = used ? irand(0, mx - 1) : 0;
-    }
     bool tr = it % 2 == 1;
-    if (tr)
-      for (int i = 0; i < 3; i++) /* keep the transposed output non-empty */
-        if (conv_out(&c, i, true) < 1) c.pb[i] = c.pe[i] = 0;
+    NdCase c = random_case((int32_t)irand(1, 3), tr);
     check_case(&c, tr, it % 4 == 2 ? GP_DT_F64 : GP_DT_F32, 1e-5);
     check_case(&c, tr, GP_DT_I32, 0);
   }
@@ -224,23 +231,8 @@ Test(kernels_conv, conv_nd_random_vs_reference) {
  * conv3ds; the transposed kernel had taken NC + spatial only). */
 Test(kernels_conv, conv_nd_channel_last) {
   for (int it = 0; it < 36; it++) {
-    NdCase c = {0};
-    c.nd = (int32_t)(it % 3) + 1;
-    c.G = irand(1, 2);
-    c.C = c.G * irand(1, 3), c.O = c.G * irand(1, 3), c.N = irand(1, 2);
-    for (int i = 0; i < 3; i++) {
-      bool used = i >= 3 - c.nd;
-      c.k[i] = used ? irand(1, 3) : 1;
-      c.s[i] = used ? irand(1, 2) : 1;
-      c.d[i] = 1;
-      c.pb[i] = c.pe[i] = used ? irand(0, 1) : 0;
-      c.in[i] = used ? c.k[i] + irand(0, 3) : 1;
-      c.op[i] = used && c.s[i] == 2 ? irand(0, 1) : 0;
-    }
     bool tr = (it / 3) % 2 == 1;
-    if (tr)
-      for (int i = 0; i < 3; i++)
-        if (conv_out(&c, i, true) < 1) c.pb[i] = c.pe[i] = 0;
+    NdCase c = random_case((int32_t)(it % 3) + 1, tr);
     check_case_in(&c, tr, GP_DT_F32, 1e-5, (it / 6) % 2 ? L_LAST : L_LAST_TO_CANON);
     if (it % 4 == 0) check_case_in(&c, tr, GP_DT_I32, 0, L_LAST);
   }
