@@ -169,7 +169,7 @@ static void step(Gen *g) {
   bool four = x->nd == 4;
   int64_t c = x->nd >= 2 ? x->s[1] : 1;
   const int64_t chan[3] = {c, 1, 1};
-  switch (pick(g, 43)) {
+  switch (pick(g, 44)) {
   case 0:
   case 1: /* conv2d */
     if (!four) return;
@@ -709,6 +709,24 @@ static void step(Gen *g) {
     if (k2) push(g, &k2->base, x->nd, s);
     return;
   }
+  case 43: /* a 3x3 pool of stride 2: padding 1 or (0, 1), ceil_mode, count_include_pad */
+    if (!four) return;
+    {
+      bool ceil = pick(g, 2), asym = pick(g, 2), incl = pick(g, 2), avg = pick(g, 2);
+      int64_t pb = asym ? 0 : 1, pe = 1, os[4] = {s[0], s[1], 0, 0};
+      for (int k = 0; k < 2; k++) {
+        int64_t in = s[2 + k], span = in + pb + pe - 3;
+        if (span < 0) return;
+        os[2 + k] = ceil ? (span + 1) / 2 + 1 : span / 2 + 1; /* TVM's Pool2DRel: no last-window rule */
+      }
+      const int64_t ps[2] = {3, 3}, st[2] = {2, 2}, pad[4] = {pb, pb, pe, pe};
+      const char *keys[5] = {"pool_size", "strides", "padding", "ceil_mode", "count_include_pad"};
+      GPAttrValue vals[5] = {gp_attr_ints(2, ps), gp_attr_ints(2, st), gp_attr_ints(4, pad), gp_attr_bool(ceil),
+                             gp_attr_bool(incl)};
+      GPExpr *a = ref(x);
+      push(g, call(avg ? "nn.avg_pool2d" : "nn.max_pool2d", 1, &a, avg ? 5 : 4, keys, vals), 4, os);
+    }
+    return;
   default: /* 30: sqrt of a positive value, divided into 1 (SimplifyRSqrt) or x */
   {
     GPExpr *pos = call2("add", call1("nn.relu", ref(x)), scalar(1.0f));
