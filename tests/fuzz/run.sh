@@ -5,7 +5,7 @@
 # run first, so a regression fails at once) and the inputs this run finds (a scratch directory
 # under build/fuzz/work/, discarded).  Any crash, sanitizer report, leak or timeout fails.
 #   GP_FUZZ_RUNS   executions per harness (default: relay, numerics and pipeline 200000, graphs
-#                  and opu 3000 (each builds, types, evaluates and optimizes or compiles and
+#                  and opu 2000 (each builds, types, evaluates and optimizes or compiles and
 #                  simulates a graph), onnx 300000,
 #                  pattern, npy, params and value 500000: with the build, about 4 minutes in all on
 #                  the CI machine)
@@ -40,7 +40,7 @@ for h in relay numerics graphs opu onnx pipeline pattern npy params value; do
     opu) dirs="tests/fuzz/corpus/graphs tests/fuzz/regress/$h"; maxlen=512; extra=-len_control=0 ;; # graph_gen.h's graphs
     *) maxlen=512 ;;
   esac
-  case $h in relay|numerics|pipeline) runs=${GP_FUZZ_RUNS:-200000} ;; graphs|opu) runs=${GP_FUZZ_RUNS:-3000} ;; onnx) runs=${GP_FUZZ_RUNS:-300000} ;; *) runs=${GP_FUZZ_RUNS:-500000} ;; esac
+  case $h in relay|numerics|pipeline) runs=${GP_FUZZ_RUNS:-200000} ;; graphs|opu) runs=${GP_FUZZ_RUNS:-2000} ;; onnx) runs=${GP_FUZZ_RUNS:-300000} ;; *) runs=${GP_FUZZ_RUNS:-500000} ;; esac
   log=build/fuzz/work/$h.log
   start=$(date +%s)
   if "$bin" -runs="$runs" -max_len=$maxlen $extra -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
