@@ -75,7 +75,8 @@ typedef struct Groups {
   int32_t nreg, ng;
   int32_t *pseudo; /* per node: its group (nreg + k) or -1 */
   int32_t *node;   /* per pseudo group k: its node */
-  int32_t *vres;   /* per node: a let-bound variable's value node, else the node itself */
+  int32_t *vres;   /* per node: a let-bound variable's value node, else the node itself; NULL
+                    * when the function has no let */
   int32_t *off, *par; /* per group (as built): its parents, par[off[g] .. off[g + 1]) */
 } Groups;
 
@@ -85,7 +86,7 @@ static bool is_leaf(int32_t kind) {
 
 /* The group node i stands in (after let resolution), or -1 for a leaf. */
 static int32_t node_group(Merge *M, const Groups *G, int32_t i) {
-  i = G->vres[i];
+  if (G->vres) i = G->vres[i];
   int32_t g = byoc_group(&M->rs, i);
   return g >= 0 ? g : G->pseudo[i];
 }
@@ -98,22 +99,25 @@ static void groups_build(Merge *M, Groups *G) {
   G->nreg = nreg;
   G->pseudo = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
   G->node = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-  G->vres = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-  if (!G->pseudo || !G->node || !G->vres) abort();
+  if (!G->pseudo || !G->node) abort();
   int32_t np = 0;
   for (int32_t i = 0; i < n; i++) {
-    G->vres[i] = i;
-    int32_t kind = ekind(M->ix.nodes[i]);
-    bool alone = r->region[i] < 0 && !is_leaf(kind) && !byoc_ann(&M->ops, M->ix.nodes[i]) && i != n - 1;
+    bool alone = r->region[i] < 0 && i != n - 1 && !is_leaf(ekind(M->ix.nodes[i])) && !byoc_ann(&M->ops, M->ix.nodes[i]);
     G->pseudo[i] = alone ? nreg + np : -1;
     if (alone) G->node[np++] = i;
   }
-  for (int32_t i = 0; i < n; i++) /* let var -> value (a value may itself be a bound var) */
-    if (ekind(M->ix.nodes[i]) == GP_TI_LET) G->vres[byoc_kid(&M->ix, i, 0)] = byoc_kid(&M->ix, i, 1);
-  for (int32_t i = 0; i < n; i++) {
-    int32_t x = i, hops = 0;
-    while (G->vres[x] != x && hops++ < n) x = G->vres[x];
-    G->vres[i] = x;
+  const GPFunctionExpr *fn = n ? (const GPFunctionExpr *)M->ix.nodes[n - 1] : NULL;
+  if (fn && H->expr_has_kind(fn->body, GP_TI_LET)) { /* let var -> value (a value may be a bound var) */
+    G->vres = malloc(sizeof(int32_t) * (size_t)n);
+    if (!G->vres) abort();
+    for (int32_t i = 0; i < n; i++) G->vres[i] = i;
+    for (int32_t i = 0; i < n; i++)
+      if (ekind(M->ix.nodes[i]) == GP_TI_LET) G->vres[byoc_kid(&M->ix, i, 0)] = byoc_kid(&M->ix, i, 1);
+    for (int32_t i = 0; i < n; i++) {
+      int32_t x = i, hops = 0;
+      while (G->vres[x] != x && hops++ < n) x = G->vres[x];
+      G->vres[i] = x;
+    }
   }
   G->ng = nreg + np;
   G->off = calloc((size_t)G->ng + 1, sizeof(int32_t));
@@ -179,20 +183,23 @@ static int merge_regions(Merge *M) {
   Groups G = {0};
   groups_build(M, &G);
   int32_t ng = G.ng;
-  /* per region: the scope of its begins, -1 when they differ */
-  ByocScopes sc = {0};
-  byoc_scopes_build(&sc, &M->ix);
-  int32_t *gscope = malloc(sizeof(int32_t) * (size_t)nreg);
+  /* per region: the scope of its begins, -1 when they differ (all 0 without ifs and closures) */
+  int32_t *gscope = calloc((size_t)nreg, sizeof(int32_t));
   if (!gscope) abort();
-  for (int32_t g = 0; g < nreg; g++) {
-    gscope[g] = -2;
-    if (byoc_find(r, g) != g) continue;
-    for (int32_t b = r->ins_head[g]; b >= 0; b = r->next[b]) {
-      int32_t bs = sc.of[b];
-      gscope[g] = gscope[g] == -2 || gscope[g] == bs ? bs : -1;
+  const GPFunctionExpr *fn = (const GPFunctionExpr *)M->ix.nodes[M->ix.n - 1];
+  if (H->expr_has_kind(fn->body, GP_TI_IF) || H->expr_has_kind(fn->body, GP_TI_FUNCTION_EXPR)) {
+    ByocScopes sc = {0};
+    byoc_scopes_build(&sc, &M->ix);
+    for (int32_t g = 0; g < nreg; g++) {
+      gscope[g] = -2;
+      if (byoc_find(r, g) != g) continue;
+      for (int32_t b = r->ins_head[g]; b >= 0; b = r->next[b]) {
+        int32_t bs = sc.of[b];
+        gscope[g] = gscope[g] == -2 || gscope[g] == bs ? bs : -1;
+      }
     }
+    byoc_scopes_free(&sc);
   }
-  byoc_scopes_free(&sc);
   int32_t *pending = calloc((size_t)ng, sizeof(int32_t));
   int32_t *stamp = malloc(sizeof(int32_t) * (size_t)ng);
   uint8_t *state = calloc((size_t)ng, 1); /* 0 new, 1 on stack, 2 visited */

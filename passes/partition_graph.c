@@ -422,6 +422,8 @@ static void fn_state_free(FnState *S, int32_t nreg) {
 /* Every region's begins and inner nodes lie in one control scope (its ends may be read in
  * another: a branch reading the region's output); else an error naming the node. */
 static int check_scopes(Part *P) {
+  const GPFunctionExpr *fn = (const GPFunctionExpr *)P->ix.nodes[P->ix.n - 1];
+  if (!H->expr_has_kind(fn->body, GP_TI_IF) && !H->expr_has_kind(fn->body, GP_TI_FUNCTION_EXPR)) return 0;
   ByocScopes sc = {0};
   byoc_scopes_build(&sc, &P->ix);
   int32_t nr = P->rs.nreg, rc = 0;
