@@ -6,13 +6,13 @@
  * (the external functions evaluate as their float bodies, so every pass of the set must keep
  * the numbers as in the other harnesses).  The compile either succeeds or refuses with a
  * message.  What compiled then runs end to end with the simulator (external functions through
- * graphpass.ext.opu.run) on the calibration inputs, and must run.  Each call of
- * an external function in a plain-dataflow @main is then checked on its own: the simulator on
- * the call's float inputs against the float body, by cosine similarity of at least MIN_COSINE
- * (int8 noise keeps it far above; a wrong layout, weight order or scale does not), unless the
- * float result is too flat to say (its spread below 1e-3 of its magnitude, or its norm below
- * 1e-3).  The whole graph's outputs are not compared: a host op after the accelerator (a
- * group_norm of a narrow group) may amplify int8 noise without any bug. */
+ * graphpass.ext.opu.run) on the calibration inputs, and must run.  Each call of an external
+ * function in a @main without ifs and closures (lets are fine) is then checked on its own: the
+ * simulator on the call's float inputs against the float body, by cosine similarity of at least
+ * MIN_COSINE (int8 noise keeps it far above; a wrong layout, weight order or scale does not),
+ * unless the float result is too flat to say (its spread below 1e-3 of its magnitude, or its
+ * norm below 1e-3).  The whole graph's outputs are not compared: a host op after the
+ * accelerator (a group_norm of a narrow group) may amplify int8 noise without any bug. */
 #include "graph_gen.h"
 #include "tests/opu_models.h"
 
@@ -93,8 +93,9 @@ static bool all_tensors(const GPCall *k) {
   return is_tensor(&k->base);
 }
 
-/* Each call of an OPU function in c's plain-dataflow @main: the simulator on the call's float
- * inputs (a probe of @main returning every argument) against the float result. */
+/* Each call of an OPU function in c's @main (without ifs or closures): the simulator on the
+ * call's float inputs (a probe of @main returning every argument, inside its lets) against the
+ * float result. */
 static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTensor **in) {
   const GPFunctionExpr *fn = gp_module_lookup(c, "main");
   GPExpr **nodes = NULL;
@@ -107,7 +108,7 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
   bool plain = true;
   for (size_t i = 0; i < n && plain; i++) {
     int32_t kind = gp_kind(nodes[i]);
-    plain = kind != GP_TI_LET && kind != GP_TI_IF && kind != GP_TI_FUNCTION_EXPR;
+    plain = kind != GP_TI_IF && kind != GP_TI_FUNCTION_EXPR; /* lets: probed inside the innermost body */
     if (kind == GP_TI_CALL && compiler_of(c, ((const GPCall *)nodes[i])->op) && all_tensors((const GPCall *)nodes[i])) {
       const GPCall *k = (const GPCall *)nodes[i];
       nvals += (size_t)k->nargs + 1;
@@ -126,7 +127,21 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
     vals[v++] = nodes[i];
   }
   GPTuple *all = gp_tuple_new((int32_t)nvals, vals);
-  GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, &all->base, NULL, NULL);
+  /* the same chain of lets around the tuple: every value is in scope there */
+  GPExpr *body = gp_retain(&all->base);
+  size_t nlet = 0;
+  for (const GPExpr *e = fn->body; gp_kind(e) == GP_TI_LET; e = ((const GPLet *)e)->body) nlet++;
+  const GPLet **lets = gp_malloc((nlet ? nlet : 1) * sizeof *lets);
+  nlet = 0;
+  for (const GPExpr *e = fn->body; gp_kind(e) == GP_TI_LET; e = ((const GPLet *)e)->body) lets[nlet++] = (const GPLet *)e;
+  while (nlet--) {
+    GPLet *l = gp_let_new(lets[nlet]->var, lets[nlet]->value, body);
+    gp_release(body);
+    body = &l->base;
+  }
+  gp_free(lets);
+  GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, body, NULL, NULL);
+  gp_release(body);
   GPModule *probe = gp_module_copy(c);
   if (gp_module_add(probe, "main", pf, true) != 0) abort();
   gp_release(pf);
