@@ -1378,7 +1378,7 @@ static bool parse_attrs(Parser *P, const GPOp *op, uint32_t line, uint32_t col, 
         e = cur(P);
         if (e->kind == T_COMMA) {
           advance(P);
-          if (depth == 1 && cur(P)->kind == T_RBRACK) { /* [1, 2,] inside: as TVM's parser, no */
+          if (depth == 1 && cur(P)->kind == T_RBRACK) { /* no trailing comma inside a pair: [1, 2,] */
             gp_free(iv);
             gp_free(fv);
             return fail_tok(P, cur(P), "expected a number in attribute array");

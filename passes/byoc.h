@@ -103,5 +103,10 @@ typedef struct ByocScopes {
 } ByocScopes;
 void byoc_scopes_build(ByocScopes *s, const ByocIndex *ix); /* ix: the function expression last */
 void byoc_scopes_free(ByocScopes *s);
+/* Per region (by union-find root): the scope of its begins, and with `inner` of its other nodes
+ * but its ends too; -1 when they differ (*mixed: the first such node, else -1), -2 when it has
+ * none.  All 0 when the function has no if and no function expression (O(1): the subtree
+ * kinds).  A calloc'd array of nreg entries; the caller frees it. */
+int32_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed);
 
 #endif

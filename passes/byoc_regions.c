@@ -328,3 +328,27 @@ void byoc_scopes_free(ByocScopes *s) {
   free(s->parent);
   free(s->depth);
 }
+
+int32_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed) {
+  int32_t nr = r->nreg, n = (int32_t)ix->n;
+  int32_t *gs = calloc((size_t)(nr ? nr : 1), sizeof(int32_t));
+  if (!gs) abort();
+  *mixed = -1;
+  const GPFunctionExpr *fn = (const GPFunctionExpr *)ix->nodes[n - 1];
+  if (!H->expr_has_kind(fn->body, GP_TI_IF) && !H->expr_has_kind(fn->body, GP_TI_FUNCTION_EXPR)) return gs;
+  ByocScopes sc = {0};
+  byoc_scopes_build(&sc, ix);
+  for (int32_t g = 0; g < nr; g++) gs[g] = -2;
+  for (int32_t i = 0; i < n; i++) {
+    int32_t g = byoc_group(r, i), ann = byoc_ann(o, ix->nodes[i]);
+    if (g < 0 || ann == 2 || (!inner && ann != 1) || sc.of[i] < 0) continue;
+    if (gs[g] == -2 || gs[g] == sc.of[i]) {
+      gs[g] = sc.of[i];
+    } else {
+      gs[g] = -1;
+      if (*mixed < 0) *mixed = i;
+    }
+  }
+  byoc_scopes_free(&sc);
+  return gs;
+}

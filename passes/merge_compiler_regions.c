@@ -184,22 +184,8 @@ static int merge_regions(Merge *M) {
   groups_build(M, &G);
   int32_t ng = G.ng;
   /* per region: the scope of its begins, -1 when they differ (all 0 without ifs and closures) */
-  int32_t *gscope = calloc((size_t)nreg, sizeof(int32_t));
-  if (!gscope) abort();
-  const GPFunctionExpr *fn = (const GPFunctionExpr *)M->ix.nodes[M->ix.n - 1];
-  if (H->expr_has_kind(fn->body, GP_TI_IF) || H->expr_has_kind(fn->body, GP_TI_FUNCTION_EXPR)) {
-    ByocScopes sc = {0};
-    byoc_scopes_build(&sc, &M->ix);
-    for (int32_t g = 0; g < nreg; g++) {
-      gscope[g] = -2;
-      if (byoc_find(r, g) != g) continue;
-      for (int32_t b = r->ins_head[g]; b >= 0; b = r->next[b]) {
-        int32_t bs = sc.of[b];
-        gscope[g] = gscope[g] == -2 || gscope[g] == bs ? bs : -1;
-      }
-    }
-    byoc_scopes_free(&sc);
-  }
+  int32_t mixed;
+  int32_t *gscope = byoc_region_scopes(r, &M->ix, &M->ops, false, &mixed);
   int32_t *pending = calloc((size_t)ng, sizeof(int32_t));
   int32_t *stamp = malloc(sizeof(int32_t) * (size_t)ng);
   uint8_t *state = calloc((size_t)ng, 1); /* 0 new, 1 on stack, 2 visited */

@@ -422,32 +422,17 @@ static void fn_state_free(FnState *S, int32_t nreg) {
 /* Every region's begins and inner nodes lie in one control scope (its ends may be read in
  * another: a branch reading the region's output); else an error naming the node. */
 static int check_scopes(Part *P) {
-  const GPFunctionExpr *fn = (const GPFunctionExpr *)P->ix.nodes[P->ix.n - 1];
-  if (!H->expr_has_kind(fn->body, GP_TI_IF) && !H->expr_has_kind(fn->body, GP_TI_FUNCTION_EXPR)) return 0;
-  ByocScopes sc = {0};
-  byoc_scopes_build(&sc, &P->ix);
-  int32_t nr = P->rs.nreg, rc = 0;
-  int32_t *gs = malloc(sizeof(int32_t) * (size_t)(nr ? nr : 1));
-  if (!gs) abort();
-  for (int32_t g = 0; g < nr; g++) gs[g] = -1;
-  for (int32_t i = 0; i < (int32_t)P->ix.n && rc == 0; i++) {
-    int32_t g = byoc_group(&P->rs, i);
-    if (g < 0 || sc.of[i] < 0 || byoc_ann(&P->ops, P->ix.nodes[i]) == 2) continue;
-    if (gs[g] < 0) {
-      gs[g] = sc.of[i];
-    } else if (gs[g] != sc.of[i]) {
-      char loc[256];
-      GPExpr *e = P->ix.nodes[i];
-      H->error_set(GP_ERR_PASS,
-                   "%s: the region of \"%s\" holding %s at %s has nodes on both sides of an if or function "
-                   "boundary (MergeCompilerRegions keeps such regions apart)",
-                   PASS_NAME, P->rs.target[g], std_kind_name(ekind(e)), std_where(P->source, e, loc, sizeof loc));
-      rc = -1;
-    }
-  }
-  free(gs);
-  byoc_scopes_free(&sc);
-  return rc;
+  int32_t i;
+  free(byoc_region_scopes(&P->rs, &P->ix, &P->ops, true, &i));
+  if (i < 0) return 0;
+  char loc[256];
+  GPExpr *e = P->ix.nodes[i];
+  H->error_set(GP_ERR_PASS,
+               "%s: the region of \"%s\" holding %s at %s has nodes on both sides of an if or function "
+               "boundary (MergeCompilerRegions keeps such regions apart)",
+               PASS_NAME, P->rs.target[byoc_group(&P->rs, i)], std_kind_name(ekind(e)),
+               std_where(P->source, e, loc, sizeof loc));
+  return -1;
 }
 
 /* Partition function fi of the typed module `in` into P->out. */

@@ -126,26 +126,7 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
     for (int32_t a = 0; a < k->nargs; a++) vals[v++] = k->args[a];
     vals[v++] = nodes[i];
   }
-  GPTuple *all = gp_tuple_new((int32_t)nvals, vals);
-  /* the same chain of lets around the tuple: every value is in scope there */
-  GPExpr *body = gp_retain(&all->base);
-  size_t nlet = 0;
-  for (const GPExpr *e = fn->body; gp_kind(e) == GP_TI_LET; e = ((const GPLet *)e)->body) nlet++;
-  const GPLet **lets = gp_malloc((nlet ? nlet : 1) * sizeof *lets);
-  nlet = 0;
-  for (const GPExpr *e = fn->body; gp_kind(e) == GP_TI_LET; e = ((const GPLet *)e)->body) lets[nlet++] = (const GPLet *)e;
-  while (nlet--) {
-    GPLet *l = gp_let_new(lets[nlet]->var, lets[nlet]->value, body);
-    gp_release(body);
-    body = &l->base;
-  }
-  gp_free(lets);
-  GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, body, NULL, NULL);
-  gp_release(body);
-  GPModule *probe = gp_module_copy(c);
-  if (gp_module_add(probe, "main", pf, true) != 0) abort();
-  gp_release(pf);
-  gp_release(all);
+  GPModule *probe = nc_probe_of(c, vals, nvals); /* inside @main's lets */
   GPModule *typed = gp_infer_types(probe);
   gp_release(probe);
   GPTensor **out = NULL;

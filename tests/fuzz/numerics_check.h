@@ -106,6 +106,31 @@ static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
 
 /* @main with every call it makes as an output too, when its body is a plain dataflow graph
  * (no let, if or closure, whose nodes are not all in scope at the top); else @main itself. */
+/* A copy of m whose @main returns (vals[0], ..., vals[n-1]) instead of its body, inside the
+ * chain of lets its body opens (so that every let-bound value is in scope); a new reference. */
+static GPModule *nc_probe_of(const GPModule *m, GPExpr *const *vals, size_t n) {
+  const GPFunctionExpr *fn = gp_module_lookup(m, "main");
+  GPTuple *all = gp_tuple_new((int32_t)n, vals);
+  GPExpr *body = &all->base;
+  size_t nlet = 0;
+  for (const GPExpr *e = fn->body; gp_kind(e) == GP_TI_LET; e = ((const GPLet *)e)->body) nlet++;
+  const GPLet **lets = gp_malloc((nlet ? nlet : 1) * sizeof *lets);
+  nlet = 0;
+  for (const GPExpr *e = fn->body; gp_kind(e) == GP_TI_LET; e = ((const GPLet *)e)->body) lets[nlet++] = (const GPLet *)e;
+  while (nlet--) {
+    GPLet *l = gp_let_new(lets[nlet]->var, lets[nlet]->value, body);
+    gp_release(body);
+    body = &l->base;
+  }
+  gp_free(lets);
+  GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, body, NULL, NULL);
+  gp_release(body);
+  GPModule *probe = gp_module_copy(m);
+  if (gp_module_add(probe, "main", pf, true) != 0) abort();
+  gp_release(pf);
+  return probe;
+}
+
 static GPModule *probe_module(const GPModule *m) {
   const GPFunctionExpr *fn = gp_module_lookup(m, "main");
   GPExpr **nodes = NULL;
@@ -125,12 +150,7 @@ static GPModule *probe_module(const GPModule *m) {
   GPModule *probe = NULL;
   if (plain) {
     nodes[k++] = fn->body;
-    GPTuple *all = gp_tuple_new((int32_t)k, nodes);
-    GPFunctionExpr *pf = gp_function_new(fn->nparams, fn->params, &all->base, NULL, NULL);
-    probe = gp_module_copy(m);
-    if (gp_module_add(probe, "main", pf, true) != 0) abort();
-    gp_release(pf);
-    gp_release(all);
+    probe = nc_probe_of(m, nodes, k);
   }
   gp_free(nodes);
   return probe ? probe : gp_retain((GPModule *)m);
