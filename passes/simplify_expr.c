@@ -30,7 +30,13 @@
  * constants of float32/64, integer and bool dtypes (not float16); an inverse pair of blocked
  * layout_transforms that pads an axis (12 channels through NCHW8c) is not the identity and is
  * kept; SimplifyReshape and ConcretizeReshapeLike keep a reshape whose result has a 0 where the
- * input has none (newshape's 0 copies the input's dimension: TVM states the shape anyway). */
+ * input has none (newshape's 0 copies the input's dimension: TVM states the shape anyway).
+ *
+ * Differences from TVM that keep the numbers (TVM's rewrite changes them): SimplifyConsecutiveCast
+ * drops the first cast only when it keeps every value (int -> uint, int32 -> float32 do not);
+ * SimplifyClipAndConsecutiveCast only after a clip of integers (a float clip's fractions are
+ * truncated by the first cast); SimplifyCastClip only after a cast to an integer dtype (a cast
+ * to a float dtype may give an infinity, which the clip bounds). */
 #include "pattern_pass.h"
 
 #include <float.h>
@@ -414,11 +420,20 @@ static GPExpr *rw_capture_data(PPRun *r, const GPMatch *m) {
   return gp_retain(pp_cap(m, "data"));
 }
 
-/* TVM's IsWidenCast */
+/* Whether every value of `from` is a value of `to` (the cast changes no value).  TVM's
+ * IsWidenCast also calls int -> uint of as many bits a widening, and int / uint -> float of as
+ * many bits: int8 -1 became uint8 255 and int32 16777217 became float32 16777216, which the
+ * rewrite then dropped. */
 static bool widen(DLDataType from, DLDataType to) {
-  if (from.code == to.code && from.bits <= to.bits) return true;
+  if (from.lanes != to.lanes) return false;
+  if (from.code == to.code) return from.bits <= to.bits;
   if (from.code == kDLBfloat || to.code == kDLBfloat) return false;
-  return from.code < to.code && from.bits <= to.bits;
+  if (from.code == kDLUInt && to.code == kDLInt) return from.bits < to.bits;
+  if ((from.code == kDLInt || from.code == kDLUInt) && to.code == kDLFloat) {
+    int32_t digits = to.bits == 16 ? 11 : to.bits == 32 ? 24 : to.bits == 64 ? 53 : 0; /* significand */
+    return (from.code == kDLInt ? from.bits - 1 : from.bits) <= digits;
+  }
+  return false;
 }
 
 static int check_consecutive_cast(PPRun *r, const GPMatch *m) {
@@ -426,7 +441,7 @@ static int check_consecutive_cast(PPRun *r, const GPMatch *m) {
   char a[24], b[24];
   if (!d || !c1 || !tensor_type(m->root)) return pp_decline(r, m, "untyped");
   if (!widen(d->tensor.dtype, c1->tensor.dtype))
-    return pp_decline(r, m, "the first cast %s -> %s narrows", dt_str(d->tensor.dtype, a, sizeof a),
+    return pp_decline(r, m, "the first cast %s -> %s changes some values", dt_str(d->tensor.dtype, a, sizeof a),
                       dt_str(c1->tensor.dtype, b, sizeof b));
   return 1;
 }
@@ -557,12 +572,21 @@ static bool dtype_range_is(DLDataType d, double lo, double hi) {
   return mx == hi && mn == lo;
 }
 
+static bool integral(DLDataType d) { return d.code == kDLInt || d.code == kDLUInt; }
+
+/* The casts are the identity on the clip's values when those are integers in the first cast's
+ * integer range.  TVM also drops them after a float clip, whose fractions the first cast
+ * truncates (clip(x, 0, 255) -> uint8 -> float32 kept 2.7 where the casts make 2). */
 static int check_clip_cast_cast(PPRun *r, const GPMatch *m) {
   const GPExpr *clip = pp_cap(m, "clip");
   const GPType *ct = tensor_type(clip), *c1 = tensor_type(pp_cap(m, "cast1")), *t = tensor_type(m->root);
-  (void)r;
-  return ct && c1 && t && dt_eq(ct->tensor.dtype, t->tensor.dtype) &&
-         dtype_range_is(c1->tensor.dtype, pp_attr_float(clip, "a_min", NAN), pp_attr_float(clip, "a_max", NAN));
+  char a[24];
+  if (!ct || !c1 || !t || !dt_eq(ct->tensor.dtype, t->tensor.dtype) || !integral(c1->tensor.dtype) ||
+      !dtype_range_is(c1->tensor.dtype, pp_attr_float(clip, "a_min", NAN), pp_attr_float(clip, "a_max", NAN)))
+    return 0;
+  if (!integral(ct->tensor.dtype))
+    return pp_decline(r, m, "the clip's values are %s: the first cast truncates them", dt_str(ct->tensor.dtype, a, sizeof a));
+  return 1;
 }
 
 static GPExpr *rw_capture_clip(PPRun *r, const GPMatch *m) {
@@ -570,11 +594,17 @@ static GPExpr *rw_capture_clip(PPRun *r, const GPMatch *m) {
   return gp_retain(pp_cap(m, "clip"));
 }
 
+/* A cast to an integer dtype gives values in its range: a clip to that range does nothing.
+ * TVM also drops a clip to a float dtype's finite range, which maps an infinity (float32 1e5
+ * cast to float16) to the largest finite value: kept here. */
 static int check_cast_clip(PPRun *r, const GPMatch *m) {
   const GPType *ct = tensor_type(pp_cap(m, "cast"));
-  (void)r;
-  return ct && dtype_range_is(ct->tensor.dtype, pp_attr_float(m->root, "a_min", NAN),
-                              pp_attr_float(m->root, "a_max", NAN));
+  char a[24];
+  if (!ct || !dtype_range_is(ct->tensor.dtype, pp_attr_float(m->root, "a_min", NAN), pp_attr_float(m->root, "a_max", NAN)))
+    return 0;
+  if (!integral(ct->tensor.dtype))
+    return pp_decline(r, m, "a cast to %s may give an infinity, which the clip bounds", dt_str(ct->tensor.dtype, a, sizeof a));
+  return 1;
 }
 
 static GPExpr *rw_capture_cast(PPRun *r, const GPMatch *m) {

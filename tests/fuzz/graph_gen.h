@@ -8,7 +8,9 @@
  * layer / instance / group norms, identities (x + zeros_like(y), x * 1), reductions, squeeze /
  * expand_dims, 1 / sqrt(x), NHWC convs with channel-last scales and biases, conv2d_transpose,
  * pad, strided_slice, resize2d, prelu / leaky_relu, softmax / l2_normalize, channel reductions,
- * depth_to_space, NHWC pools; one graph in four binds its values with let; ifs whose branches
+ * depth_to_space, NHWC pools; 3-D (NCW) and 5-D (NCDHW) values by reshape, where convolutions,
+ * transposed convolutions and pools are 1-d / 3-d ones and scales per channel; one graph in four
+ * binds its values with let; ifs whose branches
  * read outer values, closures applied in place, and global functions (a conv, a scale, a bias)
  * called once or twice.  Shapes are tracked here to choose operands; a wrong guess only makes a
  * graph that does not type, which is skipped. */
@@ -21,10 +23,12 @@
 #define MAXV 40  /* values a graph keeps to choose from */
 #define STEPS 24 /* ops at most */
 
+#define MAXND 5 /* NCDHW */
+
 typedef struct {
   GPExpr *e;
   int32_t nd;
-  int64_t s[4];
+  int64_t s[MAXND];
 } Val;
 
 #define MAXFN 3 /* global functions besides @main */
@@ -144,35 +148,56 @@ static Val *same_shape(Gen *g, const Val *v) {
 
 static GPExpr *ref(const Val *v) { return gp_retain(v->e); }
 
-/* conv2d on x (4-D): out channels o, kernel k, stride st, padding p, dilation d, groups gr. */
+/* An N-d convolution on x (3-D NCW, 4-D NCHW or 5-D NCDHW: conv1d / conv2d / conv3d in their
+ * default layouts): out channels o, kernel k, stride st, padding p, dilation d, groups gr, the
+ * same along every spatial axis. */
 static void conv(Gen *g, const Val *x, int64_t o, int64_t k, int64_t st, int64_t p, int64_t d, int64_t gr) {
+  static const char *const ops[3] = {"nn.conv1d", "nn.conv2d", "nn.conv3d"};
+  int32_t sp = x->nd - 2;
+  if (sp < 1 || sp > 3) return;
   int64_t c = x->s[1];
   if (gr < 1 || c % gr || o % gr) gr = 1;
-  int64_t ek = d * (k - 1) + 1, h = (x->s[2] + 2 * p - ek) / st + 1, w = (x->s[3] + 2 * p - ek) / st + 1;
-  if (x->s[2] + 2 * p < ek || x->s[3] + 2 * p < ek) return;
-  const int64_t wsize[4] = {o, c / gr, k, k}, osize[4] = {x->s[0], o, h, w};
-  if (!small(4, wsize) || !small(4, osize)) return;
-  const int64_t ws[4] = {o, c / gr, k, k}, pad[4] = {p, p, p, p}, ks[2] = {k, k}, strides[2] = {st, st},
-                dil[2] = {d, d};
+  int64_t ek = d * (k - 1) + 1, ws[MAXND] = {o, c / gr}, os[MAXND] = {x->s[0], o}, pad[6], ks[3], strides[3], dil[3];
+  for (int32_t i = 0; i < sp; i++) {
+    if (x->s[2 + i] + 2 * p < ek) return;
+    ws[2 + i] = k;
+    os[2 + i] = (x->s[2 + i] + 2 * p - ek) / st + 1;
+    pad[i] = pad[sp + i] = p;
+    ks[i] = k, strides[i] = st, dil[i] = d;
+  }
+  if (!small(x->nd, ws) || !small(x->nd, os)) return;
   const char *keys[6] = {"strides", "padding", "dilation", "groups", "channels", "kernel_size"};
-  GPAttrValue vals[6] = {gp_attr_ints(2, strides), gp_attr_ints(4, pad), gp_attr_ints(2, dil),
-                         gp_attr_int(gr), gp_attr_int(o), gp_attr_ints(2, ks)};
-  GPExpr *args[2] = {ref(x), constant(g, 4, ws, -0.5f, 0.5f, -1)};
-  const int64_t os[4] = {x->s[0], o, h, w};
-  push(g, call("nn.conv2d", 2, args, 6, keys, vals), 4, os);
+  GPAttrValue vals[6] = {gp_attr_ints(sp, strides), gp_attr_ints(2 * sp, pad), gp_attr_ints(sp, dil),
+                         gp_attr_int(gr), gp_attr_int(o), gp_attr_ints(sp, ks)};
+  GPExpr *args[2] = {ref(x), constant(g, x->nd, ws, -0.5f, 0.5f, -1)};
+  push(g, call(ops[sp - 1], 2, args, 6, keys, vals), x->nd, os);
+}
+
+/* A per-channel constant for x (C, 1, ...: axis 1 of x broadcast), of rank nd - 1. */
+static GPExpr *per_channel(Gen *g, const Val *x, float lo, float hi, float ident) {
+  int64_t cs[MAXND - 1] = {x->s[1], 1, 1, 1};
+  return constant(g, x->nd - 1, cs, lo, hi, ident);
+}
+
+/* Whether y has x's shape but (perhaps) on axis 1: they concatenate along the channels. */
+static bool joins(const Val *x, const Val *y) {
+  if (y == x || y->nd != x->nd || y->s[0] != x->s[0]) return false;
+  for (int32_t i = 2; i < x->nd; i++)
+    if (y->s[i] != x->s[i]) return false;
+  return true;
 }
 
 static void step(Gen *g) {
   Val *x = operand(g);
-  int64_t s[4];
+  int64_t s[MAXND];
   memcpy(s, x->s, sizeof s);
-  bool four = x->nd == 4;
+  bool four = x->nd == 4, five = x->nd == 5, conv_nd = x->nd >= 3; /* NCW, NCHW, NCDHW */
   int64_t c = x->nd >= 2 ? x->s[1] : 1;
   const int64_t chan[3] = {c, 1, 1};
   switch (pick(g, 44)) {
   case 0:
-  case 1: /* conv2d */
-    if (!four) return;
+  case 1: /* conv2d (conv1d on 3-D, conv3d on 5-D) */
+    if (!conv_nd) return;
     {
       int64_t gr = pick(g, 3) == 0 ? c : 1, o = (int64_t)pick(g, 6) + 1;
       if (gr == c) o = c * (pick(g, 2) + 1);
@@ -222,13 +247,13 @@ static void step(Gen *g) {
     return;
   }
   case 7:
-  case 8: /* a per-channel (4-D), per-column (2-D) or scalar scale or shift */
+  case 8: /* a per-channel (4-D, 5-D), per-column (2-D, 3-D) or scalar scale or shift */
   {
     const char *op = pick(g, 3) ? "multiply" : "add";
     bool mul = op[0] == 'm';
     GPExpr *k = pick(g, 4) == 0 ? scalar(mul ? 0.5f + (rnd(g) + 1) : rnd(g))
-                : four     ? constant(g, 3, chan, mul ? 0.25f : -1, mul ? 2.0f : 1, mul ? 1 : 0)
-                           : constant(g, 1, &x->s[x->nd - 1], mul ? 0.25f : -1, mul ? 2.0f : 1, mul ? 1 : 0);
+                : four || five ? per_channel(g, x, mul ? 0.25f : -1, mul ? 2.0f : 1, mul ? 1 : 0)
+                               : constant(g, 1, &x->s[x->nd - 1], mul ? 0.25f : -1, mul ? 2.0f : 1, mul ? 1 : 0);
     push(g, pick(g, 4) ? call2(op, ref(x), k) : call2(op, k, ref(x)), x->nd, s);
     return;
   }
@@ -239,31 +264,40 @@ static void step(Gen *g) {
     return;
   }
   case 10: /* concatenate along channels */
-    if (!four) return;
+    if (!conv_nd) return;
     for (int32_t k = 0; k < g->nv; k++) {
       Val *y = &g->v[k];
-      if (y == x || y->nd != 4 || y->s[0] != s[0] || y->s[2] != s[2] || y->s[3] != s[3]) continue;
+      if (!joins(x, y)) continue;
       GPExpr *f[2] = {x->e, y->e};
       GPTuple *t = gp_tuple_new(2, f);
-      int64_t os[4] = {s[0], s[1] + y->s[1], s[2], s[3]};
+      int64_t os[MAXND];
+      memcpy(os, s, sizeof os);
+      os[1] += y->s[1];
       const char *key = "axis";
       GPAttrValue ax = gp_attr_int(1);
       GPExpr *arg = &t->base;
-      push(g, call("concatenate", 1, &arg, 1, &key, &ax), 4, os);
+      push(g, call("concatenate", 1, &arg, 1, &key, &ax), x->nd, os);
       return;
     }
     return;
-  case 11: /* max / avg pool */
-    if (!four || s[2] < 2 || s[3] < 2) return;
+  case 11: /* max / avg pool (1-d on 3-D, 3-d on 5-D) */
+    if (!conv_nd) return;
     {
+      static const char *const ops[2][3] = {{"nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d"},
+                                            {"nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d"}};
+      int32_t sp = x->nd - 2;
+      for (int32_t i = 0; i < sp; i++)
+        if (s[2 + i] < 2) return;
       bool halve = pick(g, 2);
-      const int64_t ps[2] = {halve ? 2 : 3, halve ? 2 : 3}, st[2] = {halve ? 2 : 1, halve ? 2 : 1},
-                    pad[4] = {!halve, !halve, !halve, !halve};
+      int64_t ps[3], st[3], pad[6], os[MAXND] = {s[0], s[1]};
+      for (int32_t i = 0; i < sp; i++) {
+        ps[i] = halve ? 2 : 3, st[i] = halve ? 2 : 1, pad[i] = pad[sp + i] = !halve;
+        os[2 + i] = halve ? s[2 + i] / 2 : s[2 + i];
+      }
       const char *keys[3] = {"pool_size", "strides", "padding"};
-      GPAttrValue vals[3] = {gp_attr_ints(2, ps), gp_attr_ints(2, st), gp_attr_ints(4, pad)};
-      int64_t os[4] = {s[0], s[1], halve ? s[2] / 2 : s[2], halve ? s[3] / 2 : s[3]};
+      GPAttrValue vals[3] = {gp_attr_ints(sp, ps), gp_attr_ints(sp, st), gp_attr_ints(2 * sp, pad)};
       GPExpr *a = ref(x);
-      push(g, call(pick(g, 2) ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &a, 3, keys, vals), 4, os);
+      push(g, call(ops[pick(g, 2)][sp - 1], 1, &a, 3, keys, vals), x->nd, os);
     }
     return;
   case 12:
@@ -365,8 +399,8 @@ static void step(Gen *g) {
     return;
   }
   case 23: /* a per-channel divide or subtract */
-    if (!four) return;
-    push(g, call2(pick(g, 2) ? "divide" : "subtract", ref(x), constant(g, 3, chan, 0.5f, 2.0f, 1)), 4, s);
+    if (!four && !five) return;
+    push(g, call2(pick(g, 2) ? "divide" : "subtract", ref(x), per_channel(g, x, 0.5f, 2.0f, 1)), x->nd, s);
     return;
   case 24: /* a dilated conv as space_to_batch_nd, conv2d, batch_to_space_nd (NHWC; FlattenAtrousConv) */
     if (!four) return;
@@ -458,6 +492,24 @@ static void step(Gen *g) {
       GPAttrValue vals[2] = {gp_attr_int(2), gp_attr_int(2)};
       GPExpr *a = ref(x);
       push(g, call("expand_dims", 1, &a, 2, keys, vals), 4, os);
+    } else if (conv_nd) { /* NCHW to NCDHW (H split in two when even) or NCW; NCDHW or NCW back to 4-D */
+      int32_t nd = 4;
+      int64_t ns[MAXND] = {s[0], s[1], s[2], s[3], 1};
+      if (four && pick(g, 2)) {
+        nd = 5;
+        ns[2] = s[2] % 2 ? 1 : 2, ns[3] = s[2] % 2 ? s[2] : s[2] / 2, ns[4] = s[3];
+      } else if (four) {
+        nd = 3;
+        ns[2] = s[2] * s[3];
+      } else if (five) {
+        ns[2] = s[2] * s[3], ns[3] = s[4];
+      } else {
+        ns[3] = 1;
+      }
+      const char *key = "newshape";
+      GPAttrValue v = gp_attr_ints(nd, ns);
+      GPExpr *a = ref(x);
+      push(g, call("reshape", 1, &a, 1, &key, &v), nd, ns);
     }
     return;
   case 31: /* an NHWC conv with a channel-last scale and bias_add (axis 3), between transforms */
@@ -490,21 +542,28 @@ static void step(Gen *g) {
       push(g, call("layout_transform", 1, &a, 2, lk, to_nchw), 4, os);
     }
     return;
-  case 32: /* conv2d_transpose: strided (with output_padding), padded, grouped or depthwise */
-    if (!four) return;
+  case 32: /* conv2d_transpose (conv1d_ / conv3d_transpose on 3-D / 5-D): strided (with
+             * output_padding), padded, grouped or depthwise */
+    if (!conv_nd) return;
     {
+      static const char *const ops[3] = {"nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"};
+      int32_t sp = x->nd - 2;
       int64_t k = (int64_t)pick(g, 3) + 1, st = pick(g, 2) ? 1 : 2, p = pick(g, 2) && k > 1;
       int64_t opad = st == 2 ? (int64_t)pick(g, 2) : 0, gr = pick(g, 4) == 0 ? c : 1;
       int64_t o = gr == c ? c : (int64_t)pick(g, 6) + 1;
-      int64_t h = (s[2] - 1) * st - 2 * p + k + opad, w = (s[3] - 1) * st - 2 * p + k + opad;
-      const int64_t ws[4] = {c, o / gr, k, k}, os[4] = {s[0], o, h, w};
-      if (h < 1 || w < 1 || !small(4, ws) || !small(4, os)) return;
-      const int64_t ks[2] = {k, k}, strides[2] = {st, st}, pad[4] = {p, p, p, p}, op2[2] = {opad, opad};
+      int64_t ws[MAXND] = {c, o / gr}, os[MAXND] = {s[0], o}, ks[3], strides[3], pad[6], op2[3];
+      for (int32_t i = 0; i < sp; i++) {
+        ws[2 + i] = k;
+        os[2 + i] = (s[2 + i] - 1) * st - 2 * p + k + opad;
+        if (os[2 + i] < 1) return;
+        ks[i] = k, strides[i] = st, pad[i] = pad[sp + i] = p, op2[i] = opad;
+      }
+      if (!small(x->nd, ws) || !small(x->nd, os)) return;
       const char *keys[6] = {"channels", "kernel_size", "strides", "padding", "output_padding", "groups"};
-      GPAttrValue vals[6] = {gp_attr_int(o),           gp_attr_ints(2, ks),     gp_attr_ints(2, strides),
-                             gp_attr_ints(4, pad),     gp_attr_ints(2, op2),    gp_attr_int(gr)};
-      GPExpr *args[2] = {ref(x), constant(g, 4, ws, -0.5f, 0.5f, -1)};
-      push(g, call("nn.conv2d_transpose", 2, args, 6, keys, vals), 4, os);
+      GPAttrValue vals[6] = {gp_attr_int(o),            gp_attr_ints(sp, ks),     gp_attr_ints(sp, strides),
+                             gp_attr_ints(2 * sp, pad), gp_attr_ints(sp, op2),    gp_attr_int(gr)};
+      GPExpr *args[2] = {ref(x), constant(g, x->nd, ws, -0.5f, 0.5f, -1)};
+      push(g, call(ops[sp - 1], 2, args, 6, keys, vals), x->nd, os);
     }
     return;
   case 33: /* nn.pad of the spatial axes (constant, edge or reflect), or of the channels */

@@ -1,7 +1,7 @@
 /* numerics_check.h -- the miscompile check of the numerics harnesses (fuzz_numerics: Relay text;
  * fuzz_graphs: graphs built from the input bytes).  A typed module that is small and tame goes,
  * with --verify-numerics, through the llvm target's default set at opt-level 4, through
- * ConvertLayout to NHWC (conv2d, conv2d_transpose) and to mixed layouts (convolutions NCHW,
+ * ConvertLayout to NHWC (conv2d, conv2d_transpose; conv3d to NDHWC) and to mixed layouts (convolutions NCHW,
  * pools and resizes NHWC), each then SimplifyExpr and FoldConstant, and through Paddle Lite's
  * fusions.  Every pass that ran must keep @main's outputs on deterministic inputs within rtol
  * 1e-3 and atol 1e-4, or 1e-5 of the largest value @main computes when that is more: ONNX's
@@ -33,10 +33,11 @@
 static GPPassContext *ctx; /* nc_init */
 static long nc_typed, nc_checked, nc_runs_ok; /* GP_FUZZ_STATS=1 prints them at exit */
 
-/* NCHW convolutions to NHWC, with the layout_transforms at the boundaries and between them
+/* NCHW convolutions to NHWC (NCDHW to NDHWC), with the layout_transforms at the boundaries and between them
  * cancelled by SimplifyExpr. */
 static const char k_layout_pipeline[] =
-    "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default,nn.conv2d_transpose=NHWC:default\"},"
+    "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default,nn.conv2d_transpose=NHWC:default,"
+    "nn.conv3d=NDHWC:default\"},"
     "SimplifyExpr,FoldConstant";
 
 /* Mixed layouts (the accelerator's NHWC -> NCHW step for convolutions, NHWC pools and resizes):
