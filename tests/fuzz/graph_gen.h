@@ -40,6 +40,7 @@ typedef struct {
   Val v[MAXV];
   int32_t nv;
   GPVar *param;             /* %x (borrowed) */
+  int64_t pshape[4];        /* its shape */
   bool lets;                /* bind values with let (chosen per graph) */
   GPVar *lvar[STEPS * 4];   /* let bindings in order: lvar[k] = lval[k], nested around the body */
   GPExpr *lval[STEPS * 4];
@@ -185,6 +186,91 @@ static bool joins(const Val *x, const Val *y) {
   for (int32_t i = 2; i < x->nd; i++)
     if (y->s[i] != x->s[i]) return false;
   return true;
+}
+
+/* %x (which no pass changes, so a value at an integer boundary cannot move across it) times 8
+ * clipped, cast to int8 / uint8 / int32 and back, and times 1 / 8: SimplifyClipAndConsecutiveCast
+ * and SimplifyConsecutiveCast when the clip is the integer dtype's range (kept: the casts
+ * truncate), or SimplifyCastClip when the clip comes after the integer cast (removed). */
+static void quantized_param(Gen *g, bool clip_after) {
+  static const DLDataType ints[3] = {{kDLInt, 8, 1}, {kDLUInt, 8, 1}, {kDLInt, 32, 1}};
+  uint32_t which = pick(g, 3);
+  DLDataType it = ints[which];
+  bool full_range = pick(g, 2);
+  double lo = which == 1 ? 0 : which == 0 ? -128 : -2147483648.0, hi = which == 1 ? 255 : which == 0 ? 127 : 2147483647.0;
+  if (!full_range) lo = which == 1 ? 0 : -6, hi = 6;
+  const char *ck[2] = {"a_min", "a_max"}, *dk = "dtype";
+  GPAttrValue cv[2] = {gp_attr_float(lo), gp_attr_float(hi)}, iv = gp_attr_dtype(it),
+              fv = gp_attr_dtype((DLDataType){kDLFloat, 32, 1});
+  GPExpr *a = call2("multiply", gp_retain(&g->param->base), scalar(8.0f));
+  if (!clip_after) a = call("clip", 1, &a, 2, ck, cv);
+  a = call("cast", 1, &a, 1, &dk, &iv);
+  if (clip_after) a = call("clip", 1, &a, 2, ck, cv);
+  a = call("cast", 1, &a, 1, &dk, &fv);
+  push(g, call2("multiply", a, scalar(0.125f)), 4, g->pshape);
+}
+
+/* The *_like ops SimplifyExpr concretizes, each giving a value of x's shape: x * full_like(x, k),
+ * x + broadcast_to_like(per-channel shift, x), x + collapse_sum_like(x, per-channel) (the
+ * channel sums), reshape_like(reshape(x, (N, -1)), x), cast_like(x, y). */
+static void like_ops(Gen *g, const Val *x) {
+  bool chan = x->nd == 4 || x->nd == 5;
+  int32_t nd = x->nd;
+  int64_t shape[MAXND]; /* push may move x */
+  memcpy(shape, x->s, sizeof shape);
+  GPExpr *e;
+  switch (pick(g, 5)) {
+  case 0:
+    e = call2("multiply", ref(x), call2("full_like", ref(x), scalar(0.5f + (rnd(g) + 1) * 0.5f)));
+    break;
+  case 1:
+    if (!chan) return;
+    e = call2("add", ref(x), call2("broadcast_to_like", per_channel(g, x, -1, 1, 0), ref(x)));
+    break;
+  case 2:
+    if (!chan) return;
+    e = call2("add", ref(x), call2("collapse_sum_like", ref(x), per_channel(g, x, -1, 1, 0)));
+    break;
+  case 3: {
+    if (x->nd < 2) return;
+    const int64_t ns[2] = {x->s[0], -1};
+    const char *key = "newshape";
+    GPAttrValue v = gp_attr_ints(2, ns);
+    GPExpr *a = ref(x);
+    e = call2("reshape_like", call("reshape", 1, &a, 1, &key, &v), ref(x));
+    break;
+  }
+  default: {
+    Val *y = same_shape(g, x);
+    e = call2("cast_like", ref(x), ref(y ? y : x));
+    break;
+  }
+  }
+  push(g, e, nd, shape);
+}
+
+/* full / ones / zeros (of x's shape, or per channel) as an operand of an arithmetic op
+ * (FullElementwise): x * ones, x + zeros, x - full(k), maximum(x, full(k)), full(k) * x. */
+static void full_operand(Gen *g, const Val *x) {
+  static const char *const ops[4] = {"multiply", "add", "subtract", "maximum"};
+  int64_t cs[MAXND - 1] = {x->s[1], 1, 1, 1};
+  bool chan = (x->nd == 4 || x->nd == 5) && pick(g, 2);
+  int32_t nd = chan ? x->nd - 1 : x->nd;
+  const int64_t *shape = chan ? cs : x->s;
+  uint32_t op = pick(g, 4), kind = pick(g, 3); /* ones, zeros, full */
+  int32_t xnd = x->nd;
+  int64_t xs[MAXND]; /* push may move x */
+  memcpy(xs, x->s, sizeof xs);
+  const char *keys[2] = {"shape", "dtype"};
+  GPAttrValue vals[2] = {gp_attr_ints(nd, shape), gp_attr_dtype((DLDataType){kDLFloat, 32, 1})};
+  GPExpr *f;
+  if (kind == 2) {
+    GPExpr *k = scalar(rnd(g));
+    f = call("full", 1, &k, 2, keys, vals);
+  } else {
+    f = call(kind ? "zeros" : "ones", 0, NULL, 2, keys, vals);
+  }
+  push(g, pick(g, 4) ? call2(ops[op], ref(x), f) : call2(ops[op], f, ref(x)), xnd, xs);
 }
 
 static void step(Gen *g) {
@@ -390,12 +476,17 @@ static void step(Gen *g) {
     gp_release(d);
     return;
   }
-  case 22: { /* casts: to float32 (the same), or through float64 */
+  case 22: { /* casts: to float32 (the same), or through float64; or %x quantized (below) */
     const char *key = "dtype";
     GPAttrValue f64 = gp_attr_dtype((DLDataType){kDLFloat, 64, 1}), f32 = gp_attr_dtype((DLDataType){kDLFloat, 32, 1});
-    GPExpr *a = ref(x);
-    if (pick(g, 2)) a = call("cast", 1, &a, 1, &key, &f64);
-    push(g, call("cast", 1, &a, 1, &key, &f32), x->nd, s);
+    uint32_t how = pick(g, 4);
+    if (how < 2) {
+      GPExpr *a = ref(x);
+      if (how) a = call("cast", 1, &a, 1, &key, &f64);
+      push(g, call("cast", 1, &a, 1, &key, &f32), x->nd, s);
+    } else {
+      quantized_param(g, how == 3);
+    }
     return;
   }
   case 23: /* a per-channel divide or subtract */
@@ -428,8 +519,14 @@ static void step(Gen *g) {
       push(g, call("layout_transform", 1, &a, 2, lk, to_nchw), 4, os);
     }
     return;
-  case 25: /* an identity the rewrites remove: x + zeros_like(y), x * ones_like(y), x + 0, x * 1 */
+  case 25: /* an identity the rewrites remove: x + zeros_like(y), x * ones_like(y), x + 0, x * 1; or
+             * *_like ops and fulls as operands (below) */
   {
+    uint32_t how = pick(g, 4);
+    if (how >= 2) {
+      (how == 2 ? like_ops : full_operand)(g, x);
+      return;
+    }
     Val *y = same_shape(g, x);
     bool mul = pick(g, 2);
     GPExpr *k = y && pick(g, 2) ? call1(mul ? "ones_like" : "zeros_like", ref(y)) : scalar(mul ? 1.0f : 0.0f);
@@ -805,6 +902,7 @@ static GPModule *gg_build(const uint8_t *data, size_t size) {
   g.lets = pick(&g, 4) == 0;
   GPVar *x = gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 4, xs));
   g.param = x;
+  memcpy(g.pshape, xs, sizeof xs);
   push(&g, gp_retain(&x->base), 4, xs);
   for (int32_t k = 0; k < STEPS && g.i < g.n; k++) step(&g);
   GPExpr *body;
