@@ -657,19 +657,6 @@ static bool strides_are(const int64_t d[4], const int64_t st[4], const int64_t w
   return true;
 }
 
-/* The position in layout s of each axis of canon, in canon's order; false unless s is a
- * permutation of canon. */
-static bool axes_of(const char *s, const char *canon, int32_t pos[5]) {
-  size_t r = strlen(canon);
-  if (strlen(s) != r) return false;
-  for (size_t i = 0; i < r; i++) {
-    const char *p = strchr(s, canon[i]);
-    if (!p) return false;
-    pos[i] = (int32_t)(p - s);
-  }
-  return true;
-}
-
 static int convnd_common(const GPKernelArgs *a, bool transpose);
 
 int gp_knn_conv2d(const GPKernelArgs *a, void *user) {
@@ -693,7 +680,7 @@ int gp_knn_conv2d(const GPKernelArgs *a, void *user) {
   const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
   bool nhwc = strcmp(dl, "NHWC") == 0;
   int32_t dpos[5], opos[5];
-  if (!axes_of(dl, "NCHW", dpos) || (ol[0] && !axes_of(ol, "NCHW", opos))) {
+  if (!gp_k_axes_of(dl, "NCHW", dpos) || (ol[0] && !gp_k_axes_of(ol, "NCHW", opos))) {
     gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" / out_layout \"%s\" is not supported (a permutation of NCHW)",
                  dl, ol);
     return -1;
@@ -967,34 +954,16 @@ static int convnd_layouts(const GPKernelArgs *a, int32_t nd, int32_t dpos[5], in
   const char *dl = gp_ops_attr_str(a->op, a->attrs, "data_layout");
   const char *kl = gp_ops_attr_str(a->op, a->attrs, "kernel_layout");
   const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
-  if (!axes_of(dl, want, dpos) || !axes_of(ol[0] ? ol : dl, want, opos)) {
+  if (!gp_k_axes_of(dl, want, dpos) || !gp_k_axes_of(ol[0] ? ol : dl, want, opos)) {
     gp_error_set(GP_ERR_UNSUPPORTED, "data_layout \"%s\" / out_layout \"%s\" is not supported (a permutation of %s)",
                  dl, ol, want);
     return -1;
   }
-  if (!axes_of(kl, kcanon, wpos)) {
+  if (!gp_k_axes_of(kl, kcanon, wpos)) {
     gp_error_set(GP_ERR_UNSUPPORTED, "kernel_layout \"%s\" is not supported (a permutation of %s)", kl, kcanon);
     return -1;
   }
   return 0;
-}
-
-/* Copies between a compact buffer c in canonical order (shape cshape, rank r) and the view v
- * whose axis pos[i] is canonical axis i: to_canon gathers v into c, else scatters c into v. */
-static void permute_copy(const GPKView *v, const int64_t *cshape, const int32_t *pos, int32_t r, char *c,
-                         bool to_canon) {
-  int64_t total = 1;
-  for (int32_t i = 0; i < r; i++) total *= cshape[i];
-  for (int64_t f = 0; f < total; f++) {
-    int64_t rem = f, off = 0;
-    for (int32_t i = r - 1; i >= 0; i--) {
-      off += (rem % cshape[i]) * v->strides[pos[i]];
-      rem /= cshape[i];
-    }
-    char *vp = v->data + off * (int64_t)v->elem, *cp = c + (size_t)f * v->elem;
-    if (to_canon) memcpy(cp, vp, v->elem);
-    else memcpy(vp, cp, v->elem);
-  }
 }
 
 static bool is_identity(const int32_t *pos, int32_t r) {
@@ -1194,7 +1163,7 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
   char *xbuf = NULL, *ybuf = NULL;
   if (!xi) {
     xbuf = gp_malloc(xv.numel ? (size_t)xv.numel * xv.elem : 1);
-    permute_copy(&xv, xs, dpos, r, xbuf, true);
+    gp_k_permute_copy(&xv, xs, dpos, r, xbuf, true);
     xc.data = xbuf, xc.shape = xs, xc.strides = NULL, xc.byte_offset = 0;
   }
   if (!yi) {
@@ -1202,7 +1171,7 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
     yc.data = ybuf, yc.shape = ys, yc.strides = NULL, yc.byte_offset = 0;
   }
   int rc = convnd_run(a, &xc, &yc, wpos, transpose);
-  if (rc == 0 && !yi) permute_copy(&yv, ys, opos, r, ybuf, false);
+  if (rc == 0 && !yi) gp_k_permute_copy(&yv, ys, opos, r, ybuf, false);
   gp_free(xbuf);
   gp_free(ybuf);
   return rc;

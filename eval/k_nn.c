@@ -619,8 +619,8 @@ static int k_lrn(const GPKernelArgs *a, void *user) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* nn.{max,avg}_pool{1,3}d: the spatial axes are the last nd axes of the layout (NCW, NCDHW);
- * run as 3-d pools over [outer, D, H, W] (1-d: D = H = 1).  Items are output rows (o, od, oh). */
+/* nn.{max,avg}_pool{1,3}d: run as 3-d pools over [outer, D, H, W] (1-d: D = H = 1), the spatial
+ * axes last (other layouts through a copy, see poolnd).  Items are output rows (o, od, oh). */
 
 typedef struct PoolNd {
   const void *x;
@@ -689,6 +689,28 @@ static int attr_nd3(const GPKernelArgs *a, const char *key, int32_t nd, int64_t 
   return 0;
 }
 
+/* The pool of xt into yt, whose last nd axes are the spatial ones (p's windows set). */
+static int poolnd_run(const GPKernelArgs *a, PoolNd *p, const DLTensor *xt, DLTensor *yt, int32_t nd, int k) {
+  int32_t r = xt->ndim;
+  for (int32_t i = 0; i < 3; i++) p->in[i] = p->out[i] = 1;
+  for (int32_t i = 0; i < nd; i++) p->in[3 - nd + i] = xt->shape[r - nd + i], p->out[3 - nd + i] = yt->shape[r - nd + i];
+  int64_t outer = prod(xt->shape, 0, r - nd);
+  if (gp_k_numel(yt) == 0) return 0;
+  int ck = compute_kind(k);
+  void *xsc = NULL, *tmp;
+  p->x = gp_knn_load_as(xt, ck, &xsc);
+  p->y = out_begin(yt, ck, &tmp);
+  gp_k_parallel_for(nthreads_of(a), outer * p->out[0] * p->out[1],
+                    grain_for(p->out[2] * p->k[0] * p->k[1] * p->k[2]),
+                    ck == GP_K_F32 ? poolnd_f32 : ck == GP_K_F64 ? poolnd_f64 : poolnd_i64, p);
+  out_done(yt, tmp, ck);
+  gp_free(xsc);
+  return 0;
+}
+
+/* A layout whose last axes are the spatial ones (NCDHW, CNDHW) runs in place; another
+ * permutation of NC + spatial (NDHWC, NWC) runs on a copy gathered into NC + spatial order, its
+ * result scattered back. */
 static int poolnd(const GPKernelArgs *a, int32_t nd, bool is_max) {
   static const char *const sp[4] = {"", "W", "HW", "DHW"};
   if (check_io(a, 1, 1) != 0) return -1;
@@ -696,11 +718,16 @@ static int poolnd(const GPKernelArgs *a, int32_t nd, bool is_max) {
   DLTensor *yt = a->outputs[0];
   const char *ls = gp_ops_attr_str(a->op, a->attrs, "layout");
   const char *ol = gp_ops_attr_str(a->op, a->attrs, "out_layout");
+  const char *canon = nd == 1 ? "NCW" : "NCDHW";
   size_t ll = strlen(ls);
-  if (ll != (size_t)xt->ndim || ll < (size_t)nd || strcmp(ls + ll - nd, sp[nd]) != 0 ||
-      strpbrk(ls, "abcdefghijklmnopqrstuvwxyz0123456789") || (ol[0] && strcmp(ol, ls) != 0)) {
-    gp_error_set(GP_ERR_UNSUPPORTED, "layout \"%s\" is not supported (the last axes must be %s, unsplit)", ls,
-                 sp[nd]);
+  bool last = ll == (size_t)xt->ndim && ll >= (size_t)nd && strcmp(ls + ll - nd, sp[nd]) == 0 &&
+              !strpbrk(ls, "abcdefghijklmnopqrstuvwxyz0123456789");
+  int32_t pos[5];
+  bool perm = !last && ll == (size_t)xt->ndim && gp_k_axes_of(ls, canon, pos);
+  if ((!last && !perm) || (ol[0] && strcmp(ol, ls) != 0)) {
+    gp_error_set(GP_ERR_UNSUPPORTED,
+                 "layout \"%s\" is not supported (the last axes must be %s, unsplit, or the axes those of %s)", ls,
+                 sp[nd], canon);
     return -1;
   }
   int k;
@@ -725,23 +752,25 @@ static int poolnd(const GPKernelArgs *a, int32_t nd, bool is_max) {
     gp_error_set(GP_ERR_VALUE, "result rank differs from data's");
     return -1;
   }
-  for (int32_t i = 0; i < 3; i++) p.in[i] = p.out[i] = 1;
-  for (int32_t i = 0; i < nd; i++) p.in[3 - nd + i] = xt->shape[r - nd + i], p.out[3 - nd + i] = yt->shape[r - nd + i];
   p.is_max = is_max;
   p.count_pad = !is_max && gp_ops_attr_bool(a->op, a->attrs, "count_include_pad");
   p.lowest_i = int_lowest(k);
-  int64_t outer = prod(xt->shape, 0, r - nd);
-  if (gp_k_numel(yt) == 0) return 0;
-  int ck = compute_kind(k);
-  void *xsc = NULL, *tmp;
-  p.x = gp_knn_load_as(xt, ck, &xsc);
-  p.y = out_begin(yt, ck, &tmp);
-  gp_k_parallel_for(nthreads_of(a), outer * p.out[0] * p.out[1],
-                    grain_for(p.out[2] * p.k[0] * p.k[1] * p.k[2]),
-                    ck == GP_K_F32 ? poolnd_f32 : ck == GP_K_F64 ? poolnd_f64 : poolnd_i64, &p);
-  out_done(yt, tmp, ck);
-  gp_free(xsc);
-  return 0;
+  if (last) return poolnd_run(a, &p, xt, yt, nd, k);
+  int64_t xs[5], ys[5];
+  for (int32_t i = 0; i < r; i++) xs[i] = xt->shape[pos[i]], ys[i] = yt->shape[pos[i]];
+  GPKView xv, yv;
+  gp_k_view(xt, &xv);
+  gp_k_view(yt, &yv);
+  char *xbuf = gp_malloc(xv.numel ? (size_t)xv.numel * xv.elem : 1), *ybuf = gp_malloc(yv.numel ? (size_t)yv.numel * yv.elem : 1);
+  gp_k_permute_copy(&xv, xs, pos, r, xbuf, true);
+  DLTensor xc = *xt, yc = *yt;
+  xc.data = xbuf, xc.shape = xs, xc.strides = NULL, xc.byte_offset = 0;
+  yc.data = ybuf, yc.shape = ys, yc.strides = NULL, yc.byte_offset = 0;
+  int rc = poolnd_run(a, &p, &xc, &yc, nd, k);
+  if (rc == 0) gp_k_permute_copy(&yv, ys, pos, r, ybuf, false);
+  gp_free(xbuf);
+  gp_free(ybuf);
+  return rc;
 }
 
 static int k_max_pool1d(const GPKernelArgs *a, void *user) {

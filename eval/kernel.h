@@ -113,6 +113,13 @@ void gp_k_view(const DLTensor *t, GPKView *v);
 /* Element offset (in elements, from v->data) of the element with row-major index `flat`. */
 int64_t gp_k_offset_of(const GPKView *v, int64_t flat);
 
+/* The position in layout s of each axis of canon, in canon's order (at most 5 axes); false unless
+ * s is a permutation of canon. */
+bool gp_k_axes_of(const char *s, const char *canon, int32_t pos[5]);
+/* Copies between a compact buffer c in canonical order (shape cshape, rank r) and the view v
+ * whose axis pos[i] is canonical axis i: to_canon gathers v into c, else scatters c into v. */
+void gp_k_permute_copy(const GPKView *v, const int64_t *cshape, const int32_t *pos, int32_t r, char *c, bool to_canon);
+
 /* t's elements in compact row-major order: t's own data when it is compact, else a copy made
  * into *scratch (gp_malloc'd; the caller frees it with gp_free; left NULL when no copy was
  * needed).  numel 0 returns a non-NULL pointer that must not be read. */

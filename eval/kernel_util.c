@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void gp_kernel_set(const char *op_name, GPOpKernelFn fn) {
   /* Runs inside gp_ops_init's pthread_once (gp_ops_register_builtin), so it must not call
@@ -361,5 +362,31 @@ void gp_k_parallel_for(int32_t nthreads, int64_t n, int64_t grain,
       pthread_join(th[p], NULL);
     else
       fn(ctx, ch[p].begin, ch[p].end); /* could not start a thread: run it here */
+  }
+}
+
+bool gp_k_axes_of(const char *s, const char *canon, int32_t pos[5]) {
+  size_t r = strlen(canon);
+  if (r > 5 || strlen(s) != r) return false;
+  for (size_t i = 0; i < r; i++) {
+    const char *p = strchr(s, canon[i]);
+    if (!p) return false;
+    pos[i] = (int32_t)(p - s);
+  }
+  return true;
+}
+
+void gp_k_permute_copy(const GPKView *v, const int64_t *cshape, const int32_t *pos, int32_t r, char *c, bool to_canon) {
+  int64_t total = 1;
+  for (int32_t i = 0; i < r; i++) total *= cshape[i];
+  for (int64_t f = 0; f < total; f++) {
+    int64_t rem = f, off = 0;
+    for (int32_t i = r - 1; i >= 0; i--) {
+      off += (rem % cshape[i]) * v->strides[pos[i]];
+      rem /= cshape[i];
+    }
+    char *vp = v->data + off * (int64_t)v->elem, *cp = c + (size_t)f * v->elem;
+    if (to_canon) memcpy(cp, vp, v->elem);
+    else memcpy(vp, cp, v->elem);
   }
 }

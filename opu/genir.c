@@ -973,6 +973,9 @@ static int do_concat(Comp *c, int32_t i, const GPCall *call) {
       const OpuTensor *t = &c->tens[fn->tid];
       fu = (t->flags & OPU_T_UNSIGNED) != 0;
       r = (double)t->scale * (fu ? 255 : 127);
+      /* its calibrated range when narrower: a tensor that was all zeros has scale_for's default
+       * step 1/127, and its 1.0 made the others' small values round to 0 (cosine 0) */
+      if (fn->range_idx >= 0 && range_of(c, f) < r) r = range_of(c, f);
     } else if (fn->kind >= K_PCONV && fn->kind <= K_PREQ) {
       fu = pending_unsigned(c, &c->pend[fn->pend]);
       r = range_of(c, f);
@@ -1036,24 +1039,10 @@ static int do_reshape(Comp *c, int32_t i, const GPCall *call) {
 }
 
 static int do_pad(Comp *c, int32_t i, const GPCall *call) {
-  const char *mode = attr_str(call, "pad_mode");
-  if (mode && strcmp(mode, "constant")) return node_err(c, &call->base, "pad_mode %s; the OPU pads with a constant", mode);
+  char why[256];
+  if (opu_pad_ok(call, why, sizeof why) != 0) return node_err(c, &call->base, "%s", why);
   const GPAttrValue *pw = attr(call, "pad_width");
-  const GPType *xt = call->args[0]->checked_type;
-  if (!pw || pw->kind != GP_ATTR_INTS || pw->n != 2 * xt->n || xt->n != 4)
-    return node_err(c, &call->base, "the OPU pads 4-d tensors (pad_width of 8 values)");
-  if (pw->ints[0] || pw->ints[1])
-    return node_err(c, &call->base, "it pads the batch axis; the OPU pads channels, rows and columns");
-  for (int k = 2; k < 8; k++)
-    if (pw->ints[k] < 0 || pw->ints[k] > 65535) return node_err(c, &call->base, "a negative or huge pad");
-  float fill = 0;
-  if (call->nargs > 1) {
-    if (call->args[1]->obj.type_index != GP_TI_CONSTANT)
-      return node_err(c, &call->base, "the pad value is not a constant");
-    const GPTensor *pv = ((const GPConstant *)call->args[1])->data;
-    if (!tensor_compact_f32(pv)) return node_err(c, &call->base, "the pad value is not float32");
-    fill = f32_at(pv, 0);
-  }
+  float fill = call->nargs > 1 ? f32_at(((const GPConstant *)call->args[1])->data, 0) : 0;
   uint32_t in;
   if (materialize(c, node_of(c, call->args[0]), &in) != 0) return -1;
   OpuTensor src = c->tens[in];

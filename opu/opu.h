@@ -75,6 +75,10 @@ int opu_attr_ints(const GPCall *c, const char *key, int64_t *out, int want, int6
  * dilation 1, and for a conv at most OPU_MAX_TAPS taps per output.  0, or -1 with the reason in
  * why (target.c's predicates keep such a call on the host; GenIR reports it). */
 int opu_window_ok(const GPCall *c, bool conv, char *why, size_t n);
+/* Whether the OPU runs a typed nn.pad call: constant mode, a 4-d input, pad_width of 8 values
+ * that pad neither the batch axis nor by more than 65535 or less than 0, a float32 scalar
+ * constant fill.  0, or -1 with the reason in why (as opu_window_ok). */
+int opu_pad_ok(const GPCall *c, char *why, size_t n);
 
 /* "source:line:col" of e (or "<source>" when e has no location) into buf. */
 const char *opu_where(const GPModule *mod, const GPExpr *e, char *buf, size_t size);

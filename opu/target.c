@@ -8,7 +8,7 @@
  *  - nn.conv2d: NCHW data, OIHW weight that is a constant, out_layout "" or NCHW, out_dtype
  *    unset or float32, any groups (depthwise included), kernel and strides up to 64, padding
  *    below the kernel, dilation 1, at most 32768 taps per output (opu_window_ok);
- *  - add: two activations of the output's shape (residual add), or an activation and a
+ *  - add: two activations (not constants) of the output's shape (residual add), or an activation and a
  *    constant that is a scalar or varies only along the channel axis 1 of the output ((C, 1, 1)
  *    or (1, C, 1, 1) on NCHW, (C) on (N, C): a bias); multiply: an activation and such a
  *    constant;
@@ -16,7 +16,8 @@
  *  - nn.max_pool2d, nn.avg_pool2d: NCHW, window and strides up to 64, padding below the window,
  *    dilation 1; nn.global_avg_pool2d: NCHW;
  *  - concatenate: 4-d, on the channel axis (1 or -3);
- *  - nn.pad: constant mode with a constant scalar pad value;
+ *  - nn.pad: constant mode, 4-d, the batch axis not padded, pads up to 65535, a constant
+ *    float32 scalar pad value (opu_pad_ok);
  *  - reshape, nn.batch_flatten: any.
  * nn.dense is not a kernel: Peephole turns a dense of at most 2048 input features into a 1x1
  * conv2d between reshapes; a larger one stays on the host. */
@@ -95,7 +96,9 @@ static bool check_add(const GPCall *c) {
   const GPType *out = c->base.checked_type;
   if (per_channel_const(c->args[1], out) && same_shape(c->args[0]->checked_type, out)) return true;
   if (per_channel_const(c->args[0], out) && same_shape(c->args[1]->checked_type, out)) return true;
-  return same_shape(c->args[0]->checked_type, out) && same_shape(c->args[1]->checked_type, out);
+  /* two activations: a constant of the output's shape (a folded full) is not one */
+  return c->args[0]->obj.type_index != GP_TI_CONSTANT && c->args[1]->obj.type_index != GP_TI_CONSTANT &&
+         same_shape(c->args[0]->checked_type, out) && same_shape(c->args[1]->checked_type, out);
 }
 
 static bool check_multiply(const GPCall *c) {
@@ -119,9 +122,8 @@ static bool check_concat(const GPCall *c) {
 }
 
 static bool check_pad(const GPCall *c) {
-  if (!all_f32(c) || c->nargs != 2 || !str_is(attr_str(c, "pad_mode"), "constant")) return false;
-  const GPType *t = c->args[1]->checked_type;
-  return c->args[1]->obj.type_index == GP_TI_CONSTANT && t->n == 0;
+  char why[256];
+  return all_f32(c) && c->nargs == 2 && str_is(attr_str(c, "pad_mode"), "constant") && opu_pad_ok(c, why, sizeof why) == 0;
 }
 
 static bool check_any_f32(const GPCall *c) { return all_f32(c); }

@@ -235,3 +235,39 @@ int opu_window_ok(const GPCall *c, bool conv, char *why, size_t n) {
   }
   return 0;
 }
+
+int opu_pad_ok(const GPCall *c, char *why, size_t n) {
+  const GPAttrValue *mode = c->attrs ? H->attrs_get(c->attrs, "pad_mode") : NULL;
+  const GPAttrValue *pw = c->attrs ? H->attrs_get(c->attrs, "pad_width") : NULL;
+  const GPType *xt = c->nargs ? c->args[0]->checked_type : NULL;
+  if (mode && mode->kind == GP_ATTR_STR && mode->s && strcmp(mode->s, "constant") != 0) {
+    snprintf(why, n, "pad_mode %s; the OPU pads with a constant", mode->s);
+    return -1;
+  }
+  if (!pw || pw->kind != GP_ATTR_INTS || !xt || xt->kind != GP_TYPE_TENSOR || xt->n != 4 || pw->n != 8) {
+    snprintf(why, n, "the OPU pads 4-d tensors (pad_width of 8 values)");
+    return -1;
+  }
+  if (pw->ints[0] || pw->ints[1]) {
+    snprintf(why, n, "it pads the batch axis; the OPU pads channels, rows and columns");
+    return -1;
+  }
+  for (int k = 2; k < 8; k++)
+    if (pw->ints[k] < 0 || pw->ints[k] > 65535) {
+      snprintf(why, n, "a negative or huge pad");
+      return -1;
+    }
+  if (c->nargs > 1) {
+    const GPExpr *v = c->args[1];
+    const GPTensor *t = v->obj.type_index == GP_TI_CONSTANT ? ((const GPConstant *)v)->data : NULL;
+    if (!t) {
+      snprintf(why, n, "the pad value is not a constant");
+      return -1;
+    }
+    if (t->dl.ndim != 0 || t->dl.dtype.code != kDLFloat || t->dl.dtype.bits != 32 || t->dl.dtype.lanes != 1 || !t->dl.data) {
+      snprintf(why, n, "the pad value is not a float32 scalar");
+      return -1;
+    }
+  }
+  return 0;
+}

@@ -361,6 +361,40 @@ Test(kernels_conv, pool1d) {
   release_all((GPTensor *[]){x, x3, xi, y}, 4);
 }
 
+/* A 1-d / 3-d pool in a channel-last layout (NWC, NDHWC: the fuzzers' ConvertLayout of a conv3d
+ * to NDHWC gives the pool after it that layout) equals the NC + spatial pool, channels moved. */
+Test(kernels_conv, pool_nd_channel_last) {
+  static const char *const ops[2][4] = {{NULL, "nn.avg_pool1d", NULL, "nn.avg_pool3d"},
+                                        {NULL, "nn.max_pool1d", NULL, "nn.max_pool3d"}};
+  static const char *const last[4] = {NULL, "NWC", NULL, "NDHWC"};
+  for (int32_t nd = 1; nd <= 3; nd += 2)
+    for (int it = 0; it < 4; it++) {
+      bool is_max = it % 2, incl = it / 2;
+      int64_t xs[5] = {2, 3, 5, 4, 6}, k[3] = {3, 3, 3}, st[3] = {2, 2, 2}, pad[6] = {1, 0, 1, 1, 1, 0};
+      if (nd == 1) xs[2] = 7;
+      int32_t r = nd + 2;
+      GPTensor *x = random_tensor(GP_DT_F32, r, xs, 4);
+      KV kv[5] = {KV("pool_size", gp_attr_ints(nd, k)), KV("strides", gp_attr_ints(nd, st)),
+                  KV("padding", gp_attr_ints(2 * nd, pad)), KV("count_include_pad", gp_attr_bool(incl))};
+      GPTensor *y = run1(ops[is_max][nd], kv, is_max ? 3 : 4, INS(x));
+      int64_t px = numel(nd, xs + 2), py = numel(nd, y->dl.shape + 2), ys[5];
+      memcpy(ys, y->dl.shape, (size_t)r * sizeof *ys);
+      double *xd = to_doubles(x), *yd = to_doubles(y);
+      double *xl = channel_last(xd, xs[0], xs[1], px), *want = channel_last(yd, ys[0], ys[1], py);
+      int64_t xls[5] = {xs[0]}, yls[5] = {ys[0]};
+      memcpy(xls + 1, xs + 2, (size_t)nd * sizeof *xls);
+      memcpy(yls + 1, ys + 2, (size_t)nd * sizeof *yls);
+      xls[r - 1] = xs[1], yls[r - 1] = ys[1];
+      GPTensor *xin = tensor(GP_DT_F32, r, xls, xl);
+      kv[is_max ? 3 : 4] = KV("layout", gp_attr_str(last[nd]));
+      GPTensor *yl = run1(ops[is_max][nd], kv, is_max ? 4 : 5, INS(xin));
+      expect_shape(yl, r, yls);
+      expect_vals(yl, want, numel(r, yls), 1e-6, __LINE__);
+      free(xd), free(yd), free(xl), free(want);
+      release_all((GPTensor *[]){x, y, xin, yl}, 4);
+    }
+}
+
 Test(kernels_conv, pool3d_global_max) {
   GPTensor *x = T32(DIMS(1, 1, 2, 2, 2), VALS(0, 1, 2, 3, 4, 5, 6, 7));
   GPTensor *y = run1("nn.max_pool3d", KVS(KV("pool_size", INTS(2))), INS(x));

@@ -328,6 +328,15 @@ Test(opu_genir, bias_far_above_a_tiny_input) {
   gp_release(got);
 }
 
+/* A concatenate of an input that was all zeros on calibration (its default step 1/127) and one
+ * of range ~0.01: the output's steps follow the calibrated ranges (the zeros' step had made
+ * them 1/127, and the second input rounded to 0: cosine 0, found by fuzz_opu). */
+Test(opu_genir, concatenate_with_an_all_zero_input) {
+  load_opu();
+  GPTensor *got = simulate_close("tests/data/opu/concat_zero_input.relay");
+  gp_release(got);
+}
+
 /* A conv the OPU does not run (dilation 2) stays on the host: the target's predicate refuses it
  * (GenIR had failed the whole compile), and the relu after it still goes to the OPU. */
 Test(opu_genir, unsupported_shape_stays_on_the_host) {
@@ -347,6 +356,32 @@ Test(opu_genir, unsupported_shape_stays_on_the_host) {
   gp_release(c);
   gp_ctx_free(ctx);
   gp_release(m);
+}
+
+/* Calls GenIR cannot run stay on the host (fuzz_opu: each had failed the whole compile): a pad of
+ * a 3-d tensor (Peephole's rewrite of an add of a concatenate makes such pads) and an add of a
+ * constant of the output's shape (a folded full: not a per-channel bias, not an activation). */
+Test(opu_genir, pad_3d_and_add_of_a_full_constant_stay_on_the_host) {
+  load_opu();
+  static const struct {
+    const char *file, *host;
+  } cases[] = {{"tests/data/opu/pad_3d.relay", "nn.pad("}, {"tests/data/opu/add_full_constant.relay", "add("}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    GPModule *m = th_parse_file(cases[i].file);
+    GPPassContext *ctx = opu_ctx(NULL);
+    GPModule *c = gp_run_pipeline(m, NULL, ctx);
+    cr_assert_not_null(c, "%s: %s", cases[i].file, gp_error_message());
+    const char *fname = NULL;
+    cr_assert_not_null(opu_function(c, &fname), "%s: no Compiler=\"opu\" function", cases[i].file);
+    char *text = gp_print(c, 0);
+    const char *host = strstr(text, cases[i].host), *opu = strstr(text, "Compiler=\"opu\"");
+    cr_assert(host && opu && host < opu, "%s: %s is not in @main: %s", cases[i].file, cases[i].host, text);
+    cr_assert_null(strstr(opu, cases[i].host), "%s", text);
+    gp_free(text);
+    gp_release(c);
+    gp_ctx_free(ctx);
+    gp_release(m);
+  }
 }
 
 /* GenIR itself names the node of a function given to it with a conv it cannot run. */
