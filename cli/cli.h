@@ -35,6 +35,11 @@ typedef struct {
 } ShapeOpts;
 /* Parse one --shape value into s; -1 + GP_ERR_VALUE saying what is wrong. */
 int shape_opt_add(ShapeOpts *s, const char *text);
+/* Whether path names an ONNX model (.onnx): there --shape fixes the import's dims; on Relay text
+ * it gives the shapes of the inputs --verify-numerics, --bisect-numerics and --random-inputs make
+ * for parameters with `?` dims (shape_opts_to_ctx: into ctx's numerics shapes). */
+bool is_onnx_path(const char *path);
+int shape_opts_to_ctx(const ShapeOpts *s, GPPassContext *ctx);
 void shape_opts_free(ShapeOpts *s);
 /* An input file as a module: a .onnx model through the ONNX frontend (with the --shape
  * options), else Relay text ('-' = stdin).  NULL + error. */

@@ -234,7 +234,14 @@ int cmd_eval(int argc, char **argv) {
   GPFunctionExpr *fn = NULL;
   GPTensor **ins = NULL, **rnd = NULL, **outs = NULL;
   int32_t np = 0, nrnd = 0, nout = 0;
-  mod = load_module_params(input, &shapes, params);
+  bool relay_shapes = shapes.n && !is_onnx_path(input); /* the shapes --random-inputs makes */
+  if (relay_shapes && !seed_text) {
+    die_usage("eval: %s", "--shape on Relay text gives the shapes of the inputs --random-inputs makes (parameters "
+                          "with ? dims); --random-inputs is not given");
+    shape_opts_free(&shapes);
+    return EV_USAGE;
+  }
+  mod = load_module_params(input, relay_shapes ? NULL : &shapes, params);
   if (!mod) goto fail;
   if (po.target) { /* compile for the target: its set, then external functions on its runner */
     GPPassContext *ctx = compile_ctx(po.target, opt_level, config, nconfig, cal, ncal);
@@ -306,7 +313,10 @@ int cmd_eval(int argc, char **argv) {
     }
     gp_buf_free(&missing);
     if (nmissing) {
-      if (gp_eval_random_inputs(mod, "main", seed, &rnd, &nrnd) != 0) goto fail;
+      GPInputShape sh[MAX_SHAPES];
+      int32_t nsh = relay_shapes ? shapes.n : 0;
+      for (int32_t i = 0; i < nsh; i++) sh[i] = (GPInputShape){shapes.names[i], shapes.shapes[i].ndim, shapes.dims[i]};
+      if (gp_eval_random_inputs_shaped(mod, "main", seed, sh, nsh, 1, &rnd, &nrnd) != 0) goto fail;
       for (int32_t i = 0; i < np; i++)
         if (!ins[i]) ins[i] = gp_retain(rnd[i]);
     }

@@ -51,6 +51,14 @@ void shape_opts_free(ShapeOpts *s) {
   s->n = 0;
 }
 
+bool is_onnx_path(const char *path) { return ends_with(path, ".onnx"); }
+
+int shape_opts_to_ctx(const ShapeOpts *s, GPPassContext *ctx) {
+  for (int i = 0; i < s->n; i++)
+    if (gp_ctx_add_numerics_shape(ctx, s->names[i], s->shapes[i].ndim, s->dims[i]) != 0) return -1;
+  return 0;
+}
+
 GPModule *load_module(const char *path, const ShapeOpts *shapes) { return load_module_params(path, shapes, NULL); }
 
 GPModule *load_module_params(const char *path, const ShapeOpts *shapes, const char *params) {

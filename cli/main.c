@@ -39,7 +39,9 @@ static const char usage_text[] =
     "                 [--verify-numerics] [--plugin FILE]... [--no-default-plugins]\n"
     "       graphpass --version | --help\n"
     "INPUT is Relay text (TVM's print(mod) format; '-' reads stdin) or an ONNX model (.onnx);\n"
-    "--shape fixes the dims of an ONNX graph input.  --input files are .npy or ONNX TensorProto (.pb).\n"
+    "--shape fixes the dims of an ONNX graph input; on Relay text it gives the shape of a parameter with ?\n"
+    "dims for the inputs of --verify-numerics, --bisect-numerics and --random-inputs (other ? dims are 1).\n"
+    "--input files are .npy or ONNX TensorProto (.pb).\n"
     "onnx-test runs ONNX's conformance tests (a test directory with model.onnx and\n"
     "test_data_set_*, a directory of them, or X.onnx beside X_output_0.pb) and prints\n"
     "PASS/FAIL/SKIP per test and a totals line; it exits 1 when a test failed.  It compares\n"
@@ -525,7 +527,15 @@ static int cmd_opt(int argc, char **argv) {
   }
   ctx->out = stderr;
 
-  mod = load_module_params(input, &shapes, params_in);
+  if (shapes.n && !is_onnx_path(input)) { /* the shapes of the inputs the numerics are checked on */
+    if (!verify_numerics && !bisect_numerics) {
+      gp_error_set(GP_ERR_VALUE, "--shape on Relay text gives the shapes of @main's inputs for --verify-numerics or "
+                                 "--bisect-numerics (parameters with ? dims); neither is given");
+      goto usage_error;
+    }
+    if (shape_opts_to_ctx(&shapes, ctx) != 0) goto usage_error;
+  }
+  mod = load_module_params(input, is_onnx_path(input) ? &shapes : NULL, params_in);
   if (!mod) {
     code = report(EXIT_INPUT);
     goto done;

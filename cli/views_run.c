@@ -545,7 +545,12 @@ int views_bisect_numerics(const GPModule *mod, const char *pipeline, GPPassConte
   int code = 0;
   Views *names = NULL;
   GPModule *full = NULL;
-  if (gp_eval_random_inputs(m, "main", seed, &ref.in, &ref.nin) != 0 ||
+  size_t nsh = ctx->numerics_shapes.len;
+  GPInputShape *sh = gp_malloc((nsh ? nsh : 1) * sizeof *sh);
+  for (size_t i = 0; i < nsh; i++) sh[i] = *(const GPInputShape *)ctx->numerics_shapes.items[i];
+  int irc = gp_eval_random_inputs_shaped(m, "main", seed, sh, (int32_t)nsh, 1, &ref.in, &ref.nin);
+  gp_free(sh);
+  if (irc != 0 ||
       gp_eval_function(m, "main", ref.nin, ref.in, &ref.out, &ref.nout, NULL) != 0) {
     gp_error_prefix("--bisect-numerics: evaluating @main of the input module");
     code = 1;

@@ -1473,24 +1473,70 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-static int random_inputs_fn(const GPFunctionExpr *fn, const char *name, uint64_t seed, GPTensor ***inputs,
-                            int32_t *nin) {
+/* The concrete shape of parameter pv (type t, a tensor type) into dims: its static dims, each `?`
+ * from the shape given for it (by name) or else any_dim; -1 + error when a given shape does not
+ * fit the type; -2 (no error) when a `?` has no value (any_dim < 0). */
+static int input_dims(const GPVar *pv, const GPType *t, const char *name, const GPInputShape *shapes, int32_t nshapes,
+                      int64_t any_dim, int64_t *dims) {
+  const GPInputShape *given = NULL;
+  for (int32_t j = 0; j < nshapes && !given; j++)
+    if (shapes[j].name && pv->name && strcmp(shapes[j].name, pv->name) == 0) given = &shapes[j];
+  if (given && given->ndim != t->n) {
+    char *ts = type_str(t);
+    gp_error_set(GP_ERR_VALUE, "random_inputs: @%s: the shape given for %%%s has %d dims; its type %s has %d", name,
+                 var_name(pv), (int)given->ndim, ts, (int)t->n);
+    gp_free(ts);
+    return -1;
+  }
+  for (int32_t d = 0; d < t->n; d++) {
+    int64_t v = t->tensor.shape[d];
+    if (given && v != GP_DIM_ANY && given->dims[d] != v) {
+      char *ts = type_str(t);
+      gp_error_set(GP_ERR_VALUE, "random_inputs: @%s: the shape given for %%%s has %lld at dim %d; its type %s has %lld",
+                   name, var_name(pv), (long long)given->dims[d], (int)d, ts, (long long)v);
+      gp_free(ts);
+      return -1;
+    }
+    dims[d] = given ? given->dims[d] : v == GP_DIM_ANY ? any_dim : v;
+    if (dims[d] < 0) return -2;
+  }
+  return 0;
+}
+
+static int random_inputs_fn(const GPFunctionExpr *fn, const char *name, uint64_t seed, const GPInputShape *shapes,
+                            int32_t nshapes, int64_t any_dim, GPTensor ***inputs, int32_t *nin) {
+  for (int32_t j = 0; j < nshapes; j++) {
+    bool found = false;
+    for (int32_t i = 0; i < fn->nparams && !found; i++)
+      found = shapes[j].name && fn->params[i]->name && strcmp(shapes[j].name, fn->params[i]->name) == 0;
+    if (!found) {
+      gp_error_set(GP_ERR_NOT_FOUND, "random_inputs: @%s has no parameter %%%s (a shape is given for it)", name,
+                   shapes[j].name ? shapes[j].name : "(null)");
+      return -1;
+    }
+  }
   int32_t np = fn->nparams;
   GPTensor **out = gp_calloc((size_t)(np ? np : 1), sizeof *out);
   for (int32_t i = 0; i < np; i++) {
     const GPVar *pv = fn->params[i];
     const GPType *t = param_type(pv);
     int k = t && t->kind == GP_TYPE_TENSOR ? gp_k_dtype(t->tensor.dtype) : -1;
-    if (!t || t->kind != GP_TYPE_TENSOR || gp_type_numel(t) < 0 || k < 0) {
-      char *ts = type_str(t);
-      gp_error_set(GP_ERR_VALUE, "random_inputs: @%s: parameter %%%s has type %s, not a static tensor type of a "
-                   "supported dtype", name, var_name(pv), ts);
-      gp_free(ts);
+    int64_t dims[GP_K_MAX_RANK];
+    int drc = -2;
+    if (!t || t->kind != GP_TYPE_TENSOR || k < 0 || t->n > GP_K_MAX_RANK ||
+        (drc = input_dims(pv, t, name, shapes, nshapes, any_dim, dims)) != 0) {
+      if (drc == -2) {
+        char *ts = type_str(t);
+        gp_error_set(GP_ERR_VALUE, "random_inputs: @%s: parameter %%%s has type %s, not a static tensor type of a "
+                     "supported dtype%s", name, var_name(pv), ts,
+                     t && t->kind == GP_TYPE_TENSOR && k >= 0 ? " (give its shape to fill the ? dims)" : "");
+        gp_free(ts);
+      }
       for (int32_t j = 0; j < i; j++) gp_release(out[j]);
       gp_free(out);
       return -1;
     }
-    GPTensor *x = gp_tensor_alloc(t->tensor.dtype, t->n, t->tensor.shape, true);
+    GPTensor *x = gp_tensor_alloc(t->tensor.dtype, t->n, dims, true);
     if (!x) {
       for (int32_t j = 0; j < i; j++) gp_release(out[j]);
       gp_free(out);
@@ -1498,7 +1544,7 @@ static int random_inputs_fn(const GPFunctionExpr *fn, const char *name, uint64_t
     }
     uint64_t st = seed ^ ((uint64_t)(i + 1) * 0xd1b54a32d192ed03ull);
     (void)splitmix64(&st);
-    int64_t numel = gp_type_numel(t);
+    int64_t numel = gp_k_numel(&x->dl);
     size_t es = gp_k_elem_size(k);
     char *p = x->dl.data;
     for (int64_t j = 0; j < numel; j++) {
@@ -1519,7 +1565,12 @@ static int random_inputs_fn(const GPFunctionExpr *fn, const char *name, uint64_t
 }
 
 int gp_eval_random_inputs(const GPModule *m, const char *name, uint64_t seed, GPTensor ***inputs, int32_t *nin) {
-  if (!inputs || !nin) {
+  return gp_eval_random_inputs_shaped(m, name, seed, NULL, 0, -1, inputs, nin);
+}
+
+int gp_eval_random_inputs_shaped(const GPModule *m, const char *name, uint64_t seed, const GPInputShape *shapes,
+                                 int32_t nshapes, int64_t any_dim, GPTensor ***inputs, int32_t *nin) {
+  if (!inputs || !nin || (nshapes && !shapes)) {
     gp_error_set(GP_ERR_VALUE, "random_inputs: NULL output pointers");
     return -1;
   }
@@ -1541,7 +1592,7 @@ int gp_eval_random_inputs(const GPModule *m, const char *name, uint64_t seed, GP
     }
     fn = gp_module_lookup(typed, name);
   }
-  int rc = random_inputs_fn(fn, name, seed, inputs, nin);
+  int rc = random_inputs_fn(fn, name, seed, shapes, nshapes, any_dim, inputs, nin);
   gp_release(typed);
   return rc;
 }

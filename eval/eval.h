@@ -55,6 +55,18 @@ int gp_eval_function(const GPModule *m, const char *name, int32_t nin, GPTensor 
  * type (else GP_ERR_VALUE naming it).  *inputs (gp_malloc'd) gets *nin new references. */
 int gp_eval_random_inputs(const GPModule *m, const char *name, uint64_t seed, GPTensor ***inputs,
                           int32_t *nin);
+/* A parameter's concrete shape for inputs made from its type (GPInputShape.name: its name). */
+typedef struct GPInputShape {
+  const char *name;
+  int32_t ndim;
+  const int64_t *dims;
+} GPInputShape;
+/* As gp_eval_random_inputs, for parameters whose types have `?` dims: a parameter named in
+ * shapes takes that shape (its rank and static dims must agree), every other `?` becomes any_dim
+ * (any_dim < 0: an error, as gp_eval_random_inputs).  A shape naming no parameter is
+ * GP_ERR_NOT_FOUND. */
+int gp_eval_random_inputs_shaped(const GPModule *m, const char *name, uint64_t seed, const GPInputShape *shapes,
+                                 int32_t nshapes, int64_t any_dim, GPTensor ***inputs, int32_t *nin);
 
 /* Compare two tensors of the same shape and dtype elementwise: |a - b| <= atol + rtol * |b|
  * (NaN equals NaN; infinities must match exactly).  Fills the largest absolute and relative

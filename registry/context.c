@@ -1,6 +1,7 @@
 /* context.c -- pass contexts: opt level, target, required/disabled passes, typed config values,
  * instruments.  A context belongs to one thread at a time. */
 #include "registry_impl.h"
+#include "../eval/eval.h"
 
 #include <errno.h>
 #include <math.h>
@@ -39,7 +40,42 @@ void gp_ctx_free(GPPassContext *c) {
   gp_ctx_instruments_clear(c);
   gp_ctx_notes_clear(c);
   gp_vec_free(&c->notes);
+  for (size_t i = 0; i < c->numerics_shapes.len; i++) {
+    GPInputShape *sh = c->numerics_shapes.items[i];
+    gp_free((void *)sh->name);
+    gp_free((void *)sh->dims);
+    gp_free(sh);
+  }
+  gp_vec_free(&c->numerics_shapes);
   gp_free(c);
+}
+
+int gp_ctx_add_numerics_shape(GPPassContext *c, const char *param, int32_t ndim, const int64_t *dims) {
+  if (!c || !param || ndim < 0 || ndim > 64 || (ndim && !dims)) {
+    gp_error_set(GP_ERR_VALUE, "numerics shape: a parameter name and 0 to 64 dims are needed");
+    return -1;
+  }
+  for (int32_t d = 0; d < ndim; d++)
+    if (dims[d] < 0) {
+      gp_error_set(GP_ERR_VALUE, "numerics shape of %%%s: dim %d is %lld (negative)", param, (int)d, (long long)dims[d]);
+      return -1;
+    }
+  GPInputShape *sh = NULL;
+  for (size_t i = 0; i < c->numerics_shapes.len && !sh; i++) {
+    GPInputShape *o = c->numerics_shapes.items[i];
+    if (strcmp(o->name, param) == 0) sh = o;
+  }
+  if (!sh) {
+    sh = gp_calloc(1, sizeof *sh);
+    sh->name = gp_strdup(param);
+    gp_vec_push(&c->numerics_shapes, sh);
+  }
+  int64_t *copy = gp_malloc((size_t)(ndim ? ndim : 1) * sizeof *copy);
+  if (ndim) memcpy(copy, dims, (size_t)ndim * sizeof *copy);
+  gp_free((void *)sh->dims);
+  sh->dims = copy;
+  sh->ndim = ndim;
+  return 0;
 }
 
 /* ---- explain notes */

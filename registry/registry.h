@@ -150,6 +150,9 @@ struct GPPassContext {
   double rtol;            /* default 1e-4 */
   double atol;            /* default 1e-5 */
   uint64_t seed;          /* default 0 */
+  /* the inputs' shapes where @main's parameters have `?` dims: GPInputShape* (eval/eval.h; the
+   * struct, its name and dims owned), from gp_ctx_add_numerics_shape; every other `?` is 1 */
+  GPVec numerics_shapes;
   /* instruments (ABI 1.3): GPInstrumentEntry*, in registration order */
   GPVec instruments;
   int32_t run_depth;      /* runs under way (a pass may run a pipeline with its context) */
@@ -168,6 +171,10 @@ int gp_ctx_set_target(GPPassContext *ctx, const char *target);
  * (NULL: back to the target's default).  A set the target does not have is an error now when
  * the target has sets, else when the pipeline runs (GP_ERR_NOT_FOUND naming target and sets). */
 int gp_ctx_set_opt_set(GPPassContext *ctx, const char *set);
+/* --verify-numerics: the shape of @main's parameter `param` (whose type has `?` dims) on the
+ * inputs it is evaluated on; a second shape for one parameter replaces the first.  GP_ERR_VALUE
+ * for a negative dim or more than 64 dims. */
+int gp_ctx_add_numerics_shape(GPPassContext *ctx, const char *param, int32_t ndim, const int64_t *dims);
 /* Set a config value from text: the key must be declared by a registered pass (full key
  * "Pass.key"); the value is parsed by the key's type.  Errors list the valid keys / type. */
 int gp_ctx_set_config(GPPassContext *ctx, const char *key, const char *value);

@@ -324,6 +324,7 @@ typedef struct Numerics {
   int32_t nin;
   GPTensor **ref;    /* owned references: @main's outputs on the input module */
   int32_t nref;
+  char dyn[160];     /* "; %x as (1, 3, 8, 8)" for the parameters with `?` dims, else "" */
 } Numerics;
 
 static void release_tensors(GPTensor **ts, int32_t n) {
@@ -365,26 +366,42 @@ static int numerics_begin(Numerics *nv, const GPModule *m, const GPPassContext *
 
 static int numerics_begin_typed(Numerics *nv, const GPModule *m, const GPFunctionExpr *fn,
                                 const GPPassContext *ctx) {
+  GPBuf dyn = {0}; /* the parameters with `?` dims, as evaluated */
   for (int32_t i = 0; i < fn->nparams; i++) {
     const GPVar *p = fn->params[i];
     const GPType *t = p->type_annotation;
-    if (t && t->kind == GP_TYPE_TENSOR && gp_type_numel(t) >= 0) continue;
+    if (t && t->kind == GP_TYPE_TENSOR) continue;
     GPBuf b = {0};
     if (t)
       gp_type_print(&b, t);
     else
       gp_buf_puts(&b, "no type annotation");
     gp_error_set(GP_ERR_VALUE,
-                 "--verify-numerics: parameter %%%s of @main has %s%s, not a static tensor type; numerics "
-                 "can only be verified when every parameter of @main has a static shape",
+                 "--verify-numerics: parameter %%%s of @main has %s%s, not a tensor type; numerics can only be "
+                 "verified when every parameter of @main is a tensor",
                  p->name, t ? "type " : "", b.data);
     gp_buf_free(&b);
     return -1;
   }
-  if (gp_eval_random_inputs(m, "main", ctx->seed, &nv->inputs, &nv->nin) != 0) {
+  size_t ns = ctx->numerics_shapes.len;
+  GPInputShape *shapes = gp_malloc((ns ? ns : 1) * sizeof *shapes);
+  for (size_t i = 0; i < ns; i++) shapes[i] = *(const GPInputShape *)ctx->numerics_shapes.items[i];
+  int rc = gp_eval_random_inputs_shaped(m, "main", ctx->seed, shapes, (int32_t)ns, 1, &nv->inputs, &nv->nin);
+  gp_free(shapes);
+  if (rc != 0) {
     gp_error_prefix("--verify-numerics: inputs of @main");
     return -1;
   }
+  for (int32_t i = 0; i < fn->nparams && i < nv->nin; i++) {
+    const GPType *t = fn->params[i]->type_annotation;
+    if (gp_type_numel(t) >= 0) continue;
+    gp_buf_printf(&dyn, "%s%%%s as (", dyn.len ? ", " : "; ", fn->params[i]->name);
+    for (int32_t d = 0; d < nv->inputs[i]->dl.ndim; d++)
+      gp_buf_printf(&dyn, "%s%lld", d ? ", " : "", (long long)nv->inputs[i]->dl.shape[d]);
+    gp_buf_puts(&dyn, ")");
+  }
+  snprintf(nv->dyn, sizeof nv->dyn, "%s", dyn.data ? dyn.data : "");
+  gp_buf_free(&dyn);
   if (gp_eval_function(m, "main", nv->nin, nv->inputs, &nv->ref, &nv->nref, NULL) != 0) {
     nv->ref = NULL;
     nv->nref = 0;
@@ -436,7 +453,8 @@ static int numerics_check(const Numerics *nv, const GPModule *cur, bool unchange
     release_tensors(got, ngot);
     if (rc != 0) return -1;
   }
-  snprintf(checks, checks_len, "numerics ok (max abs error %g%s)", worst_abs, unchanged ? ", module unchanged" : "");
+  snprintf(checks, checks_len, "numerics ok (max abs error %g%s%s)", worst_abs, unchanged ? ", module unchanged" : "",
+           nv->dyn);
   return 0;
 }
 
@@ -732,7 +750,7 @@ GPModule *gp_run_pipeline(const GPModule *m, const char *pipeline, GPPassContext
     ev.elapsed_ns = nd->ns;
     ev.result = next;
     ev.changed = next && next != cur;
-    char checks[192];
+    char checks[384];
     bool ok = next != NULL;
     if (ok && ctx->verify_numerics) {
       ok = numerics_check(&nv, next, next == cur, name, ctx, checks, sizeof checks) == 0;

@@ -328,3 +328,35 @@ Test(cli, explain_and_time_passes_are_instruments) {
   cr_assert_null(strstr(rep, "\tCanonicalizeOps: "), "skipped passes are not timed: %s", out);
   gp_free(out);
 }
+
+/* A dynamic batch: --verify-numerics evaluates each ? as 1 or as --shape gives it (on Relay text
+ * --shape is the inputs' shape, so it needs a numerics option or --random-inputs). */
+Test(cli, dynamic_batch_numerics_and_shapes) {
+  char *out;
+  int rc = run("opt tests/data/numerics/dynamic_batch.relay --opt-level 3 --verify-numerics --explain -o /dev/null", NULL,
+               &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "FuseOps: numerics ok (max abs error 0; %x as (1, 2, 4, 4))"), "%s", out);
+  gp_free(out);
+  rc = run("opt tests/data/numerics/dynamic_batch.relay --opt-level 3 --verify-numerics --explain --shape x=3,2,4,4 "
+           "-o /dev/null", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "FuseOps: numerics ok (max abs error 0; %x as (3, 2, 4, 4))"), "%s", out);
+  gp_free(out);
+  rc = run("opt tests/data/numerics/dynamic_batch.relay --shape x=3,2,4,4", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "--shape on Relay text gives the shapes of @main's inputs for --verify-numerics"), "%s", out);
+  gp_free(out);
+  rc = run("opt tests/data/numerics/dynamic_batch.relay --verify-numerics --shape x=3,5,4,4", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "the shape given for %x has 5 at dim 1"), "%s", out);
+  gp_free(out);
+  rc = run("eval tests/data/numerics/dynamic_batch.relay --random-inputs 0 --shape x=3,2,4,4", NULL, &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "output 0: shape (3, 48)"), "%s", out);
+  gp_free(out);
+  rc = run("eval tests/data/numerics/dynamic_batch.relay --shape x=3,2,4,4 --input w=x.npy", NULL, &out);
+  cr_assert_eq(rc, 2, "%s", out);
+  cr_assert(strstr(out, "--random-inputs is not given"), "%s", out);
+  gp_free(out);
+}

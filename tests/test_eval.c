@@ -887,6 +887,44 @@ Test(eval, million_node_chain, .timeout = 300) {
 /* ------------------------------------------------------------------------------------------ */
 /* Deterministic inputs and comparison                                                         */
 
+/* Parameters with ? dims: each ? from the shape given for the parameter, else any_dim; a shape
+ * that does not fit the type, or names no parameter, is an error saying which. */
+Test(eval, random_inputs_fill_dynamic_dims) {
+  GPModule *m = parse(HDR "def @main(%a: Tensor[(?, 3), float32], %b: Tensor[(2, ?, ?), int32]) { %a }\n");
+  GPTensor **in;
+  int32_t n;
+  cr_assert_eq(gp_eval_random_inputs(m, NULL, 1, &in, &n), -1);
+  cr_assert(strstr(gp_error_message(), "%a has type Tensor[(?, 3), float32], not a static tensor type") &&
+                strstr(gp_error_message(), "give its shape"),
+            "%s", gp_error_message());
+  cr_assert_eq(gp_eval_random_inputs_shaped(m, NULL, 1, NULL, 0, 1, &in, &n), 0, "%s", gp_error_message());
+  cr_assert_eq(n, 2);
+  cr_assert(in[0]->dl.shape[0] == 1 && in[0]->dl.shape[1] == 3);
+  cr_assert(in[1]->dl.shape[0] == 2 && in[1]->dl.shape[1] == 1 && in[1]->dl.shape[2] == 1);
+  for (int32_t k = 0; k < n; k++) gp_release(in[k]);
+  gp_free(in);
+  const int64_t a43[2] = {4, 3}, a44[2] = {4, 4}, a4[1] = {4};
+  GPInputShape sh = {"a", 2, a43};
+  cr_assert_eq(gp_eval_random_inputs_shaped(m, NULL, 1, &sh, 1, 2, &in, &n), 0, "%s", gp_error_message());
+  cr_assert(in[0]->dl.shape[0] == 4 && in[0]->dl.shape[1] == 3);
+  cr_assert(in[1]->dl.shape[1] == 2 && in[1]->dl.shape[2] == 2);
+  for (int32_t k = 0; k < n; k++) gp_release(in[k]);
+  gp_free(in);
+  const struct {
+    GPInputShape sh;
+    const char *msg;
+  } bad[] = {{{"a", 2, a44}, "the shape given for %a has 4 at dim 1; its type Tensor[(?, 3), float32] has 3"},
+             {{"a", 1, a4}, "the shape given for %a has 1 dims; its type Tensor[(?, 3), float32] has 2"},
+             {{"z", 1, a4}, "@main has no parameter %z"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    in = (GPTensor **)&n; /* must be reset */
+    cr_assert_eq(gp_eval_random_inputs_shaped(m, NULL, 1, &bad[i].sh, 1, 1, &in, &n), -1);
+    cr_assert_null(in);
+    cr_assert(strstr(gp_error_message(), bad[i].msg), "%s", gp_error_message());
+  }
+  gp_release(m);
+}
+
 Test(eval, random_inputs_are_deterministic_and_in_range) {
   GPModule *m = parse(HDR "def @main(%a: Tensor[(3, 50), float32], %b: Tensor[(100), int64], %c: Tensor[(64), bool], "
                           "%d: Tensor[(10), float16], %e: uint8) { %a }\n");

@@ -445,16 +445,36 @@ Test(fold_constant, verify_numerics_tolerances_and_seed) {
   gp_pass_unregister("TestAddToSubtract");
 }
 
-Test(fold_constant, verify_numerics_needs_static_main) {
+/* A @main with ? dims is evaluated with each ? as 1, or in the shape the context gives the
+ * parameter; a shape that does not fit, a bad shape and a non-tensor parameter are errors. */
+Test(fold_constant, verify_numerics_of_a_dynamic_main) {
   GPModule *in = th_parse_file(DATA "fold_constant_shape_of.before.relay");
   GPPassContext *ctx = gp_ctx_new();
   ctx->verify_numerics = true;
+  GPModule *out = gp_run_pipeline(in, FC, ctx);
+  cr_assert_not_null(out, "%s", gp_error_message());
+  gp_release(out);
+  const int64_t y43[2] = {4, 3}, y24[2] = {2, 4}, neg[2] = {-1, 3};
+  cr_assert_eq(gp_ctx_add_numerics_shape(ctx, "y", 2, y43), 0, "%s", gp_error_message());
+  out = gp_run_pipeline(in, FC, ctx);
+  cr_assert_not_null(out, "%s", gp_error_message());
+  gp_release(out);
+  cr_assert_eq(gp_ctx_add_numerics_shape(ctx, "y", 2, neg), -1);
+  cr_assert(strstr(gp_error_message(), "dim 0 is -1"), "%s", gp_error_message());
+  gp_error_clear();
+  cr_assert_eq(gp_ctx_add_numerics_shape(ctx, "y", 2, y24), 0, "%s", gp_error_message()); /* replaces (4, 3) */
   cr_assert_null(gp_run_pipeline(in, FC, ctx));
-  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE, "%s", gp_error_message());
   const char *msg = gp_error_message();
-  cr_assert(strstr(msg, "%y"), "%s", msg);
-  cr_assert(strstr(msg, "Tensor[(?, 3), float32]"), "%s", msg);
-  cr_assert(strstr(msg, "static"), "%s", msg);
+  cr_assert(strstr(msg, "the shape given for %y has 4 at dim 1; its type Tensor[(?, 3), float32] has 3"), "%s", msg);
+  gp_error_clear();
+  gp_release(in);
+  const char *tup = "#[version = \"0.0.5\"]\ndef @main(%t: (Tensor[(3), float32], Tensor[(3), float32])) {\n  %t.0\n}\n";
+  in = gp_parse(tup, strlen(tup), "tuple.relay");
+  cr_assert(in, "%s", gp_error_message());
+  cr_assert_null(gp_run_pipeline(in, FC, ctx));
+  cr_assert(strstr(gp_error_message(), "parameter %t of @main has type (Tensor[(3), float32], Tensor[(3), float32]), not "
+                                       "a tensor type"),
+            "%s", gp_error_message());
   gp_error_clear();
   gp_release(in);
   /* no @main at all */
@@ -499,9 +519,15 @@ Test(fold_constant, cli_verify_numerics) {
   cr_assert_eq(rc, 2, "%s", out);
   cr_assert(strstr(out, "need --verify-numerics"), "%s", out);
   gp_free(out);
-  rc = graphpass("opt " DATA "fold_constant_shape_of.before.relay --verify-numerics", &out);
-  cr_assert_neq(rc, 0, "%s", out);
-  cr_assert(strstr(out, "not a static tensor type"), "%s", out);
+  /* %y: Tensor[(?, 3)] is evaluated as (1, 3), or as --shape gives it */
+  rc = graphpass("opt " DATA "fold_constant_shape_of.before.relay --verify-numerics --explain --pipeline FoldConstant", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "FoldConstant: numerics ok (max abs error 0; %y as (1, 3))"), "%s", out);
+  gp_free(out);
+  rc = graphpass("opt " DATA "fold_constant_shape_of.before.relay --verify-numerics --explain --pipeline FoldConstant "
+                 "--shape y=5,3", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "%y as (5, 3))"), "%s", out);
   gp_free(out);
   rc = graphpass("--help", &out);
   cr_assert(strstr(out, "--verify-numerics"), "%s", out);
