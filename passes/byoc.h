@@ -105,8 +105,11 @@ void byoc_scopes_build(ByocScopes *s, const ByocIndex *ix); /* ix: the function 
 void byoc_scopes_free(ByocScopes *s);
 /* Per region (by union-find root): the scope of its begins, and with `inner` of its other nodes
  * but its ends too; -1 when they differ (*mixed: the first such node, else -1), -2 when it has
- * none.  All 0 when the function has no if and no function expression (O(1): the subtree
- * kinds).  A calloc'd array of nreg entries; the caller frees it. */
+ * none.  In a function with lets a scope is also split at each let binding (the post order's
+ * let variables): a region holding nodes first read before a binding and after it would be
+ * called before that binding (a let's value reads it) while reading what the binding computes.
+ * All 0 when the function has no if, function expression or let (O(1): the subtree kinds).
+ * A calloc'd array of nreg entries; the caller frees it. */
 int32_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed);
 
 #endif

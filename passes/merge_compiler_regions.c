@@ -32,7 +32,9 @@
  * the body of a function expression) do not merge; a parent in another scope counts as one of
  * another target.  TVM merges a region into a branch that reads it, so that PartitionGraph
  * meets a region with nodes on both sides of the if.  Finding the scopes costs the depth of
- * if-nesting per edge. */
+ * if-nesting per edge.  In a function with lets, nodes first read before a let binding and after
+ * it are in different scopes too (byoc_region_scopes): merged, a region read by a let's value
+ * could take an argument that a later binding computes. */
 #include "byoc.h"
 
 #include <stdio.h>

@@ -428,8 +428,8 @@ static int check_scopes(Part *P) {
   char loc[256];
   GPExpr *e = P->ix.nodes[i];
   H->error_set(GP_ERR_PASS,
-               "%s: the region of \"%s\" holding %s at %s has nodes on both sides of an if or function "
-               "boundary (MergeCompilerRegions keeps such regions apart)",
+               "%s: the region of \"%s\" holding %s at %s has nodes on both sides of an if, a function "
+               "boundary or a let binding (MergeCompilerRegions keeps such regions apart)",
                PASS_NAME, P->rs.target[byoc_group(&P->rs, i)], std_kind_name(ekind(e)),
                std_where(P->source, e, loc, sizeof loc));
   return -1;

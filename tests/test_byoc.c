@@ -62,6 +62,10 @@ Test(byoc, tuple_read_by_a_region_moves_into_it) { golden_all("tuple_in"); }
 /* regions in a branch of an if and around it stay apart, and the relu feeding the if does not
  * merge with the multiply reading the if (a cycle through the if: TVM merges both) */
 Test(byoc, regions_do_not_cross_an_if) { golden_all("if"); }
+/* a region read by a let's value (relu, before %v0) and an add after a later binding (%v1) stay
+ * apart: merged, the region would be called before %v0 with an argument that %v1 computes
+ * (fuzz_opu: "a call node is shared in a way the evaluator cannot order") */
+Test(byoc, regions_do_not_span_a_let_binding) { golden_all("let_order"); }
 
 
 /* A (supported) -> B (unsupported) -> C (supported), and C reads A directly: merging A and C would

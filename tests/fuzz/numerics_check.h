@@ -11,7 +11,9 @@
  * outputs, or leaves a module that no longer evaluates, is a finding; any other refusal must
  * carry a message (GP_FUZZ_STATS=2 prints each).
  *
- * What is not compared (skipped before the run): @main without static parameter types, a
+ * A parameter with ? dims is evaluated in the shape the harness gave the context
+ * (gp_ctx_add_numerics_shape), else with each ? as 1.
+ * What is not compared (skipped before the run): @main with a parameter that is not a tensor, a
  * module with a tensor of more than 64k elements anywhere (evaluation time) or of float16 /
  * bfloat16 (their rounding is above the tolerance), and one where a value @main computes on
  * the inputs (every call's, when the body is plain dataflow; else the outputs) is not finite
@@ -57,7 +59,8 @@ static const char k_fusion_pipeline[] =
  * the tolerance allows for (not float16 / bfloat16: their epsilon, ~1e-3, is above rtol, so
  * another order of a sum may differ beyond it). */
 static bool checkable(const GPType *t) {
-  int64_t k = gp_type_numel(t);
+  int64_t k = 1;
+  for (int32_t i = 0; i < t->n; i++) k *= t->tensor.shape[i] == GP_DIM_ANY ? 2 : t->tensor.shape[i]; /* a ? batch: 1 or 2 */
   DLDataType d = t->tensor.dtype;
   return k >= 0 && k <= MAX_ELEMS && !((d.code == kDLFloat || d.code == kDLBfloat) && d.bits < 32);
 }
@@ -163,7 +166,10 @@ static bool tame(const GPModule *m, double *peak) {
   GPModule *probe = probe_module(m);
   GPTensor **in = NULL, **out = NULL;
   int32_t nin = 0, nout = 0;
-  bool ok = gp_eval_random_inputs(probe, "main", ctx->seed, &in, &nin) == 0 &&
+  GPInputShape sh[8];
+  int32_t nsh = 0;
+  for (size_t i = 0; i < ctx->numerics_shapes.len && nsh < 8; i++) sh[nsh++] = *(const GPInputShape *)ctx->numerics_shapes.items[i];
+  bool ok = gp_eval_random_inputs_shaped(probe, "main", ctx->seed, sh, nsh, 1, &in, &nin) == 0 &&
             gp_eval_function(probe, "main", nin, in, &out, &nout, NULL) == 0;
   if (!ok) gp_error_clear();
   *peak = 0;
