@@ -1271,7 +1271,8 @@ struct GPHostAPI {
   GPTensor *(*tensor_read)(const char *path);
   /* The deterministic inputs of function `name` (NULL: "main") of mod for `seed`, the ones
    * --verify-numerics uses (floats uniform in [-1, 1), integers in [0, 10), bools 0/1): one per
-   * parameter, each must have a static tensor type (GP_ERR_VALUE naming it).  *inputs is a host
+   * parameter, each must have a static tensor type (GP_ERR_VALUE naming it; --verify-numerics
+   * itself also takes ? dims, as 1 or in the shape the command gives).  *inputs is a host
    * array (free with `free`) of *num_inputs new references. */
   int (*eval_random_inputs)(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
                             int32_t *num_inputs);
