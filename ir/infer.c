@@ -500,10 +500,34 @@ static int do_if(Infer *I, IFrame *f) {
   return 0;
 }
 
-/* The type of function fn with param types pty and body type bt; NULL after an error. */
+/* Whether a value of type `actual` may stand where `decl` is declared (a function's return type,
+ * a let variable's annotation): the same type, or tensors of one dtype and rank whose dims agree
+ * where both are known (a ? on either side unifies, as Relay's solver does: a pass that makes
+ * the body's batch static under a declared (?, 9) keeps the declaration), tuples field by field. */
+static bool type_fits(const GPType *decl, const GPType *actual) {
+  if (decl == actual) return true;
+  if (!decl || !actual || decl->kind != actual->kind || decl->n != actual->n) return false;
+  if (decl->kind == GP_TYPE_TENSOR) {
+    if (!gp_dtype_eq(decl->tensor.dtype, actual->tensor.dtype)) return false;
+    for (int32_t i = 0; i < decl->n; i++) {
+      int64_t a = decl->tensor.shape[i], b = actual->tensor.shape[i];
+      if (a != b && a != GP_DIM_ANY && b != GP_DIM_ANY) return false;
+    }
+    return true;
+  }
+  if (decl->kind == GP_TYPE_TUPLE) {
+    for (int32_t i = 0; i < decl->n; i++)
+      if (!type_fits(decl->tuple.fields[i], actual->tuple.fields[i])) return false;
+    return true;
+  }
+  return false;
+}
+
+/* The type of function fn with param types pty and body type bt (its declared return type when
+ * it has one that bt fits); NULL after an error. */
 static const GPType *function_type(Infer *I, const IFrame *f, const GPFunctionExpr *fn,
                                    const GPType *const *pty, const GPType *bt) {
-  if (fn->ret_type && fn->ret_type != bt) {
+  if (fn->ret_type && !type_fits(fn->ret_type, bt)) {
     GPBuf msg = {0};
     gp_buf_puts(&msg, "the body has type ");
     put_type(&msg, bt);
@@ -512,7 +536,7 @@ static const GPType *function_type(Infer *I, const IFrame *f, const GPFunctionEx
     fail(I, f, "function", &msg);
     return NULL;
   }
-  const GPType *t = gp_type_func(fn->nparams, pty, bt);
+  const GPType *t = gp_type_func(fn->nparams, pty, fn->ret_type ? fn->ret_type : bt);
   if (!t) fail_prefix(I, f, "function");
   return t;
 }
@@ -864,7 +888,7 @@ static int s_round(Infer *I, Solver *S, const GPFunctionExpr *fn, const IFrame *
         const GPType *vt = s_get(S, l->value);
         if (!l->var->type_annotation)
           s_set(S, l->var, vt);
-        else if (vt && vt != l->var->type_annotation)
+        else if (vt && !type_fits(l->var->type_annotation, vt))
           return let_mismatch(I, &cur, l->var, l->var->type_annotation, vt);
         s_push(S, l->body, cur.line, cur.col);
         continue;
@@ -1058,7 +1082,7 @@ static int do_let(Infer *I, IFrame *f) {
         w->base.col = v->base.col;
         memo_put_child(I, f, 0, &v->base, &w->base);
       }
-    } else if (nv->checked_type != vt) {
+    } else if (!type_fits(nv->checked_type, vt)) {
       return let_mismatch(I, f, v, nv->checked_type, vt);
     }
     f->state = 2;

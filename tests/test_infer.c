@@ -312,6 +312,54 @@ Test(infer, error_ret_type_mismatch) {
   rel(3, m, f, x);
 }
 
+/* A ? in a declared return type or a let annotation unifies with a known dim (a pass such as
+ * CanonicalizeOps can make (1, ?) into (1, 9): fuzz_graphs with a dynamic batch); the declared
+ * type stays the function's, and known dims that differ are still an error. */
+Test(infer, declared_types_with_unknown_dims_fit_known_ones) {
+  const int64_t any9[2] = {1, GP_DIM_ANY}, anyr[2] = {GP_DIM_ANY, 3};
+  const GPType *t1any = gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 2, any9);
+  const GPType *tany3 = gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 2, anyr);
+  GPVar *x = gp_var_new("x", T2(1, 3));
+  GPFunctionExpr *f = fn1(x, &x->base, t1any);
+  GPModule *m = module1("main", f);
+  GPModule *typed = gp_infer_types(m);
+  cr_assert_not_null(typed, "%s", gp_error_message());
+  const GPType *ft = gp_module_lookup(typed, "main")->base.checked_type;
+  cr_assert_eq(ft->func.ret, t1any, "the declared (1, ?) is the function's return type");
+  gp_release(typed);
+  rel(3, m, f, x);
+  GPVar *y = gp_var_new("y", T2(2, 3));
+  GPVar *v = gp_var_new("v", tany3);
+  GPExpr *l = E(gp_let_new(v, &y->base, &v->base));
+  f = fn1(y, l, NULL);
+  m = module1("main", f);
+  typed = gp_infer_types(m);
+  cr_assert_not_null(typed, "%s", gp_error_message());
+  gp_release(typed);
+  rel(5, m, f, l, v, y);
+  GPVar *z = gp_var_new("z", T2(1, 3));
+  f = fn1(z, &z->base, tany3); /* (?, 3) and (1, 3): fits */
+  m = module1("main", f);
+  typed = gp_infer_types(m);
+  cr_assert_not_null(typed, "%s", gp_error_message());
+  gp_release(typed);
+  rel(3, m, f, z);
+  GPVar *w = gp_var_new("w", T2(1, 4));
+  f = fn1(w, &w->base, t1any); /* (1, ?) and (1, 4): fits; (2, ?) would not */
+  m = module1("main", f);
+  typed = gp_infer_types(m);
+  cr_assert_not_null(typed, "%s", gp_error_message());
+  gp_release(typed);
+  rel(3, m, f, w);
+  const int64_t two_any[2] = {2, GP_DIM_ANY};
+  GPVar *u = gp_var_new("u", T2(1, 4));
+  f = fn1(u, &u->base, gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 2, two_any));
+  m = module1("main", f);
+  cr_assert_null(gp_infer_types(m));
+  expect_error(GP_ERR_TYPE, "declared return type");
+  rel(3, m, f, u);
+}
+
 Test(infer, error_let_annotation_mismatch) {
   GPVar *x = gp_var_new("x", T2(1, 3));
   GPVar *v = gp_var_new("v", T2(3, 3));
