@@ -545,12 +545,8 @@ int views_bisect_numerics(const GPModule *mod, const char *pipeline, GPPassConte
   int code = 0;
   Views *names = NULL;
   GPModule *full = NULL;
-  size_t nsh = ctx->numerics_shapes.len;
-  GPInputShape *sh = gp_malloc((nsh ? nsh : 1) * sizeof *sh);
-  for (size_t i = 0; i < nsh; i++) sh[i] = *(const GPInputShape *)ctx->numerics_shapes.items[i];
-  int irc = gp_eval_random_inputs_shaped(m, "main", seed, sh, (int32_t)nsh, 1, &ref.in, &ref.nin);
-  gp_free(sh);
-  if (irc != 0 ||
+  if (gp_eval_random_inputs_shaped(m, "main", seed, ctx->numerics_shapes, ctx->num_numerics_shapes, 1, &ref.in,
+                                   &ref.nin) != 0 ||
       gp_eval_function(m, "main", ref.nin, ref.in, &ref.out, &ref.nout, NULL) != 0) {
     gp_error_prefix("--bisect-numerics: evaluating @main of the input module");
     code = 1;

@@ -1,7 +1,6 @@
 /* context.c -- pass contexts: opt level, target, required/disabled passes, typed config values,
  * instruments.  A context belongs to one thread at a time. */
 #include "registry_impl.h"
-#include "../eval/eval.h"
 
 #include <errno.h>
 #include <math.h>
@@ -40,13 +39,11 @@ void gp_ctx_free(GPPassContext *c) {
   gp_ctx_instruments_clear(c);
   gp_ctx_notes_clear(c);
   gp_vec_free(&c->notes);
-  for (size_t i = 0; i < c->numerics_shapes.len; i++) {
-    GPInputShape *sh = c->numerics_shapes.items[i];
-    gp_free((void *)sh->name);
-    gp_free((void *)sh->dims);
-    gp_free(sh);
+  for (int32_t i = 0; i < c->num_numerics_shapes; i++) {
+    gp_free((void *)c->numerics_shapes[i].name);
+    gp_free((void *)c->numerics_shapes[i].dims);
   }
-  gp_vec_free(&c->numerics_shapes);
+  gp_free(c->numerics_shapes);
   gp_free(c);
 }
 
@@ -61,14 +58,12 @@ int gp_ctx_add_numerics_shape(GPPassContext *c, const char *param, int32_t ndim,
       return -1;
     }
   GPInputShape *sh = NULL;
-  for (size_t i = 0; i < c->numerics_shapes.len && !sh; i++) {
-    GPInputShape *o = c->numerics_shapes.items[i];
-    if (strcmp(o->name, param) == 0) sh = o;
-  }
+  for (int32_t i = 0; i < c->num_numerics_shapes && !sh; i++)
+    if (strcmp(c->numerics_shapes[i].name, param) == 0) sh = &c->numerics_shapes[i];
   if (!sh) {
-    sh = gp_calloc(1, sizeof *sh);
-    sh->name = gp_strdup(param);
-    gp_vec_push(&c->numerics_shapes, sh);
+    c->numerics_shapes = gp_realloc(c->numerics_shapes, (size_t)(c->num_numerics_shapes + 1) * sizeof *sh);
+    sh = &c->numerics_shapes[c->num_numerics_shapes++];
+    *sh = (GPInputShape){.name = gp_strdup(param)};
   }
   int64_t *copy = gp_malloc((size_t)(ndim ? ndim : 1) * sizeof *copy);
   if (ndim) memcpy(copy, dims, (size_t)ndim * sizeof *copy);

@@ -7,6 +7,7 @@
 #define GP_REGISTRY_H
 
 #include "../ir/ir.h"
+#include "../eval/eval.h"
 
 #include <stdio.h>
 
@@ -150,9 +151,10 @@ struct GPPassContext {
   double rtol;            /* default 1e-4 */
   double atol;            /* default 1e-5 */
   uint64_t seed;          /* default 0 */
-  /* the inputs' shapes where @main's parameters have `?` dims: GPInputShape* (eval/eval.h; the
-   * struct, its name and dims owned), from gp_ctx_add_numerics_shape; every other `?` is 1 */
-  GPVec numerics_shapes;
+  /* the inputs' shapes where @main's parameters have `?` dims (gp_ctx_add_numerics_shape; names
+   * and dims owned), every other `?` is 1: what gp_eval_random_inputs_shaped takes */
+  GPInputShape *numerics_shapes;
+  int32_t num_numerics_shapes;
   /* instruments (ABI 1.3): GPInstrumentEntry*, in registration order */
   GPVec instruments;
   int32_t run_depth;      /* runs under way (a pass may run a pipeline with its context) */

@@ -383,12 +383,8 @@ static int numerics_begin_typed(Numerics *nv, const GPModule *m, const GPFunctio
     gp_buf_free(&b);
     return -1;
   }
-  size_t ns = ctx->numerics_shapes.len;
-  GPInputShape *shapes = gp_malloc((ns ? ns : 1) * sizeof *shapes);
-  for (size_t i = 0; i < ns; i++) shapes[i] = *(const GPInputShape *)ctx->numerics_shapes.items[i];
-  int rc = gp_eval_random_inputs_shaped(m, "main", ctx->seed, shapes, (int32_t)ns, 1, &nv->inputs, &nv->nin);
-  gp_free(shapes);
-  if (rc != 0) {
+  if (gp_eval_random_inputs_shaped(m, "main", ctx->seed, ctx->numerics_shapes, ctx->num_numerics_shapes, 1,
+                                   &nv->inputs, &nv->nin) != 0) {
     gp_error_prefix("--verify-numerics: inputs of @main");
     return -1;
   }

@@ -166,10 +166,8 @@ static bool tame(const GPModule *m, double *peak) {
   GPModule *probe = probe_module(m);
   GPTensor **in = NULL, **out = NULL;
   int32_t nin = 0, nout = 0;
-  GPInputShape sh[8];
-  int32_t nsh = 0;
-  for (size_t i = 0; i < ctx->numerics_shapes.len && nsh < 8; i++) sh[nsh++] = *(const GPInputShape *)ctx->numerics_shapes.items[i];
-  bool ok = gp_eval_random_inputs_shaped(probe, "main", ctx->seed, sh, nsh, 1, &in, &nin) == 0 &&
+  bool ok = gp_eval_random_inputs_shaped(probe, "main", ctx->seed, ctx->numerics_shapes, ctx->num_numerics_shapes, 1,
+                                         &in, &nin) == 0 &&
             gp_eval_function(probe, "main", nin, in, &out, &nout, NULL) == 0;
   if (!ok) gp_error_clear();
   *peak = 0;
