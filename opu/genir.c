@@ -923,10 +923,26 @@ static int do_pool(Comp *c, int32_t i, const GPCall *call, int kind) {
   uint32_t d[4];
   dims4(call->base.checked_type, d);
   OpuTensor src = c->tens[in];
+  /* An average far below its input's range (below a quarter: count_include_pad over mostly
+   * padding, a chain of padded pools) goes into steps of its own calibrated range, the division
+   * rescaling it (ISA 1.1); in the input's steps it kept two bits or fewer (cosine 0.86 after
+   * three such pools).  Max pools, and averages of about their input's range, keep the steps. */
+  int uns = (src.flags & OPU_T_UNSIGNED) != 0;
+  double r_in = (double)src.scale * (uns ? 255 : 127), r_out = range_of(c, i);
+  float oscale = src.scale;
+  int32_t m0 = 0;
+  uint16_t shift = 0;
+  if (kind != OPU_OP_MAXPOOL && r_out > 0 && r_out * 4 < r_in) {
+    oscale = scale_for(r_out, uns);
+    requant_params((double)src.scale / oscale, &m0, &shift);
+  }
   uint32_t out;
-  if (new_tensor(c, d, (src.flags & OPU_T_UNSIGNED) != 0, src.scale, &out) != 0) return -1;
+  if (new_tensor(c, d, uns, oscale, &out) != 0) return -1;
   if (kind == OPU_OP_GAVGPOOL) {
-    if (!emit(c, OPU_OP_GAVGPOOL, in, out)) return -1;
+    OpuInstr *s = emit(c, OPU_OP_GAVGPOOL, in, out);
+    if (!s) return -1;
+    s->m0 = m0;
+    s->shift = shift;
   } else {
     char why[256];
     if (opu_window_ok(call, false, why, sizeof why) != 0) return node_err(c, &call->base, "%s", why);
@@ -945,6 +961,8 @@ static int do_pool(Comp *c, int32_t i, const GPCall *call, int kind) {
     s->pb = (uint16_t)pad[2];
     s->pr = (uint16_t)pad[3];
     if (kind == OPU_OP_AVGPOOL && attr_int(call, "count_include_pad", 0)) s->flags |= OPU_F_COUNT_PAD;
+    s->m0 = m0;
+    s->shift = shift;
   }
   c->info[i].kind = K_TENSOR;
   c->info[i].tid = out;

@@ -223,6 +223,11 @@ static int check_instr(const OpuProgram *p, uint32_t k, char *err, size_t errlen
       return opu_errf(err, errlen, "instruction %u (%s): input and output signedness differ", k, nm);
     if (s->op == OPU_OP_GAVGPOOL && (o->h != 1 || o->w != 1))
       return opu_errf(err, errlen, "instruction %u (GAVGPOOL): output is %ux%u, not 1x1", k, o->h, o->w);
+    if (s->op != OPU_OP_MAXPOOL && (s->m0 < 0 || s->shift > 63))
+      return opu_errf(err, errlen, "instruction %u (%s): bad multiplier %d or shift %u", k, nm, s->m0, s->shift);
+    if (s->op != OPU_OP_MAXPOOL && s->m0 > 0 && p->ver_major == 1 && p->ver_minor < 1)
+      return opu_errf(err, errlen, "instruction %u (%s): a rescaled average (multiplier %d) needs version 1.1, the "
+                      "program is %u.%u", k, nm, s->m0, p->ver_major, p->ver_minor);
     break;
   default: break;
   }
@@ -434,6 +439,11 @@ char *opu_program_listing(const OpuProgram *p) {
     case OPU_OP_AVGPOOL:
       tx(&b, "t%u -> t%u k%ux%u s%ux%u pad %u,%u,%u,%u%s", s->in0, s->out, s->kh, s->kw, s->sh, s->sw, s->pt, s->pl,
          s->pb, s->pr, (s->flags & OPU_F_COUNT_PAD) ? " count_pad" : "");
+      if (s->m0) tx(&b, " m %d shift %u", s->m0, s->shift);
+      break;
+    case OPU_OP_GAVGPOOL:
+      tx(&b, "t%u -> t%u", s->in0, s->out);
+      if (s->m0) tx(&b, " m %d shift %u", s->m0, s->shift);
       break;
     default: tx(&b, "t%u -> t%u", s->in0, s->out); break;
     }

@@ -21,7 +21,7 @@
 
 #define OPU_MAGIC 0x3155504fu /* "OPU1" read as a little-endian u32 */
 #define OPU_VERSION_MAJOR 1
-#define OPU_VERSION_MINOR 0
+#define OPU_VERSION_MINOR 1 /* 1.1: AVGPOOL / GAVGPOOL may rescale (m0 > 0) */
 #define OPU_HEADER_BYTES 64
 #define OPU_TENSOR_BYTES 32
 #define OPU_INSTR_BYTES 64
@@ -37,8 +37,8 @@ enum {
   OPU_OP_CONV = 1,     /* conv2d (incl. groups / depthwise; dense as 1x1), bias, requant, clamp */
   OPU_OP_ADD = 2,      /* elementwise add, both inputs requantized, clamp */
   OPU_OP_MAXPOOL = 3,  /* max pooling, scale kept */
-  OPU_OP_AVGPOOL = 4,  /* average pooling, scale kept, rounded division */
-  OPU_OP_GAVGPOOL = 5, /* global average pooling, scale kept, rounded division */
+  OPU_OP_AVGPOOL = 4,  /* average pooling, rounded division; scale kept, or (1.1, m0 > 0) rescaled */
+  OPU_OP_GAVGPOOL = 5, /* global average pooling, the same */
   OPU_OP_REQUANT = 6,  /* data movement: copy with requantization and clamp */
   OPU_OP_PAD = 7,      /* data movement: copy into a larger tensor, border filled with m0 */
   OPU_OP_LAST = 7
@@ -121,6 +121,17 @@ void opu_quant_multiplier(double real, int32_t *m, uint16_t *shift);
 int64_t opu_rshift_round(int64_t x, unsigned shift);
 /* round(x / d) with ties away from zero; d > 0. */
 int64_t opu_div_round(int64_t x, int64_t d);
+/* An average of `count` (< 2^32) int8 / uint8 values summing to `sum`: div_round(sum, count), or
+ * with m > 0 (version 1.1) rshift_round(div_round(sum * m, count), shift), in the output's own
+ * steps.  sum * m can pass 64 bits (a global pool of a large plane), so it is taken as
+ * q * m + div_round(r * m, count) with sum = q * count + r (q and r of sum's sign: the same
+ * value, every term below 2^63).  Not clamped. */
+static inline int64_t opu_average(int64_t sum, int64_t count, int32_t m, unsigned shift) {
+  if (count < 1) count = 1;
+  if (m <= 0) return opu_div_round(sum, count);
+  int64_t q = sum / count, r = sum % count;
+  return opu_rshift_round(q * m + opu_div_round(r * m, count), shift);
+}
 /* The requantized value of an int32 accumulator: clamp(rshift_round(acc * m, shift), lo, hi). */
 static inline int32_t opu_requant(int64_t acc, int32_t m, unsigned shift, int32_t lo, int32_t hi) {
   int64_t p = acc * (int64_t)m, r;

@@ -463,7 +463,7 @@ static void pool(OpuSim *s, const OpuInstr *in) {
             int64_t cnt = (in->flags & OPU_F_COUNT_PAD)
                               ? (int64_t)pad_taps(in->kh, a->h, ys, in->pb) * pad_taps(in->kw, a->w, xs, in->pr)
                               : (int64_t)(y1 - y0) * (x1 - x0);
-            r = opu_div_round(acc, cnt < 1 ? 1 : cnt);
+            r = opu_average(acc, cnt, in->m0, in->shift);
           }
           po[(size_t)oy * o->w + ox] = (uint8_t)(int32_t)CLAMP(r, in->lo, in->hi);
         }
@@ -480,7 +480,7 @@ static void gavgpool(OpuSim *s, const OpuInstr *in) {
       const uint8_t *pa = plane(s->mem, a, n, c);
       int64_t acc = 0;
       for (uint32_t i = 0; i < hw; i++) acc += VAL(ua, pa, i);
-      int64_t r = opu_div_round(acc, (int64_t)hw);
+      int64_t r = opu_average(acc, (int64_t)hw, in->m0, in->shift);
       opu_mem_set(s->mem, o, n, c, 0, 0, (int32_t)CLAMP(r, in->lo, in->hi));
     }
 }

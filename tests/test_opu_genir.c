@@ -337,6 +337,15 @@ Test(opu_genir, concatenate_with_an_all_zero_input) {
   gp_release(got);
 }
 
+/* Three padded average pools whose averages shrink far below their input's range: each goes
+ * into steps of its own range, the division rescaling it (ISA 1.1; in the input's steps the
+ * last two had kept one or two steps: cosine 0.86, found by fuzz_opu). */
+Test(opu_genir, averages_far_below_their_input_keep_their_precision) {
+  load_opu();
+  GPTensor *got = simulate_close("tests/data/opu/padded_avg_pools.relay");
+  gp_release(got);
+}
+
 /* A conv the OPU does not run (dilation 2) stays on the host: the target's predicate refuses it
  * (GenIR had failed the whole compile), and the relu after it still goes to the OPU. */
 Test(opu_genir, unsupported_shape_stays_on_the_host) {

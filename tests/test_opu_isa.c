@@ -455,3 +455,73 @@ Test(opu_sim, add_pool_pad_requant_match_reference) {
   }
   opu_sim_free(sim);
 }
+
+/* ISA 1.1: an AVGPOOL / GAVGPOOL with m0 > 0 gives its average in the output's own steps,
+ * rshift_round(div_round(sum * m0, count), shift), exact for sums whose product with m0 passes
+ * 64 bits; a 1.0 program with such a multiplier is rejected, naming the version. */
+Test(opu_sim, rescaled_average) {
+  /* opu_average against 128-bit arithmetic, large and small, both signs */
+  const int64_t sums[] = {0, 7, -7, 1000003, -999999, (int64_t)1 << 40, -((int64_t)1 << 40) - 12345};
+  const int64_t counts[] = {1, 3, 9, 4096, ((int64_t)1 << 32) - 1};
+  for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
+    for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+      int32_t m;
+      uint16_t sh;
+      opu_quant_multiplier(13.7, &m, &sh);
+      __int128 num = (__int128)sums[i] * m, d = counts[j];
+      __int128 q = num / d, r = num % d; /* round half away from zero */
+      if (2 * (r < 0 ? -r : r) >= d) q += num < 0 ? -1 : 1;
+      int64_t want = opu_rshift_round((int64_t)q, sh);
+      cr_assert_eq(opu_average(sums[i], counts[j], m, sh), want, "sum %lld count %lld", (long long)sums[i],
+                   (long long)counts[j]);
+      cr_assert_eq(opu_average(sums[i], counts[j], 0, 0), opu_div_round(sums[i], counts[j]));
+    }
+  Prog g;
+  prog_init(&g, 16, 16);
+  uint32_t a = tensor(&g, 1, 2, 4, 4, 0), ap = tensor(&g, 1, 2, 2, 2, 0), ga = tensor(&g, 1, 2, 1, 1, 0);
+  g.ins[g.p.num_inputs++] = a;
+  g.outs[g.p.num_outputs++] = ap;
+  g.outs[g.p.num_outputs++] = ga;
+  OpuInstr *av = instr(&g, OPU_OP_AVGPOOL, a, ap);
+  av->kh = av->kw = 3;
+  av->sh = av->sw = 2;
+  av->pt = av->pl = av->pb = av->pr = 1;
+  av->flags = OPU_F_COUNT_PAD;
+  opu_quant_multiplier(6.0, &av->m0, &av->shift);
+  OpuInstr *gv = instr(&g, OPU_OP_GAVGPOOL, a, ga);
+  opu_quant_multiplier(2.5, &gv->m0, &gv->shift);
+  char err[256] = "";
+  cr_assert_eq(opu_program_validate(&g.p, err, sizeof err), 0, "%s", err);
+  OpuSim *sim = opu_sim_new(&g.p, NULL, 0, err, sizeof err);
+  cr_assert_not_null(sim, "%s", err);
+  uint8_t *mem = opu_sim_memory(sim);
+  for (uint32_t k = 0; k < 2 * 4 * 4; k++) mem[g.t[a].addr + k] = (uint8_t)(rnd() % 7); /* small: 0 .. 6 */
+  cr_assert_eq(opu_sim_run(sim, 1, err, sizeof err), 0, "%s", err);
+  for (uint32_t c = 0; c < 2; c++) {
+    int64_t total = 0;
+    for (uint32_t y = 0; y < 4; y++)
+      for (uint32_t x = 0; x < 4; x++) total += opu_mem_get(mem, &g.t[a], 0, c, y, x);
+    cr_assert_eq(opu_mem_get(mem, &g.t[ga], 0, c, 0, 0), sat(opu_average(total, 16, gv->m0, gv->shift), -128, 127));
+    for (uint32_t oy = 0; oy < 2; oy++)
+      for (uint32_t ox = 0; ox < 2; ox++) {
+        int64_t acc = 0;
+        for (int y = (int)oy * 2 - 1; y < (int)oy * 2 + 2; y++)
+          for (int x = (int)ox * 2 - 1; x < (int)ox * 2 + 2; x++)
+            if (y >= 0 && x >= 0 && y < 4 && x < 4) acc += opu_mem_get(mem, &g.t[a], 0, c, (uint32_t)y, (uint32_t)x);
+        int32_t got = opu_mem_get(mem, &g.t[ap], 0, c, oy, ox);
+        cr_assert_eq(got, sat(opu_average(acc, 9, av->m0, av->shift), -128, 127));
+        /* six times the plain average, to the rounding of each */
+        cr_assert(llabs((long long)got - 6 * opu_div_round(acc, 9)) <= 4, "%d vs 6 * %lld", got,
+                  (long long)opu_div_round(acc, 9));
+      }
+  }
+  opu_sim_free(sim);
+  g.p.ver_minor = 0;
+  cr_assert_eq(opu_program_validate(&g.p, err, sizeof err), -1);
+  cr_assert(strstr(err, "instruction 0 (AVGPOOL): a rescaled average (multiplier") && strstr(err, "needs version 1.1"),
+            "%s", err);
+  g.p.ver_minor = OPU_VERSION_MINOR;
+  av->m0 = -3;
+  cr_assert_eq(opu_program_validate(&g.p, err, sizeof err), -1);
+  cr_assert(strstr(err, "instruction 0 (AVGPOOL): bad multiplier -3"), "%s", err);
+}
