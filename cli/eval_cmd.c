@@ -227,13 +227,6 @@ int cmd_eval(int argc, char **argv) {
     die_usage("eval: %s need --target (they configure its compilation)", "--calibrate, --config and --opt-level");
     return EV_USAGE;
   }
-  if (load_plugins(&po) != 0) return report(EV_INPUT);
-
-  int code = EV_INPUT;
-  GPModule *mod = NULL;
-  GPFunctionExpr *fn = NULL;
-  GPTensor **ins = NULL, **rnd = NULL, **outs = NULL;
-  int32_t np = 0, nrnd = 0, nout = 0;
   bool relay_shapes = shapes.n && !is_onnx_path(input); /* the shapes --random-inputs makes */
   if (relay_shapes && !seed_text) {
     die_usage("eval: %s", "--shape on Relay text gives the shapes of the inputs --random-inputs makes (parameters "
@@ -241,6 +234,13 @@ int cmd_eval(int argc, char **argv) {
     shape_opts_free(&shapes);
     return EV_USAGE;
   }
+  if (load_plugins(&po) != 0) return report(EV_INPUT);
+
+  int code = EV_INPUT;
+  GPModule *mod = NULL;
+  GPFunctionExpr *fn = NULL;
+  GPTensor **ins = NULL, **rnd = NULL, **outs = NULL;
+  int32_t np = 0, nrnd = 0, nout = 0;
   mod = load_module_params(input, relay_shapes ? NULL : &shapes, params);
   if (!mod) goto fail;
   if (po.target) { /* compile for the target: its set, then external functions on its runner */

@@ -8,10 +8,10 @@
  *  - nn.conv2d: NCHW data, OIHW weight that is a constant, out_layout "" or NCHW, out_dtype
  *    unset or float32, any groups (depthwise included), kernel and strides up to 64, padding
  *    below the kernel, dilation 1, at most 32768 taps per output (opu_window_ok);
- *  - add: two activations (not constants) of the output's shape (residual add), or an activation and a
- *    constant that is a scalar or varies only along the channel axis 1 of the output ((C, 1, 1)
- *    or (1, C, 1, 1) on NCHW, (C) on (N, C): a bias); multiply: an activation and such a
- *    constant;
+ *  - add: two activations (not constants) of the output's shape (residual add), or an
+ *    activation and a constant that is a scalar or varies only along the channel axis 1 of the
+ *    output ((C, 1, 1) or (1, C, 1, 1) on NCHW, (C) on (N, C): a bias); multiply: an activation
+ *    and such a constant;
  *  - nn.relu, clip: any shape;
  *  - nn.max_pool2d, nn.avg_pool2d: NCHW, window and strides up to 64, padding below the window,
  *    dilation 1; nn.global_avg_pool2d: NCHW;
@@ -123,7 +123,7 @@ static bool check_concat(const GPCall *c) {
 
 static bool check_pad(const GPCall *c) {
   char why[256];
-  return all_f32(c) && c->nargs == 2 && str_is(attr_str(c, "pad_mode"), "constant") && opu_pad_ok(c, why, sizeof why) == 0;
+  return all_f32(c) && c->nargs == 2 && opu_pad_ok(c, why, sizeof why) == 0;
 }
 
 static bool check_any_f32(const GPCall *c) { return all_f32(c); }

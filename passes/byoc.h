@@ -108,8 +108,9 @@ void byoc_scopes_free(ByocScopes *s);
  * none.  In a function with lets a scope is also split at each let binding (the post order's
  * let variables): a region holding nodes first read before a binding and after it would be
  * called before that binding (a let's value reads it) while reading what the binding computes.
- * All 0 when the function has no if, function expression or let (O(1): the subtree kinds).
- * A calloc'd array of nreg entries; the caller frees it. */
-int32_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed);
+ * A region's scope and segment are one int64 (scope << 32 | segment).  All 0 when the function
+ * has no if, function expression or let (O(1): the subtree kinds).  A calloc'd array of nreg
+ * entries; the caller frees it. */
+int64_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed);
 
 #endif

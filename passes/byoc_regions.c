@@ -346,9 +346,9 @@ static int32_t *let_segments(const ByocIndex *ix) {
   return seg;
 }
 
-int32_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed) {
+int64_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *o, bool inner, int32_t *mixed) {
   int32_t nr = r->nreg, n = (int32_t)ix->n;
-  int32_t *gs = calloc((size_t)(nr ? nr : 1), sizeof(int32_t));
+  int64_t *gs = calloc((size_t)(nr ? nr : 1), sizeof(int64_t));
   if (!gs) abort();
   *mixed = -1;
   const GPFunctionExpr *fn = (const GPFunctionExpr *)ix->nodes[n - 1];
@@ -358,24 +358,19 @@ int32_t *byoc_region_scopes(ByocRegions *r, const ByocIndex *ix, const ByocOps *
   ByocScopes sc = {0};
   if (ctrl) byoc_scopes_build(&sc, ix);
   int32_t *seg = lets ? let_segments(ix) : NULL;
-  PMap ids = {0}; /* (scope, segment) + 1 -> dense id + 1 */
-  int32_t nid = 0;
   for (int32_t g = 0; g < nr; g++) gs[g] = -2;
   for (int32_t i = 0; i < n; i++) {
     int32_t g = byoc_group(r, i), ann = byoc_ann(o, ix->nodes[i]);
     int32_t scope = ctrl ? sc.of[i] : 0;
     if (g < 0 || ann == 2 || (!inner && ann != 1) || scope < 0) continue;
-    uintptr_t key = ((uintptr_t)(uint32_t)scope << 32 | (uint32_t)(seg ? seg[i] : 0)) + 1;
-    intptr_t id = (intptr_t)pmap_get(&ids, (const void *)key) - 1;
-    if (id < 0) pmap_put(&ids, (const void *)key, (void *)(intptr_t)((id = nid++) + 1));
-    if (gs[g] == -2 || gs[g] == (int32_t)id) {
-      gs[g] = (int32_t)id;
+    int64_t id = (int64_t)scope << 32 | (seg ? seg[i] : 0); /* both in [0, 2^31) */
+    if (gs[g] == -2 || gs[g] == id) {
+      gs[g] = id;
     } else {
       gs[g] = -1;
       if (*mixed < 0) *mixed = i;
     }
   }
-  pmap_free(&ids);
   free(seg);
   if (ctrl) byoc_scopes_free(&sc);
   return gs;

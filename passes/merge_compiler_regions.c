@@ -174,7 +174,7 @@ static inline bool same_target(const ByocRegions *r, int32_t a, int32_t b) {
 
 /* Parent p may merge into R: both regions, the same target and the same scope (a region whose
  * begins sit in several scopes merges nothing). */
-static inline bool mergeable(const ByocRegions *r, const Groups *G, const int32_t *gscope, int32_t p, int32_t R) {
+static inline bool mergeable(const ByocRegions *r, const Groups *G, const int64_t *gscope, int32_t p, int32_t R) {
   return p < G->nreg && R < G->nreg && same_target(r, p, R) && gscope[p] >= 0 && gscope[p] == gscope[R];
 }
 
@@ -187,7 +187,7 @@ static int merge_regions(Merge *M) {
   int32_t ng = G.ng;
   /* per region: the scope of its begins, -1 when they differ (all 0 without ifs and closures) */
   int32_t mixed;
-  int32_t *gscope = byoc_region_scopes(r, &M->ix, &M->ops, false, &mixed);
+  int64_t *gscope = byoc_region_scopes(r, &M->ix, &M->ops, false, &mixed);
   int32_t *pending = calloc((size_t)ng, sizeof(int32_t));
   int32_t *stamp = malloc(sizeof(int32_t) * (size_t)ng);
   uint8_t *state = calloc((size_t)ng, 1); /* 0 new, 1 on stack, 2 visited */
@@ -266,7 +266,8 @@ static int merge_regions(Merge *M) {
       for (int32_t k = 0; k < np && !S.saturated; k++) {
         int32_t p = parents[k];
         if (!mergeable(r, &G, gscope, p, R) || stamp[p] == mark) continue;
-        int32_t pend = pending[p] + pending[root], scope = gscope[R];
+        int32_t pend = pending[p] + pending[root];
+        int64_t scope = gscope[R];
         free(sets[p].v);
         sets[p] = (RSet){0};
         root = byoc_union(r, p, root);
