@@ -121,11 +121,11 @@ void opu_quant_multiplier(double real, int32_t *m, uint16_t *shift);
 int64_t opu_rshift_round(int64_t x, unsigned shift);
 /* round(x / d) with ties away from zero; d > 0. */
 int64_t opu_div_round(int64_t x, int64_t d);
-/* An average of `count` (< 2^32) int8 / uint8 values summing to `sum`: div_round(sum, count), or
- * with m > 0 (version 1.1) rshift_round(div_round(sum * m, count), shift), in the output's own
- * steps.  sum * m can pass 64 bits (a global pool of a large plane), so it is taken as
- * q * m + div_round(r * m, count) with sum = q * count + r (q and r of sum's sign: the same
- * value, every term below 2^63).  Not clamped. */
+/* An average of `count` (< 2^32) int8 / uint8 values summing to `sum` (so |sum| <= 255 * count):
+ * div_round(sum, count), or with m > 0 (version 1.1) rshift_round(div_round(sum * m, count),
+ * shift), in the output's own steps.  sum * m can pass 64 bits (a global pool of a large plane),
+ * so it is taken as q * m + div_round(r * m, count) with sum = q * count + r (q and r of sum's
+ * sign: the same value; |q| <= 255 and |r| < count keep every term below 2^63).  Not clamped. */
 static inline int64_t opu_average(int64_t sum, int64_t count, int32_t m, unsigned shift) {
   if (count < 1) count = 1;
   if (m <= 0) return opu_div_round(sum, count);

@@ -460,11 +460,13 @@ Test(opu_sim, add_pool_pad_requant_match_reference) {
  * rshift_round(div_round(sum * m0, count), shift), exact for sums whose product with m0 passes
  * 64 bits; a 1.0 program with such a multiplier is rejected, naming the version. */
 Test(opu_sim, rescaled_average) {
-  /* opu_average against 128-bit arithmetic, large and small, both signs */
+  /* opu_average against 128-bit arithmetic, large and small, both signs: sums of `count` int8 /
+   * uint8 values (|sum| <= 255 * count), up to a global pool of a 2^32 - 1 element plane */
   const int64_t sums[] = {0, 7, -7, 1000003, -999999, (int64_t)1 << 40, -((int64_t)1 << 40) - 12345};
   const int64_t counts[] = {1, 3, 9, 4096, ((int64_t)1 << 32) - 1};
   for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
     for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+      if (sums[i] > 255 * counts[j] || sums[i] < -255 * counts[j]) continue;
       int32_t m;
       uint16_t sh;
       opu_quant_multiplier(13.7, &m, &sh);
