@@ -991,9 +991,11 @@ static int do_concat(Comp *c, int32_t i, const GPCall *call) {
       const OpuTensor *t = &c->tens[fn->tid];
       fu = (t->flags & OPU_T_UNSIGNED) != 0;
       r = (double)t->scale * (fu ? 255 : 127);
-      /* its calibrated range when narrower: a tensor that was all zeros has scale_for's default
-       * step 1/127, and its 1.0 made the others' small values round to 0 (cosine 0) */
-      if (fn->range_idx >= 0 && range_of(c, f) < r) r = range_of(c, f);
+      /* an input's calibrated range when narrower: an input that was all zeros has scale_for's
+       * default step 1/127, and its 1.0 made the others' small values round to 0 (cosine 0).
+       * Only a parameter's: a view (a reshape) has no range of its own (its slot stays 0), and
+       * taking that 0 clamped the concatenate's other inputs to the smallest's range. */
+      if (c->nodes[f]->obj.type_index == GP_TI_VAR && fn->range_idx >= 0 && range_of(c, f) < r) r = range_of(c, f);
     } else if (fn->kind >= K_PCONV && fn->kind <= K_PREQ) {
       fu = pending_unsigned(c, &c->pend[fn->pend]);
       r = range_of(c, f);

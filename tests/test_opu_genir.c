@@ -346,6 +346,16 @@ Test(opu_genir, averages_far_below_their_input_keep_their_precision) {
   gp_release(got);
 }
 
+/* A concatenate of a small conv output and a reshape of the function's input: the reshape, a
+ * view, has no calibrated range of its own (its slot stays 0), so the output's steps come from
+ * its tensor's scale; taking that 0 had clamped the input's values to the conv's range
+ * (cosine 0.89, fuzz_opu, after the all-zero input fix above). */
+Test(opu_genir, concatenate_of_a_reshaped_input_keeps_its_range) {
+  load_opu();
+  GPTensor *got = simulate_close("tests/data/opu/concat_reshaped_input.relay");
+  gp_release(got);
+}
+
 /* A conv the OPU does not run (dilation 2) stays on the host: the target's predicate refuses it
  * (GenIR had failed the whole compile), and the relu after it still goes to the OPU. */
 Test(opu_genir, unsupported_shape_stays_on_the_host) {
