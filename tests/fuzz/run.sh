@@ -10,6 +10,8 @@
 #                  pattern, npy, params and value 500000: with the build, about 4 minutes in all on
 #                  the CI machine)
 #   GP_FUZZ_ONLY   run just this harness (e.g. relay)
+#   GP_FUZZ_SEED   libFuzzer's seed (default 1: a CI run is the same run every time, so it fails
+#                  on a change, not on luck; long runs by hand below explore with random seeds)
 # A longer run of one harness by hand (what the README's numbers come from):
 #   build/fuzz/bin/fuzz_relay -jobs=1 -max_total_time=600 -max_len=4096 build/fuzz/work/relay \
 #       tests/fuzz/corpus/relay tests/data/repro/relay tests/fuzz/regress/relay
@@ -43,7 +45,7 @@ for h in relay numerics graphs opu onnx pipeline pattern npy params value; do
   case $h in relay|numerics|pipeline) runs=${GP_FUZZ_RUNS:-200000} ;; graphs|opu) runs=${GP_FUZZ_RUNS:-2000} ;; onnx) runs=${GP_FUZZ_RUNS:-300000} ;; *) runs=${GP_FUZZ_RUNS:-500000} ;; esac
   log=build/fuzz/work/$h.log
   start=$(date +%s)
-  if "$bin" -runs="$runs" -max_len=$maxlen $extra -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  if "$bin" -runs="$runs" -seed="${GP_FUZZ_SEED:-1}" -max_len=$maxlen $extra -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
        -artifact_prefix=build/fuzz/work/$h- -print_final_stats=1 "$work" $dirs > "$log" 2>&1; then
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz $h: ok, $execs executions in $(($(date +%s) - start)) s"
