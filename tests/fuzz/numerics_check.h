@@ -14,7 +14,9 @@
  * A parameter with ? dims is evaluated in the shape the harness gave the context
  * (gp_ctx_add_numerics_shape), else with each ? as 1.
  * What is not compared (skipped before the run): @main with a parameter that is not a tensor, a
- * module with a tensor of more than 64k elements anywhere (evaluation time) or of float16 /
+ * module with a tensor of more than 64k elements anywhere or a constant holding a value that is
+ * not finite or above 1e4 in magnitude (weights of 1e38 that cancel in one order of a sum
+ * overflow in another) (evaluation time) or of float16 /
  * bfloat16 (their rounding is above the tolerance), and one where a value @main computes on
  * the inputs (every call's, when the body is plain dataflow; else the outputs) is not finite
  * or above 1e4 in magnitude (a rewrite that TVM also makes, x * 0 -> 0, a scale folded into a
@@ -65,32 +67,6 @@ static bool checkable(const GPType *t) {
   return k >= 0 && k <= MAX_ELEMS && !((d.code == kDLFloat || d.code == kDLBfloat) && d.bits < 32);
 }
 
-/* Every tensor type in the module (nodes' checked types, tuple fields) is checkable. */
-static bool small_enough(const GPModule *m) {
-  for (int32_t f = 0; f < m->num_functions; f++) {
-    GPExpr **nodes = NULL;
-    size_t n = 0;
-    if (gp_post_order(&m->funcs[f]->base, &nodes, &n) != 0) {
-      gp_error_clear();
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++) {
-      const GPType *t = nodes[i]->checked_type;
-      if (!t) continue;
-      if (t->kind == GP_TYPE_TENSOR) {
-        ok = checkable(t);
-      } else if (t->kind == GP_TYPE_TUPLE) {
-        for (int32_t j = 0; j < t->n && ok; j++)
-          if (t->tuple.fields[j]->kind == GP_TYPE_TENSOR) ok = checkable(t->tuple.fields[j]);
-      }
-    }
-    gp_free(nodes);
-    if (!ok) return false;
-  }
-  return true;
-}
-
 /* Every float value in tensors[0..n) is finite and at most MAX_MAGNITUDE; *peak gets the
  * largest magnitude. */
 static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
@@ -107,6 +83,38 @@ static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
   }
   return true;
 }
+
+/* Every tensor type in the module (nodes' checked types, tuple fields) is checkable. */
+static bool small_enough(const GPModule *m) {
+  for (int32_t f = 0; f < m->num_functions; f++) {
+    GPExpr **nodes = NULL;
+    size_t n = 0;
+    if (gp_post_order(&m->funcs[f]->base, &nodes, &n) != 0) {
+      gp_error_clear();
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+      const GPType *t = nodes[i]->checked_type;
+      if (gp_kind(nodes[i]) == GP_TI_CONSTANT) { /* a weight of 1e38 cancelled in one sum order overflows in another */
+        double peak = 0;
+        GPTensor *data = ((const GPConstant *)nodes[i])->data;
+        if (!(ok = tame_values(&data, 1, &peak))) break;
+      }
+      if (!t) continue;
+      if (t->kind == GP_TYPE_TENSOR) {
+        ok = checkable(t);
+      } else if (t->kind == GP_TYPE_TUPLE) {
+        for (int32_t j = 0; j < t->n && ok; j++)
+          if (t->tuple.fields[j]->kind == GP_TYPE_TENSOR) ok = checkable(t->tuple.fields[j]);
+      }
+    }
+    gp_free(nodes);
+    if (!ok) return false;
+  }
+  return true;
+}
+
 
 /* @main with every call it makes as an output too, when its body is a plain dataflow graph
  * (no let, if or closure, whose nodes are not all in scope at the top); else @main itself. */
