@@ -72,11 +72,12 @@ static bool checkable(const GPType *t) {
 static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
   for (int32_t i = 0; i < n; i++) {
     const DLTensor *t = &ts[i]->dl;
-    if (t->dtype.code != kDLFloat || (t->dtype.bits != 32 && t->dtype.bits != 64)) continue;
+    if (t->dtype.code != kDLFloat || (t->dtype.bits != 32 && t->dtype.bits != 64) || !t->data) continue; /* a constant without data */
     int64_t k = 1;
     for (int32_t d = 0; d < t->ndim; d++) k *= t->shape[d];
+    const char *p = (const char *)t->data + t->byte_offset;
     for (int64_t j = 0; j < k; j++) {
-      double v = t->dtype.bits == 32 ? (double)((const float *)t->data)[j] : ((const double *)t->data)[j];
+      double v = t->dtype.bits == 32 ? (double)((const float *)p)[j] : ((const double *)p)[j];
       if (!isfinite(v) || fabs(v) > MAX_MAGNITUDE) return false;
       if (fabs(v) > *peak) *peak = fabs(v);
     }
