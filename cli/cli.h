@@ -28,9 +28,8 @@ int load_plugins(const PluginOpts *o);
 /* --shape NAME=D,D,... options (cli/load.c). */
 #define MAX_SHAPES 64
 typedef struct {
-  GPOnnxShape shapes[MAX_SHAPES];
+  GPInputShape shapes[MAX_SHAPES]; /* .name gp_malloc'd and owned here; .dims points into dims */
   int64_t dims[MAX_SHAPES][64];
-  char *names[MAX_SHAPES];
   int n;
 } ShapeOpts;
 /* Parse one --shape value into s; -1 + GP_ERR_VALUE saying what is wrong. */

@@ -313,10 +313,8 @@ int cmd_eval(int argc, char **argv) {
     }
     gp_buf_free(&missing);
     if (nmissing) {
-      GPInputShape sh[MAX_SHAPES];
-      int32_t nsh = relay_shapes ? shapes.n : 0;
-      for (int32_t i = 0; i < nsh; i++) sh[i] = (GPInputShape){shapes.names[i], shapes.shapes[i].ndim, shapes.dims[i]};
-      if (gp_eval_random_inputs_shaped(mod, "main", seed, sh, nsh, 1, &rnd, &nrnd) != 0) goto fail;
+      if (gp_eval_random_inputs_shaped(mod, "main", seed, shapes.shapes, relay_shapes ? shapes.n : 0, 1, &rnd, &nrnd) != 0)
+        goto fail;
       for (int32_t i = 0; i < np; i++)
         if (!ins[i]) ins[i] = gp_retain(rnd[i]);
     }

@@ -40,14 +40,13 @@ int shape_opt_add(ShapeOpts *s, const char *text) {
       return -1;
     }
   }
-  s->names[s->n] = gp_strndup(text, (size_t)(eq - text));
-  s->shapes[s->n] = (GPOnnxShape){.name = s->names[s->n], .ndim = nd, .dims = s->dims[s->n]};
+  s->shapes[s->n] = (GPInputShape){.name = gp_strndup(text, (size_t)(eq - text)), .ndim = nd, .dims = s->dims[s->n]};
   s->n++;
   return 0;
 }
 
 void shape_opts_free(ShapeOpts *s) {
-  for (int i = 0; i < s->n; i++) gp_free(s->names[i]);
+  for (int i = 0; i < s->n; i++) gp_free((void *)s->shapes[i].name);
   s->n = 0;
 }
 
@@ -55,7 +54,7 @@ bool is_onnx_path(const char *path) { return ends_with(path, ".onnx"); }
 
 int shape_opts_to_ctx(const ShapeOpts *s, GPPassContext *ctx) {
   for (int i = 0; i < s->n; i++)
-    if (gp_ctx_add_numerics_shape(ctx, s->names[i], s->shapes[i].ndim, s->dims[i]) != 0) return -1;
+    if (gp_ctx_add_numerics_shape(ctx, s->shapes[i].name, s->shapes[i].ndim, s->shapes[i].dims) != 0) return -1;
   return 0;
 }
 
@@ -67,7 +66,11 @@ GPModule *load_module_params(const char *path, const ShapeOpts *shapes, const ch
     return NULL;
   }
   if (ends_with(path, ".onnx")) {
-    GPOnnxOptions o = {.nshapes = shapes ? shapes->n : 0, .shapes = shapes ? shapes->shapes : NULL};
+    GPOnnxShape fixed[MAX_SHAPES];
+    int32_t n = shapes ? shapes->n : 0;
+    for (int32_t i = 0; i < n; i++)
+      fixed[i] = (GPOnnxShape){.name = shapes->shapes[i].name, .ndim = shapes->shapes[i].ndim, .dims = shapes->shapes[i].dims};
+    GPOnnxOptions o = {.nshapes = n, .shapes = n ? fixed : NULL};
     return gp_onnx_import_file(path, &o);
   }
   if (shapes && shapes->n) {
