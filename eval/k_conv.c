@@ -658,6 +658,12 @@ static bool strides_are(const int64_t d[4], const int64_t st[4], const int64_t w
 }
 
 static int convnd_common(const GPKernelArgs *a, bool transpose);
+/* convnd_run's arguments beside the canonical data and result (gp_k_run_canonical's user). */
+typedef struct {
+  const int32_t *wpos;
+  bool transpose;
+} ConvNdRun;
+static int convnd_run_canonical(const GPKernelArgs *a, const DLTensor *x, DLTensor *y, void *user);
 
 int gp_knn_conv2d(const GPKernelArgs *a, void *user) {
   GP_UNUSED(user);
@@ -966,12 +972,6 @@ static int convnd_layouts(const GPKernelArgs *a, int32_t nd, int32_t dpos[5], in
   return 0;
 }
 
-static bool is_identity(const int32_t *pos, int32_t r) {
-  for (int32_t i = 0; i < r; i++)
-    if (pos[i] != i) return false;
-  return true;
-}
-
 /* The weight into canonical order (a0, a1, k...) as compute dtype ct, where (a0, a1) is (O, I)
  * for a convolution and (I, O) for a transposed one; gp_malloc'd. */
 static void *convnd_weight(const DLTensor *wt, const int32_t wpos[5], int32_t nd, bool io, int ct) {
@@ -1151,30 +1151,8 @@ static int convnd_common(const GPKernelArgs *a, bool transpose) {
   }
   int32_t dpos[5], opos[5], wpos[5];
   if (convnd_layouts(a, nd, dpos, opos, wpos) != 0) return -1;
-  int32_t r = nd + 2;
-  bool xi = is_identity(dpos, r), yi = is_identity(opos, r);
-  if (xi && yi) return convnd_run(a, xt, yt, wpos, transpose);
-  int64_t xs[5], ys[5];
-  for (int32_t i = 0; i < r; i++) xs[i] = xt->shape[dpos[i]], ys[i] = yt->shape[opos[i]];
-  DLTensor xc = *xt, yc = *yt;
-  GPKView xv, yv;
-  gp_k_view(xt, &xv);
-  gp_k_view(yt, &yv);
-  char *xbuf = NULL, *ybuf = NULL;
-  if (!xi) {
-    xbuf = gp_malloc(xv.numel ? (size_t)xv.numel * xv.elem : 1);
-    gp_k_permute_copy(&xv, xs, dpos, r, xbuf, true);
-    xc.data = xbuf, xc.shape = xs, xc.strides = NULL, xc.byte_offset = 0;
-  }
-  if (!yi) {
-    ybuf = gp_calloc(yv.numel ? (size_t)yv.numel : 1, yv.elem); /* zeroed, as the evaluator's results: GEMMs add into it */
-    yc.data = ybuf, yc.shape = ys, yc.strides = NULL, yc.byte_offset = 0;
-  }
-  int rc = convnd_run(a, &xc, &yc, wpos, transpose);
-  if (rc == 0 && !yi) gp_k_permute_copy(&yv, ys, opos, r, ybuf, false);
-  gp_free(xbuf);
-  gp_free(ybuf);
-  return rc;
+  ConvNdRun run = {wpos, transpose};
+  return gp_k_run_canonical(a, xt, dpos, yt, opos, convnd_run_canonical, &run);
 }
 
 /* The convolution of xt (canonical "NC" + spatial) into yt (the same order). */
@@ -1281,6 +1259,11 @@ static int convnd_run(const GPKernelArgs *a, const DLTensor *xt, DLTensor *yt, c
   gp_free(xs);
   gp_free(w);
   return 0;
+}
+
+static int convnd_run_canonical(const GPKernelArgs *a, const DLTensor *x, DLTensor *y, void *user) {
+  const ConvNdRun *r = user;
+  return convnd_run(a, x, y, r->wpos, r->transpose);
 }
 
 int gp_knn_convnd(const GPKernelArgs *a, void *user) {

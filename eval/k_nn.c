@@ -708,6 +708,16 @@ static int poolnd_run(const GPKernelArgs *a, PoolNd *p, const DLTensor *xt, DLTe
   return 0;
 }
 
+typedef struct {
+  PoolNd *p;
+  int32_t nd;
+  int k;
+} PoolNdRun;
+static int poolnd_run_canonical(const GPKernelArgs *a, const DLTensor *x, DLTensor *y, void *user) {
+  const PoolNdRun *r = user;
+  return poolnd_run(a, r->p, x, y, r->nd, r->k);
+}
+
 /* A layout whose last axes are the spatial ones (NCDHW, CNDHW) runs in place; another
  * permutation of NC + spatial (NDHWC, NWC) runs on a copy gathered into NC + spatial order, its
  * result scattered back. */
@@ -756,21 +766,8 @@ static int poolnd(const GPKernelArgs *a, int32_t nd, bool is_max) {
   p.count_pad = !is_max && gp_ops_attr_bool(a->op, a->attrs, "count_include_pad");
   p.lowest_i = int_lowest(k);
   if (last) return poolnd_run(a, &p, xt, yt, nd, k);
-  int64_t xs[5], ys[5];
-  for (int32_t i = 0; i < r; i++) xs[i] = xt->shape[pos[i]], ys[i] = yt->shape[pos[i]];
-  GPKView xv, yv;
-  gp_k_view(xt, &xv);
-  gp_k_view(yt, &yv);
-  char *xbuf = gp_malloc(xv.numel ? (size_t)xv.numel * xv.elem : 1), *ybuf = gp_malloc(yv.numel ? (size_t)yv.numel * yv.elem : 1);
-  gp_k_permute_copy(&xv, xs, pos, r, xbuf, true);
-  DLTensor xc = *xt, yc = *yt;
-  xc.data = xbuf, xc.shape = xs, xc.strides = NULL, xc.byte_offset = 0;
-  yc.data = ybuf, yc.shape = ys, yc.strides = NULL, yc.byte_offset = 0;
-  int rc = poolnd_run(a, &p, &xc, &yc, nd, k);
-  if (rc == 0) gp_k_permute_copy(&yv, ys, pos, r, ybuf, false);
-  gp_free(xbuf);
-  gp_free(ybuf);
-  return rc;
+  PoolNdRun run = {&p, nd, k};
+  return gp_k_run_canonical(a, xt, pos, yt, pos, poolnd_run_canonical, &run);
 }
 
 static int k_max_pool1d(const GPKernelArgs *a, void *user) {

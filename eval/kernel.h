@@ -119,6 +119,13 @@ bool gp_k_axes_of(const char *s, const char *canon, int32_t pos[5]);
 /* Copies between a compact buffer c in canonical order (shape cshape, rank r) and the view v
  * whose axis pos[i] is canonical axis i: to_canon gathers v into c, else scatters c into v. */
 void gp_k_permute_copy(const GPKView *v, const int64_t *cshape, const int32_t *pos, int32_t r, char *c, bool to_canon);
+/* Runs run(a, x', y', user) where x' and y' are x and y in canonical order: x's axis xpos[i]
+ * (y's axis ypos[i]) is canonical axis i, rank x->ndim <= 5.  A tensor whose pos is the
+ * identity is passed as it is; another is a compact copy (x gathered before, y zeroed and
+ * scattered back after a successful run).  Returns run's result. */
+typedef int (*GPKCanonRun)(const GPKernelArgs *a, const DLTensor *x, DLTensor *y, void *user);
+int gp_k_run_canonical(const GPKernelArgs *a, const DLTensor *x, const int32_t *xpos, DLTensor *y,
+                       const int32_t *ypos, GPKCanonRun run, void *user);
 
 /* t's elements in compact row-major order: t's own data when it is compact, else a copy made
  * into *scratch (gp_malloc'd; the caller frees it with gp_free; left NULL when no copy was

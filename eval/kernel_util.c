@@ -2,6 +2,7 @@
  * shared by the kernels (see kernel.h). */
 #include "eval/kernel.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -389,4 +390,39 @@ void gp_k_permute_copy(const GPKView *v, const int64_t *cshape, const int32_t *p
     if (to_canon) memcpy(cp, vp, v->elem);
     else memcpy(vp, cp, v->elem);
   }
+}
+
+static bool is_identity(const int32_t *pos, int32_t r) {
+  for (int32_t i = 0; i < r; i++)
+    if (pos[i] != i) return false;
+  return true;
+}
+
+int gp_k_run_canonical(const GPKernelArgs *a, const DLTensor *x, const int32_t *xpos, DLTensor *y,
+                       const int32_t *ypos, GPKCanonRun run, void *user) {
+  int32_t r = x->ndim;
+  assert(r >= 1 && r <= 5 && y->ndim == r);
+  bool xi = is_identity(xpos, r), yi = is_identity(ypos, r);
+  if (xi && yi) return run(a, x, y, user);
+  int64_t xs[5], ys[5];
+  for (int32_t i = 0; i < r; i++) xs[i] = x->shape[xpos[i]], ys[i] = y->shape[ypos[i]];
+  DLTensor xc = *x, yc = *y;
+  GPKView xv, yv;
+  gp_k_view(x, &xv);
+  gp_k_view(y, &yv);
+  char *xbuf = NULL, *ybuf = NULL;
+  if (!xi) {
+    xbuf = gp_malloc(xv.numel ? (size_t)xv.numel * xv.elem : 1);
+    gp_k_permute_copy(&xv, xs, xpos, r, xbuf, true);
+    xc.data = xbuf, xc.shape = xs, xc.strides = NULL, xc.byte_offset = 0;
+  }
+  if (!yi) {
+    ybuf = gp_calloc(yv.numel ? (size_t)yv.numel : 1, yv.elem); /* zeroed, as the evaluator's results */
+    yc.data = ybuf, yc.shape = ys, yc.strides = NULL, yc.byte_offset = 0;
+  }
+  int rc = run(a, &xc, &yc, user);
+  if (rc == 0 && !yi) gp_k_permute_copy(&yv, ys, ypos, r, ybuf, false);
+  gp_free(xbuf);
+  gp_free(ybuf);
+  return rc;
 }
