@@ -839,6 +839,10 @@ static int step_op_call(Ctx *C, int32_t fidx, int32_t p, const GPCall *call) {
       C->ops++;
       /* counted like its source (which it keeps alive) */
       Val *res = val_tensor(C, view, src->bytes > 0);
+      if (observe_val(C, &call->base, res) != 0) { /* a view is an op call's result too */
+        val_release(C, res);
+        return -1;
+      }
       use(C, F, gp_ni_kid(ni, p, 1));
       store(C, F, p, res);
       return 0;

@@ -278,6 +278,10 @@ typedef struct Comp {
   size_t npend, cappend;
   OpuTensor *tens;
   uint32_t ntens, captens;
+  /* per tensor: 1 when its steps are scale_for's default, not a calibrated range (calibration
+   * saw only zeros there); such a tensor's scale says nothing of its values */
+  uint8_t *tdefault;
+  uint32_t captdefault;
   OpuInstr *ins;
   uint32_t nins, capins;
   uint64_t act;
@@ -306,10 +310,15 @@ static double range_of(Comp *c, int32_t node) {
   return r >= 0 && r < c->nranges ? c->ranges[r] : 0.0;
 }
 
-static float scale_for(double range, int uns) {
+/* The step of int8 (uns: uint8) values over [-range, range]; a range of zero (or not finite)
+ * has no step of its own and takes 1/127 (scale_is_default). */
+static bool scale_is_default(double range, int uns) {
   double s = range / (uns ? 255.0 : 127.0);
-  if (!(s > 1e-30) || !isfinite(s)) s = 1.0 / 127.0;
-  return (float)s;
+  return !(s > 1e-30) || !isfinite(s);
+}
+
+static float scale_for(double range, int uns) {
+  return scale_is_default(range, uns) ? (float)(1.0 / 127.0) : (float)(range / (uns ? 255.0 : 127.0));
 }
 
 /* Room for one more element in the array *p of *cap elements holding n (doubling, from 64);
@@ -333,18 +342,49 @@ static int grow32(void **p, uint32_t *cap, uint32_t n, size_t elem) {
   return 0;
 }
 
+/* Append t (dflt: its steps are the default, see Comp.tdefault) as tensor *out. */
+static int push_tensor(Comp *c, OpuTensor t, bool dflt, uint32_t *out) {
+  if (grow32((void **)&c->tens, &c->captens, c->ntens, sizeof *c->tens) != 0) return -1;
+  if (c->captdefault < c->captens) {
+    uint8_t *p = realloc(c->tdefault, c->captens);
+    if (!p) {
+      H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS);
+      return -1;
+    }
+    c->tdefault = p;
+    c->captdefault = c->captens;
+  }
+  c->tens[c->ntens] = t;
+  c->tdefault[c->ntens] = dflt;
+  *out = c->ntens++;
+  return 0;
+}
+
 static int new_tensor_flags(Comp *c, uint32_t d[4], uint32_t flags, float scale, uint32_t *out) {
   uint64_t esize = (flags & OPU_T_INT32) ? 4 : 1, bytes = (uint64_t)d[0] * d[1] * d[2] * d[3] * esize;
   if (c->act + bytes > UINT32_MAX) {
     H->error_set(GP_ERR_UNSUPPORTED, "%s: @%s needs more than 4 GiB of activation memory", PASS, c->fname);
     return -1;
   }
-  if (grow32((void **)&c->tens, &c->captens, c->ntens, sizeof *c->tens) != 0) return -1;
   uint64_t addr = (c->act + 63) / 64 * 64;
-  c->tens[c->ntens] = (OpuTensor){(uint32_t)addr, d[0], d[1], d[2], d[3], (uint32_t)(d[1] * d[2] * d[3] * esize), flags,
-                                  scale};
+  OpuTensor t = {(uint32_t)addr, d[0], d[1], d[2], d[3], (uint32_t)(d[1] * d[2] * d[3] * esize), flags, scale};
+  if (push_tensor(c, t, false, out) != 0) return -1;
   c->act = addr + bytes;
-  *out = c->ntens++;
+  return 0;
+}
+
+/* A new tensor in the steps of another (in): same scale, and its default flag. */
+static int new_tensor_like(Comp *c, uint32_t d[4], uint32_t in, uint32_t *out) {
+  OpuTensor src = c->tens[in];
+  if (new_tensor_flags(c, d, src.flags & OPU_T_UNSIGNED, src.scale, out) != 0) return -1;
+  c->tdefault[*out] = c->tdefault[in];
+  return 0;
+}
+
+/* A new tensor in the steps of a calibrated range. */
+static int new_tensor_range(Comp *c, uint32_t d[4], int uns, double range, uint32_t *out) {
+  if (new_tensor_flags(c, d, uns ? OPU_T_UNSIGNED : 0, scale_for(range, uns), out) != 0) return -1;
+  c->tdefault[*out] = scale_is_default(range, uns);
   return 0;
 }
 
@@ -352,11 +392,9 @@ static int new_tensor(Comp *c, uint32_t d[4], int uns, float scale, uint32_t *ou
   return new_tensor_flags(c, d, uns ? OPU_T_UNSIGNED : 0, scale, out);
 }
 
-static int add_view(Comp *c, OpuTensor t, uint32_t *out) {
-  if (grow32((void **)&c->tens, &c->captens, c->ntens, sizeof *c->tens) != 0) return -1;
-  c->tens[c->ntens] = t;
-  *out = c->ntens++;
-  return 0;
+/* A view t of the bytes of tensor `of` (its steps). */
+static int add_view(Comp *c, OpuTensor t, uint32_t of, uint32_t *out) {
+  return push_tensor(c, t, c->tdefault[of], out);
 }
 
 static OpuInstr *emit(Comp *c, uint16_t op, uint32_t in0, uint32_t out) {
@@ -704,7 +742,7 @@ static int materialize(Comp *c, int32_t i, uint32_t *out) {
   dims4(t, d);
   int uns = pending_unsigned(c, p);
   uint32_t tid;
-  if (new_tensor(c, d, uns, scale_for(range_of(c, i), uns), &tid) != 0) return -1;
+  if (new_tensor_range(c, d, uns, range_of(c, i), &tid) != 0) return -1;
   if (emit_pending(c, p, tid) != 0) return -1;
   n->kind = K_TENSOR;
   n->tid = tid;
@@ -937,7 +975,7 @@ static int do_pool(Comp *c, int32_t i, const GPCall *call, int kind) {
     requant_params((double)src.scale / oscale, &m0, &shift);
   }
   uint32_t out;
-  if (new_tensor(c, d, uns, oscale, &out) != 0) return -1;
+  if ((m0 ? new_tensor(c, d, uns, oscale, &out) : new_tensor_like(c, d, in, &out)) != 0) return -1;
   if (kind == OPU_OP_GAVGPOOL) {
     OpuInstr *s = emit(c, OPU_OP_GAVGPOOL, in, out);
     if (!s) return -1;
@@ -990,12 +1028,9 @@ static int do_concat(Comp *c, int32_t i, const GPCall *call) {
     if (fn->kind == K_TENSOR) {
       const OpuTensor *t = &c->tens[fn->tid];
       fu = (t->flags & OPU_T_UNSIGNED) != 0;
-      r = (double)t->scale * (fu ? 255 : 127);
-      /* an input's calibrated range when narrower: an input that was all zeros has scale_for's
-       * default step 1/127, and its 1.0 made the others' small values round to 0 (cosine 0).
-       * Only a parameter's: a view (a reshape) has no range of its own (its slot stays 0), and
-       * taking that 0 clamped the concatenate's other inputs to the smallest's range. */
-      if (c->nodes[f]->obj.type_index == GP_TI_VAR && fn->range_idx >= 0 && range_of(c, f) < r) r = range_of(c, f);
+      /* an input calibrated as all zeros has the default steps, whose range of 1.0 would round
+       * the others' small values to 0 (cosine 0): it adds no range */
+      r = c->tdefault[fn->tid] ? 0.0 : (double)t->scale * (fu ? 255 : 127);
     } else if (fn->kind >= K_PCONV && fn->kind <= K_PREQ) {
       fu = pending_unsigned(c, &c->pend[fn->pend]);
       r = range_of(c, f);
@@ -1008,7 +1043,7 @@ static int do_concat(Comp *c, int32_t i, const GPCall *call) {
   uint32_t d[4];
   dims4(ot, d);
   uint32_t out;
-  if (new_tensor(c, d, uns, scale_for(mx, uns), &out) != 0) return -1;
+  if (new_tensor_range(c, d, uns, mx, &out) != 0) return -1;
   uint32_t coff = 0;
   for (int32_t k = 0; k < tp->n; k++) {
     int32_t f = node_of(c, tp->fields[k]);
@@ -1018,7 +1053,7 @@ static int do_concat(Comp *c, int32_t i, const GPCall *call) {
     OpuTensor view = {o.addr + coff * o.h * o.w, o.n, fd[1], o.h, o.w, o.bstride, o.flags, o.scale};
     coff += fd[1];
     uint32_t vid;
-    if (add_view(c, view, &vid) != 0) return -1;
+    if (add_view(c, view, out, &vid) != 0) return -1;
     Node *fn = &c->info[f];
     if (direct && fn->uses == 1 && fn->kind >= K_PCONV && fn->kind <= K_PREQ) {
       if (emit_pending(c, &c->pend[fn->pend], vid) != 0) return -1;
@@ -1042,17 +1077,18 @@ static int do_reshape(Comp *c, int32_t i, const GPCall *call) {
   OpuTensor t = c->tens[in];
   if (t.n > 1 && t.bstride != t.c * t.h * t.w) { /* a strided view: copy it first */
     uint32_t d0[4] = {t.n, t.c, t.h, t.w}, cp;
-    if (new_tensor(c, d0, (t.flags & OPU_T_UNSIGNED) != 0, t.scale, &cp) != 0) return -1;
+    if (new_tensor_like(c, d0, in, &cp) != 0) return -1;
     OpuInstr *s = emit(c, OPU_OP_REQUANT, in, cp);
     if (!s) return -1;
     requant_params(1.0, &s->m0, &s->shift);
     t = c->tens[cp];
+    in = cp;
   }
   uint32_t d[4];
   dims4(call->base.checked_type, d);
   OpuTensor v = {t.addr, d[0], d[1], d[2], d[3], d[1] * d[2] * d[3], t.flags, t.scale};
   uint32_t id;
-  if (add_view(c, v, &id) != 0) return -1;
+  if (add_view(c, v, in, &id) != 0) return -1;
   c->info[i].kind = K_TENSOR;
   c->info[i].tid = id;
   return 0;
@@ -1073,7 +1109,7 @@ static int do_pad(Comp *c, int32_t i, const GPCall *call) {
     double r = fmax(fmax(fabs(lo_r), fabs(hi_r)), fabs((double)fill));
     int uns = (src.flags & OPU_T_UNSIGNED) && fill >= 0;
     uint32_t sd[4] = {src.n, src.c, src.h, src.w}, cp;
-    if (new_tensor(c, sd, uns, scale_for(r, uns), &cp) != 0) return -1;
+    if (new_tensor_range(c, sd, uns, r, &cp) != 0) return -1;
     OpuInstr *q = emit(c, OPU_OP_REQUANT, in, cp);
     if (!q) return -1;
     requant_params((double)src.scale / c->tens[cp].scale, &q->m0, &q->shift);
@@ -1082,7 +1118,8 @@ static int do_pad(Comp *c, int32_t i, const GPCall *call) {
   }
   uint32_t d[4], out;
   dims4(call->base.checked_type, d);
-  if (new_tensor(c, d, (src.flags & OPU_T_UNSIGNED) != 0, src.scale, &out) != 0) return -1;
+  if (new_tensor_like(c, d, in, &out) != 0) return -1;
+  if (fill != 0) c->tdefault[out] = 0; /* not all zeros now */
   OpuInstr *s = emit(c, OPU_OP_PAD, in, out);
   if (!s) return -1;
   s->groups = (uint32_t)pw->ints[2];
@@ -1175,6 +1212,7 @@ static void comp_free(Comp *c) {
   }
   free(c->pend);
   free(c->tens);
+  free(c->tdefault);
   free(c->ins);
   free(c->blob.d);
   free(c->qrow);
@@ -1280,7 +1318,7 @@ static Compiled *opu_compile(const GPModule *mod, const GPFunctionExpr *fn, cons
     uint32_t d4[4];
     dims4(t, d4);
     double rg = j >= 0 ? range_of(&c, (int32_t)j) : 0.0;
-    if (new_tensor(&c, d4, 0, scale_for(rg, 0), &inputs[k]) != 0) goto fail;
+    if (new_tensor_range(&c, d4, 0, rg, &inputs[k]) != 0) goto fail;
     if (j >= 0) {
       c.info[j].kind = K_TENSOR;
       c.info[j].tid = inputs[k];

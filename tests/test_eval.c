@@ -785,6 +785,53 @@ Test(eval, reshape_of_a_dlpack_input_is_a_view_not_a_copy) {
   gp_free(out);
 }
 
+/* The value observer (GPEvalOptions.observe) sees every parameter and every op call's result,
+ * a reshape that is a view of its input's bytes included (it had been skipped: GenIR's
+ * calibration saw no range for reshapes). */
+typedef struct {
+  int seen;
+  const GPExpr *want;
+  int64_t shape1;
+  float first;
+} Observed;
+
+static int observe_count(void *user, const GPExpr *node, int32_t field, const DLTensor *v) {
+  Observed *o = user;
+  cr_assert_eq(field, -1);
+  o->seen++;
+  if (node == o->want) {
+    o->shape1 = v->ndim == 2 ? v->shape[1] : -1;
+    o->first = ((const float *)((const char *)v->data + v->byte_offset))[0];
+  }
+  return 0;
+}
+
+Test(eval, the_observer_sees_reshape_views) {
+  GPModule *m = parse(HDR "def @main(%x: " X4T ") {\n"
+                          "  %0 = nn.relu(%x);\n"
+                          "  %1 = reshape(%0, newshape=[1, 4]);\n"
+                          "  nn.relu(%1)\n"
+                          "}\n");
+  GPModule *typed = gp_infer_types(m); /* typed: the evaluator reports this module's nodes */
+  cr_assert(typed, "%s", gp_error_message());
+  gp_release(m);
+  m = typed;
+  const GPFunctionExpr *f = gp_module_lookup(m, "main");
+  const GPCall *last = (const GPCall *)f->body;
+  Observed ob = {.want = last->args[0], .shape1 = 0};
+  GPEvalOptions o = {.struct_size = sizeof o, .abi_version = GP_ABI_VERSION, .observe = observe_count, .observe_user = &ob};
+  GPTensor *x = tensor_f32(1, (int64_t[]){4}, X4);
+  int32_t nout;
+  GPTensor **out = run_ok(m, 1, &x, &nout, &o);
+  cr_assert_eq(ob.seen, 4, "the parameter and three calls, saw %d", ob.seen);
+  cr_assert_eq(ob.shape1, 4, "the reshape was not observed with its shape");
+  cr_assert_eq(ob.first, 0.0f);
+  gp_release(out[0]);
+  gp_free(out);
+  gp_release(x);
+  gp_release(m);
+}
+
 Test(eval, dlpack_input_released_by_the_evaluator_on_error) {
   int deleted = 0;
   GPTensor *x = owned_tensor(&deleted);

@@ -337,6 +337,14 @@ Test(opu_genir, concatenate_with_an_all_zero_input) {
   gp_release(got);
 }
 
+/* The same through reshapes: a view of an all-zero input keeps its default steps' flag, so it
+ * adds no range either (a reshape had taken its 1.0: the other input rounded to 0). */
+Test(opu_genir, concatenate_with_a_reshaped_all_zero_input) {
+  load_opu();
+  GPTensor *got = simulate_close("tests/data/opu/concat_zero_reshaped.relay");
+  gp_release(got);
+}
+
 /* Three padded average pools whose averages shrink far below their input's range: each goes
  * into steps of its own range, the division rescaling it (ISA 1.1; in the input's steps the
  * last two had kept one or two steps: cosine 0.86, found by fuzz_opu). */
