@@ -8,7 +8,8 @@
  * message.  What compiled then runs end to end with the simulator (external functions through
  * graphpass.ext.opu.run) on the calibration inputs, and must run.  Each call of an external
  * function in a @main without ifs and closures (lets are fine) is then checked on its own: the
- * simulator on the call's float inputs against the float body, by cosine similarity of at least
+ * simulator on the call's float inputs against the float body, each output of a region with
+ * several (a tuple) on its own, by cosine similarity of at least
  * MIN_COSINE (int8 noise keeps it far above; a wrong layout, weight order or scale does not),
  * unless the float result is too flat to say (its spread below 1e-3 of its magnitude, or its
  * norm below 1e-3).  A call below MIN_COSINE is a finding unless the float body on its inputs
@@ -24,11 +25,12 @@
 #define MIN_COSINE 0.9
 
 static GPPassContext *octx; /* target opu */
-static long n_compiled, n_simulated, n_outputs, n_input_bound;
+static long n_compiled, n_simulated, n_multi, n_outputs, n_input_bound;
 
 static void opu_stats(void) {
-  fprintf(stderr, "opu: %ld compiled, %ld simulated, %ld outputs compared (%ld below %.2f, explained by input "
-                  "quantization)\n", n_compiled, n_simulated, n_outputs, n_input_bound, MIN_COSINE);
+  fprintf(stderr, "opu: %ld compiled, %ld calls simulated (%ld with several outputs), %ld outputs compared (%ld below "
+                  "%.2f, explained by input quantization)\n", n_compiled, n_simulated, n_multi, n_outputs, n_input_bound,
+          MIN_COSINE);
 }
 
 static void opu_init(void) {
@@ -108,11 +110,47 @@ static const char *compiler_of(const GPModule *c, const GPExpr *callee) {
 
 static bool is_tensor(const GPExpr *e) { return e->checked_type && e->checked_type->kind == GP_TYPE_TENSOR; }
 
-/* A call whose arguments and result are tensors (not a region with several outputs). */
-static bool all_tensors(const GPCall *k) {
+/* The number of tensors a call returns (1, or a region's several outputs: the fields of its
+ * tuple), or 0 when an argument or a result is not a tensor. */
+static int32_t tensor_results(const GPCall *k) {
   for (int32_t a = 0; a < k->nargs; a++)
-    if (!is_tensor(k->args[a])) return false;
-  return is_tensor(&k->base);
+    if (!is_tensor(k->args[a])) return 0;
+  const GPType *t = k->base.checked_type;
+  if (!t || t->kind == GP_TYPE_TENSOR) return t ? 1 : 0;
+  if (t->kind != GP_TYPE_TUPLE || t->n < 1) return 0;
+  for (int32_t j = 0; j < t->n; j++)
+    if (t->tuple.fields[j]->kind != GP_TYPE_TENSOR) return 0;
+  return t->n;
+}
+
+/* Output j of nres of a call of @fname (wt's fz_wrap) on float inputs in[0..nargs): the
+ * simulator's got against the float want; below MIN_COSINE, the float body on the inputs
+ * quantized as the driver quantizes them decides whether the compile lost it. */
+static void check_output(const GPModule *m, const GPModule *wt, int32_t nargs, GPTensor **in, const GPTensor *want,
+                         const GPTensor *got, int32_t j, int32_t nres, const char *fname) {
+  double cos = follows(m, want, got, fname);
+  if (isnan(cos)) return;
+  n_outputs++;
+  if (cos >= MIN_COSINE) return;
+  GPEvalOptions host = {.struct_size = sizeof host, .abi_version = GP_ABI_VERSION, .num_threads = 1, .external = 0};
+  GPTensor **qin = gp_malloc((size_t)(nargs ? nargs : 1) * sizeof *qin), **ref = NULL;
+  for (int32_t a = 0; a < nargs; a++) qin[a] = quantized(in[a]);
+  int32_t nr = 0;
+  if (gp_eval_function(wt, "fz_wrap", nargs, qin, &ref, &nr, &host) != 0 || nr != nres)
+    finding(m, "the float body does not evaluate on quantized inputs", gp_error_message());
+  double qcos = telling(ref[j]) ? opu_cosine(got, ref[j], 0, &(int64_t){0}) : 1.0;
+  if (qcos >= MIN_COSINE) {
+    n_input_bound++;
+  } else {
+    char msg[200];
+    snprintf(msg, sizeof msg, "@%s output %d of %d: cosine %.4f of the simulator to the float body (%.4f on quantized "
+             "inputs; below %.2f)", fname, (int)j, (int)nres, cos, qcos, MIN_COSINE);
+    finding(m, "the simulator is far from float", msg);
+  }
+  for (int32_t a = 0; a < nargs; a++) gp_release(qin[a]);
+  gp_free(qin);
+  for (int32_t r = 0; r < nr; r++) gp_release(ref[r]);
+  gp_free(ref);
 }
 
 /* Each call of an OPU function in c's @main (without ifs or closures): the simulator on the
@@ -131,9 +169,9 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
   for (size_t i = 0; i < n && plain; i++) {
     int32_t kind = gp_kind(nodes[i]);
     plain = kind != GP_TI_IF && kind != GP_TI_FUNCTION_EXPR; /* lets: probed inside the innermost body */
-    if (kind == GP_TI_CALL && compiler_of(c, ((const GPCall *)nodes[i])->op) && all_tensors((const GPCall *)nodes[i])) {
+    if (kind == GP_TI_CALL && compiler_of(c, ((const GPCall *)nodes[i])->op) && tensor_results((const GPCall *)nodes[i])) {
       const GPCall *k = (const GPCall *)nodes[i];
-      nvals += (size_t)k->nargs + 1;
+      nvals += (size_t)k->nargs + (size_t)tensor_results(k);
       nodes[ncalls++] = nodes[i];
     }
   }
@@ -148,13 +186,15 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
     for (int32_t a = 0; a < k->nargs; a++) vals[v++] = k->args[a];
     vals[v++] = nodes[i];
   }
+  size_t nflat = nvals; /* the probe's outputs: a tuple result counts its fields */
+  nvals = v;
   GPModule *probe = nc_probe_of(c, vals, nvals); /* inside @main's lets */
   GPModule *typed = gp_infer_types(probe);
   gp_release(probe);
   GPTensor **out = NULL;
   int32_t nout = 0;
   GPEvalOptions host = {.struct_size = sizeof host, .abi_version = GP_ABI_VERSION, .num_threads = 1, .external = 0};
-  if (!typed || gp_eval_function(typed, "main", nin, in, &out, &nout, &host) != 0 || (size_t)nout != nvals)
+  if (!typed || gp_eval_function(typed, "main", nin, in, &out, &nout, &host) != 0 || (size_t)nout != nflat)
     finding(m, "the probe of the compiled module does not evaluate", typed ? gp_error_message() : "it does not type");
   v = 0;
   for (size_t i = 0; i < ncalls; i++) { /* fz_wrap(%a0, ...) = @f(%a0, ...), run with the simulator */
@@ -174,28 +214,11 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
     if (!wt || gp_eval_function(wt, "fz_wrap", k->nargs, out + v, &got, &ng, &sim) != 0)
       finding(m, "the simulator fails on a call's float inputs", gp_error_message());
     n_simulated++;
-    double cos = ng == 1 ? follows(m, out[v + (size_t)k->nargs], got[0], fname) : NAN;
-    if (!isnan(cos)) n_outputs++;
-    if (!isnan(cos) && !(cos >= MIN_COSINE)) { /* the float body on the inputs the OPU is given */
-      GPTensor **qin = gp_malloc((size_t)(k->nargs ? k->nargs : 1) * sizeof *qin), **ref = NULL;
-      for (int32_t a = 0; a < k->nargs; a++) qin[a] = quantized(out[v + (size_t)a]);
-      int32_t nr = 0;
-      if (gp_eval_function(wt, "fz_wrap", k->nargs, qin, &ref, &nr, &host) != 0 || nr != 1)
-        finding(m, "the float body does not evaluate on quantized inputs", gp_error_message());
-      double qcos = telling(ref[0]) ? opu_cosine(got[0], ref[0], 0, &(int64_t){0}) : 1.0;
-      if (qcos >= MIN_COSINE) {
-        n_input_bound++;
-      } else {
-        char msg[200];
-        snprintf(msg, sizeof msg, "@%s: cosine %.4f of the simulator to the float body (%.4f on quantized inputs; "
-                 "below %.2f)", fname, cos, qcos, MIN_COSINE);
-        finding(m, "the simulator is far from float", msg);
-      }
-      for (int32_t a = 0; a < k->nargs; a++) gp_release(qin[a]);
-      gp_free(qin);
-      gp_release(ref[0]);
-      gp_free(ref);
-    }
+    int32_t nres = tensor_results(k);
+    if (nres > 1) n_multi++;
+    if (ng != nres) finding(m, "the simulator returns another number of outputs than the call's type", fname);
+    for (int32_t j = 0; j < nres; j++) /* each output of the region */
+      check_output(m, wt, k->nargs, out + v, out[v + (size_t)k->nargs + (size_t)j], got[j], j, nres, fname);
     for (int32_t j = 0; j < ng; j++) gp_release(got[j]);
     gp_free(got);
     gp_release(wt);
@@ -204,7 +227,7 @@ static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTen
     gp_release(call);
     for (int32_t a = 0; a < k->nargs; a++) gp_release(ps[a]);
     gp_free(ps);
-    v += (size_t)k->nargs + 1;
+    v += (size_t)k->nargs + (size_t)nres;
   }
   for (int32_t j = 0; j < nout; j++) gp_release(out[j]);
   gp_free(out);

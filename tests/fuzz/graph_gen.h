@@ -898,15 +898,17 @@ static void step(Gen *g) {
 /* The typed module data describes (a new reference), or NULL when its shapes do not type (a
  * wrong guess here, not a finding).  GP_FUZZ_PRINT prints it (a reproducer's Relay text).
  * With dynamic_ok, an input whose length is 7 mod 16 gives %x a dynamic batch, Tensor[(?, C, H,
- * W)] (the length, not a byte: the other inputs build the graphs they built before); the graph
- * is built for the batch drawn, and numerics_check.h evaluates %x in that shape. */
+ * W)], and one whose length is 11 mod 16 dynamic batch and spatial dims, Tensor[(?, C, ?, ?)]
+ * (the length, not a byte: the other inputs build the graphs they built before); the graph is
+ * built for the shape drawn, and numerics_check.h evaluates %x in that shape. */
 static GPModule *gg_build(const uint8_t *data, size_t size, bool dynamic_ok) {
   Gen g = {.p = data, .n = size, .rng = 0x5eed};
   const int64_t xs[4] = {(int64_t)pick(&g, 2) + 1, (int64_t)pick(&g, 6) + 1, (int64_t)pick(&g, 6) + 3,
                          (int64_t)pick(&g, 6) + 3};
   g.lets = pick(&g, 4) == 0;
-  int64_t xt[4] = {dynamic_ok && size % 16 == 7 ? GP_DIM_ANY : xs[0], xs[1], xs[2], xs[3]};
-  if (gp_ctx_add_numerics_shape(ctx, "x", 4, xs) != 0) abort(); /* the inputs' shape when the batch is ? */
+  bool dyn_batch = dynamic_ok && (size % 16 == 7 || size % 16 == 11), dyn_hw = dynamic_ok && size % 16 == 11;
+  int64_t xt[4] = {dyn_batch ? GP_DIM_ANY : xs[0], xs[1], dyn_hw ? GP_DIM_ANY : xs[2], dyn_hw ? GP_DIM_ANY : xs[3]};
+  if (gp_ctx_add_numerics_shape(ctx, "x", 4, xs) != 0) abort(); /* the inputs' shape where %x has ? dims */
   GPVar *x = gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 4, xt));
   g.param = x;
   memcpy(g.pshape, xs, sizeof xs);

@@ -62,7 +62,7 @@ static const char k_fusion_pipeline[] =
  * another order of a sum may differ beyond it). */
 static bool checkable(const GPType *t) {
   int64_t k = 1;
-  for (int32_t i = 0; i < t->n; i++) k *= t->tensor.shape[i] == GP_DIM_ANY ? 2 : t->tensor.shape[i]; /* a ? batch: 1 or 2 */
+  for (int32_t i = 0; i < t->n; i++) k *= t->tensor.shape[i] == GP_DIM_ANY ? 2 : t->tensor.shape[i]; /* a ? dim: the generator bounds its size */
   DLDataType d = t->tensor.dtype;
   return k >= 0 && k <= MAX_ELEMS && !((d.code == kDLFloat || d.code == kDLBfloat) && d.bits < 32);
 }
