@@ -6,10 +6,11 @@
  * (the external functions evaluate as their float bodies, so every pass of the set must keep
  * the numbers as in the other harnesses).  The compile either succeeds or refuses with a
  * message.  What compiled then runs end to end with the simulator (external functions through
- * graphpass.ext.opu.run) on the calibration inputs, and must run.  Each call of an external
- * function in a @main without ifs and closures (lets are fine) is then checked on its own: the
- * simulator on the call's float inputs against the float body, each output of a region with
- * several (a tuple) on its own, by cosine similarity of at least
+ * graphpass.ext.opu.run) on the calibration inputs, and must run.  The harness registers its
+ * own graphpass.ext.opu.run around the plugin's, so each call of an external function that run
+ * makes is checked where it is made (in @main, if branches, closures, global functions): the
+ * simulator's outputs against the float body's on the same inputs, each output of a region
+ * with several (a tuple) on its own, by cosine similarity of at least
  * MIN_COSINE (int8 noise keeps it far above; a wrong layout, weight order or scale does not),
  * unless the float result is too flat to say (its spread below 1e-3 of its magnitude, or its
  * norm below 1e-3).  A call below MIN_COSINE is a finding unless the float body on its inputs
@@ -25,6 +26,8 @@
 #define MIN_COSINE 0.9
 
 static GPPassContext *octx; /* target opu */
+static GPPackedFunc *opu_run; /* the plugin's runner, wrapped by checking_run */
+static int checking_run(void *self, const GPAny *args, int32_t nargs, GPAny *res);
 static long n_compiled, n_simulated, n_multi, n_outputs, n_input_bound;
 
 static void opu_stats(void) {
@@ -43,6 +46,13 @@ static void opu_init(void) {
   }
   octx->verify_numerics = true;
   octx->rtol = 1e-3;
+  opu_run = gp_func_get("graphpass.ext.opu.run");
+  GPPackedFunc *hook = gp_func_new(NULL, checking_run, NULL);
+  if (!opu_run || !hook || gp_func_register("graphpass.ext.opu.run", hook, 1) != 0) {
+    fprintf(stderr, "fuzz_opu: cannot wrap graphpass.ext.opu.run: %s\n", gp_error_message());
+    abort();
+  }
+  gp_release(hook);
 }
 
 static void finding(const GPModule *m, const char *what, const char *msg) {
@@ -101,33 +111,35 @@ static GPTensor *quantized(GPTensor *t) {
   return q;
 }
 
-static const char *compiler_of(const GPModule *c, const GPExpr *callee) {
-  if (gp_kind(callee) != GP_TI_GLOBAL_VAR) return NULL;
-  const GPFunctionExpr *f = gp_module_lookup(c, ((const GPGlobalVar *)callee)->name);
-  const GPAttrValue *a = f && f->attrs ? gp_attrs_get(f->attrs, "Compiler") : NULL;
-  return a && a->kind == GP_ATTR_STR ? a->s : NULL;
+/* A compact copy of a DLTensor the evaluator hands the runner (borrowed, maybe strided). */
+static GPTensor *copy_of(const DLTensor *t) {
+  GPTensor *c = gp_tensor_alloc(t->dtype, t->ndim, t->shape, true);
+  if (!c) abort();
+  size_t es = (size_t)((t->dtype.bits * t->dtype.lanes + 7) / 8);
+  int64_t n = 1, idx[16] = {0};
+  for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
+  if (t->ndim > 16) abort();
+  const char *src = (const char *)t->data + t->byte_offset;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0, stride = 1;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+      off += idx[d] * (t->strides ? t->strides[d] : stride);
+      stride *= t->shape[d];
+    }
+    memcpy((char *)c->dl.data + (size_t)i * es, src + (size_t)off * es, es);
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < t->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return c;
 }
 
-static bool is_tensor(const GPExpr *e) { return e->checked_type && e->checked_type->kind == GP_TYPE_TENSOR; }
-
-/* The number of tensors a call returns (1, or a region's several outputs: the fields of its
- * tuple), or 0 when an argument or a result is not a tensor. */
-static int32_t tensor_results(const GPCall *k) {
-  for (int32_t a = 0; a < k->nargs; a++)
-    if (!is_tensor(k->args[a])) return 0;
-  const GPType *t = k->base.checked_type;
-  if (!t || t->kind == GP_TYPE_TENSOR) return t ? 1 : 0;
-  if (t->kind != GP_TYPE_TUPLE || t->n < 1) return 0;
-  for (int32_t j = 0; j < t->n; j++)
-    if (t->tuple.fields[j]->kind != GP_TYPE_TENSOR) return 0;
-  return t->n;
-}
-
-/* Output j of nres of a call of @fname (wt's fz_wrap) on float inputs in[0..nargs): the
- * simulator's got against the float want; below MIN_COSINE, the float body on the inputs
- * quantized as the driver quantizes them decides whether the compile lost it. */
-static void check_output(const GPModule *m, const GPModule *wt, int32_t nargs, GPTensor **in, const GPTensor *want,
-                         const GPTensor *got, int32_t j, int32_t nres, const char *fname) {
+/* Output j of nres of @fname (of c) on inputs in[0..nargs): the simulator's got against the
+ * float body's want; below MIN_COSINE, the float body on the inputs quantized as the driver
+ * quantizes them decides whether the compile lost it. */
+static void check_output(const GPModule *m, const GPModule *c, const char *fname, int32_t nargs, GPTensor **in,
+                         const GPTensor *want, const GPTensor *got, int32_t j, int32_t nres) {
   double cos = follows(m, want, got, fname);
   if (isnan(cos)) return;
   n_outputs++;
@@ -136,7 +148,7 @@ static void check_output(const GPModule *m, const GPModule *wt, int32_t nargs, G
   GPTensor **qin = gp_malloc((size_t)(nargs ? nargs : 1) * sizeof *qin), **ref = NULL;
   for (int32_t a = 0; a < nargs; a++) qin[a] = quantized(in[a]);
   int32_t nr = 0;
-  if (gp_eval_function(wt, "fz_wrap", nargs, qin, &ref, &nr, &host) != 0 || nr != nres)
+  if (gp_eval_function(c, fname, nargs, qin, &ref, &nr, &host) != 0 || nr != nres)
     finding(m, "the float body does not evaluate on quantized inputs", gp_error_message());
   double qcos = telling(ref[j]) ? opu_cosine(got, ref[j], 0, &(int64_t){0}) : 1.0;
   if (qcos >= MIN_COSINE) {
@@ -153,87 +165,44 @@ static void check_output(const GPModule *m, const GPModule *wt, int32_t nargs, G
   gp_free(ref);
 }
 
-/* Each call of an OPU function in c's @main (without ifs or closures): the simulator on the
- * call's float inputs (a probe of @main returning every argument, inside its lets) against the
- * float result. */
-static void check_calls(const GPModule *m, const GPModule *c, int32_t nin, GPTensor **in) {
-  const GPFunctionExpr *fn = gp_module_lookup(c, "main");
-  GPExpr **nodes = NULL;
-  size_t n = 0;
-  if (gp_post_order(fn->body, &nodes, &n) != 0) {
-    gp_error_clear();
-    return;
-  }
-  size_t nvals = 0, ncalls = 0;
-  bool plain = true;
-  for (size_t i = 0; i < n && plain; i++) {
-    int32_t kind = gp_kind(nodes[i]);
-    plain = kind != GP_TI_IF && kind != GP_TI_FUNCTION_EXPR; /* lets: probed inside the innermost body */
-    if (kind == GP_TI_CALL && compiler_of(c, ((const GPCall *)nodes[i])->op) && tensor_results((const GPCall *)nodes[i])) {
-      const GPCall *k = (const GPCall *)nodes[i];
-      nvals += (size_t)k->nargs + (size_t)tensor_results(k);
-      nodes[ncalls++] = nodes[i];
-    }
-  }
-  if (!plain || !ncalls) {
-    gp_free(nodes);
-    return;
-  }
-  GPExpr **vals = gp_malloc(nvals * sizeof *vals);
-  size_t v = 0;
-  for (size_t i = 0; i < ncalls; i++) {
-    const GPCall *k = (const GPCall *)nodes[i];
-    for (int32_t a = 0; a < k->nargs; a++) vals[v++] = k->args[a];
-    vals[v++] = nodes[i];
-  }
-  size_t nflat = nvals; /* the probe's outputs: a tuple result counts its fields */
-  nvals = v;
-  GPModule *probe = nc_probe_of(c, vals, nvals); /* inside @main's lets */
-  GPModule *typed = gp_infer_types(probe);
-  gp_release(probe);
-  GPTensor **out = NULL;
-  int32_t nout = 0;
+/* The modules of the run in progress (the float one, for findings, and the compiled one,
+ * whose functions the calls name). */
+static const GPModule *run_m, *run_c;
+
+/* graphpass.ext.opu.run as the harness registers it: the plugin's runner (the simulator), then
+ * the float body of the same function on the same inputs, each output compared.  Every call the
+ * simulated run makes is checked where it is made: in @main, in if branches, in closures and
+ * global functions, with one output or several. */
+static int checking_run(void *self, const GPAny *args, int32_t nargs, GPAny *res) {
+  (void)self;
+  int rc = opu_run->call(opu_run->self, args, nargs, res);
+  if (rc != 0 || !run_c) return rc;
+  const GPObject *callee = (const GPObject *)args[0].v_obj;
+  const char *fname = NULL;
+  for (int32_t f = 0; f < run_c->num_functions && !fname; f++)
+    if (&run_c->funcs[f]->base.obj == callee) fname = run_c->gvars[f]->name;
+  if (!fname) finding(run_m, "the runner was called with a function the module does not have", NULL);
+  int32_t n = nargs - 1;
+  GPTensor **in = gp_malloc((size_t)(n ? n : 1) * sizeof *in), **want = NULL;
+  for (int32_t a = 0; a < n; a++) in[a] = copy_of((const DLTensor *)args[a + 1].v_ptr);
+  int32_t nw = 0;
   GPEvalOptions host = {.struct_size = sizeof host, .abi_version = GP_ABI_VERSION, .num_threads = 1, .external = 0};
-  if (!typed || gp_eval_function(typed, "main", nin, in, &out, &nout, &host) != 0 || (size_t)nout != nflat)
-    finding(m, "the probe of the compiled module does not evaluate", typed ? gp_error_message() : "it does not type");
-  v = 0;
-  for (size_t i = 0; i < ncalls; i++) { /* fz_wrap(%a0, ...) = @f(%a0, ...), run with the simulator */
-    const GPCall *k = (const GPCall *)nodes[i];
-    GPVar **ps = gp_malloc((size_t)(k->nargs ? k->nargs : 1) * sizeof *ps);
-    for (int32_t a = 0; a < k->nargs; a++) ps[a] = gp_var_new("a", gp_tensor_type(out[v + (size_t)a]));
-    GPCall *call = gp_call_new(k->op, k->nargs, (GPExpr *const *)ps, NULL);
-    GPFunctionExpr *wf = gp_function_new(k->nargs, ps, &call->base, NULL, NULL);
-    GPModule *w = gp_module_copy(c);
-    if (gp_module_add(w, "fz_wrap", wf, true) != 0) abort();
-    GPModule *wt = gp_infer_types(w);
-    GPTensor **got = NULL;
-    int32_t ng = 0;
-    GPEvalOptions sim = host;
-    sim.external = 1;
-    const char *fname = ((const GPGlobalVar *)k->op)->name;
-    if (!wt || gp_eval_function(wt, "fz_wrap", k->nargs, out + v, &got, &ng, &sim) != 0)
-      finding(m, "the simulator fails on a call's float inputs", gp_error_message());
-    n_simulated++;
-    int32_t nres = tensor_results(k);
-    if (nres > 1) n_multi++;
-    if (ng != nres) finding(m, "the simulator returns another number of outputs than the call's type", fname);
-    for (int32_t j = 0; j < nres; j++) /* each output of the region */
-      check_output(m, wt, k->nargs, out + v, out[v + (size_t)k->nargs + (size_t)j], got[j], j, nres, fname);
-    for (int32_t j = 0; j < ng; j++) gp_release(got[j]);
-    gp_free(got);
-    gp_release(wt);
-    gp_release(w);
-    gp_release(wf);
-    gp_release(call);
-    for (int32_t a = 0; a < k->nargs; a++) gp_release(ps[a]);
-    gp_free(ps);
-    v += (size_t)k->nargs + (size_t)nres;
+  if (gp_eval_function(run_c, fname, n, in, &want, &nw, &host) != 0)
+    finding(run_m, "the float body does not evaluate on the simulated run's inputs", gp_error_message());
+  const GPArray *arr = res->type_index == GP_TI_ARRAY ? (const GPArray *)res->v_obj : NULL;
+  int32_t ng = arr ? (int32_t)arr->size : 1;
+  if (ng != nw) finding(run_m, "the simulator returns another number of outputs than the float body", fname);
+  n_simulated++;
+  if (ng > 1) n_multi++;
+  for (int32_t j = 0; j < ng; j++) {
+    const GPAny *g = arr ? &arr->items[j] : res;
+    if (g->type_index == GP_TI_TENSOR) check_output(run_m, run_c, fname, n, in, want[j], (const GPTensor *)g->v_obj, j, nw);
   }
-  for (int32_t j = 0; j < nout; j++) gp_release(out[j]);
-  gp_free(out);
-  gp_release(typed);
-  gp_free(vals);
-  gp_free(nodes);
+  for (int32_t a = 0; a < n; a++) gp_release(in[a]);
+  for (int32_t j = 0; j < nw; j++) gp_release(want[j]);
+  gp_free(in);
+  gp_free(want);
+  return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -246,7 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gp_release(m);
     return 0;
   }
-  octx->atol = fmax(1e-4, 1e-5 * peak);
+  nc_tolerance(octx, peak);
   GPModule *c = gp_run_pipeline(m, NULL, octx);
   if (!c) {
     const char *msg = gp_error_message();
@@ -266,8 +235,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* the calibration inputs (GenIR.seed 0): a range the calibration never saw (a value that was 0
    * on them) is not a compile bug */
   if (gp_eval_random_inputs(m, "main", 0, &in, &nin) != 0) finding(m, "no inputs for the float module", gp_error_message());
+  run_m = m, run_c = c; /* checking_run compares each call */
   if (gp_eval_function(c, "main", nin, in, &got, &ng, &sim) != 0) finding(m, "the simulated module fails", gp_error_message());
-  check_calls(m, c, nin, in);
+  run_m = run_c = NULL;
   for (int32_t k = 0; k < nin; k++) gp_release(in[k]);
   for (int32_t k = 0; k < ng; k++) gp_release(got[k]);
   gp_free(in);

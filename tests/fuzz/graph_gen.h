@@ -19,6 +19,7 @@
 
 #include "bench/bench_util.h" /* bench_rnd01; first: its parameters named ctx precede numerics_check.h's */
 #include "numerics_check.h"
+#include "eval/kernel.h" /* gp_f32_to_f16 */
 
 #define MAXV 40  /* values a graph keeps to choose from */
 #define STEPS 24 /* ops at most */
@@ -32,6 +33,16 @@ typedef struct {
 } Val;
 
 #define MAXFN 3 /* global functions besides @main */
+
+/* The float dtype of the graph being built (gg_build): float32, or float16 for one input
+ * length in 16; every constant, cast and parameter type takes it. */
+static DLDataType gg_dt = {kDLFloat, 32, 1};
+
+/* Element i of a float constant of dtype gg_dt := v. */
+static void gg_store(GPTensor *t, int64_t i, float v) {
+  if (gg_dt.bits == 16) ((uint16_t *)t->dl.data)[i] = gp_f32_to_f16(v);
+  else ((float *)t->dl.data)[i] = v;
+}
 
 typedef struct {
   const uint8_t *p;
@@ -64,25 +75,24 @@ static bool small(int32_t nd, const int64_t *shape) {
   return k <= MAX_ELEMS;
 }
 
-/* A float32 constant: random in [lo, hi], or (by the next choice, one time in four) all `ident`
- * when ident >= 0 (an identity a rewrite may remove). */
+/* A float constant (gg_dt): random in [lo, hi], or (by the next choice, one time in four) all
+ * `ident` when ident >= 0 (an identity a rewrite may remove). */
 static GPExpr *constant(Gen *g, int32_t nd, const int64_t *shape, float lo, float hi, float ident) {
-  GPTensor *t = gp_tensor_alloc((DLDataType){kDLFloat, 32, 1}, nd, shape, true);
+  GPTensor *t = gp_tensor_alloc(gg_dt, nd, shape, true);
   if (!t) abort();
   int64_t k = 1;
   for (int32_t i = 0; i < nd; i++) k *= shape[i];
   bool same = ident >= 0 && pick(g, 4) == 0;
-  float *d = t->dl.data;
-  for (int64_t i = 0; i < k; i++) d[i] = same ? ident : lo + (hi - lo) * (rnd(g) + 1.0f) * 0.5f;
+  for (int64_t i = 0; i < k; i++) gg_store(t, i, same ? ident : lo + (hi - lo) * (rnd(g) + 1.0f) * 0.5f);
   GPConstant *c = gp_constant_new(t);
   gp_release(t);
   return &c->base;
 }
 
 static GPExpr *scalar(float v) {
-  GPTensor *t = gp_tensor_alloc((DLDataType){kDLFloat, 32, 1}, 0, NULL, true);
+  GPTensor *t = gp_tensor_alloc(gg_dt, 0, NULL, true);
   if (!t) abort();
-  *(float *)t->dl.data = v;
+  gg_store(t, 0, v);
   GPConstant *c = gp_constant_new(t);
   gp_release(t);
   return &c->base;
@@ -201,7 +211,7 @@ static void quantized_param(Gen *g, bool clip_after) {
   if (!full_range) lo = which == 1 ? 0 : -6, hi = 6;
   const char *ck[2] = {"a_min", "a_max"}, *dk = "dtype";
   GPAttrValue cv[2] = {gp_attr_float(lo), gp_attr_float(hi)}, iv = gp_attr_dtype(it),
-              fv = gp_attr_dtype((DLDataType){kDLFloat, 32, 1});
+              fv = gp_attr_dtype(gg_dt);
   GPExpr *a = call2("multiply", gp_retain(&g->param->base), scalar(8.0f));
   if (!clip_after) a = call("clip", 1, &a, 2, ck, cv);
   a = call("cast", 1, &a, 1, &dk, &iv);
@@ -262,7 +272,7 @@ static void full_operand(Gen *g, const Val *x) {
   int64_t xs[MAXND]; /* push may move x */
   memcpy(xs, x->s, sizeof xs);
   const char *keys[2] = {"shape", "dtype"};
-  GPAttrValue vals[2] = {gp_attr_ints(nd, shape), gp_attr_dtype((DLDataType){kDLFloat, 32, 1})};
+  GPAttrValue vals[2] = {gp_attr_ints(nd, shape), gp_attr_dtype(gg_dt)};
   GPExpr *f;
   if (kind == 2) {
     GPExpr *k = scalar(rnd(g));
@@ -476,14 +486,15 @@ static void step(Gen *g) {
     gp_release(d);
     return;
   }
-  case 22: { /* casts: to float32 (the same), or through float64; or %x quantized (below) */
+  case 22: { /* casts: to the graph's dtype (the same), or through a wider one (float64; float32
+             * in a float16 graph); or %x quantized (below) */
     const char *key = "dtype";
-    GPAttrValue f64 = gp_attr_dtype((DLDataType){kDLFloat, 64, 1}), f32 = gp_attr_dtype((DLDataType){kDLFloat, 32, 1});
+    GPAttrValue wide = gp_attr_dtype((DLDataType){kDLFloat, gg_dt.bits == 16 ? 32 : 64, 1}), same = gp_attr_dtype(gg_dt);
     uint32_t how = pick(g, 4);
     if (how < 2) {
       GPExpr *a = ref(x);
-      if (how) a = call("cast", 1, &a, 1, &key, &f64);
-      push(g, call("cast", 1, &a, 1, &key, &f32), x->nd, s);
+      if (how) a = call("cast", 1, &a, 1, &key, &wide);
+      push(g, call("cast", 1, &a, 1, &key, &same), x->nd, s);
     } else {
       quantized_param(g, how == 3);
     }
@@ -821,7 +832,7 @@ static void step(Gen *g) {
   case 41: /* a closure applied in place: (fn (%p) { relu(p * k + b) })(x) */
   case 42: /* a global function @fK (a 1x1 conv, a scale, a bias and relu on 4-D), called once or twice */
   {
-    const GPType *t = gp_type_tensor((DLDataType){kDLFloat, 32, 1}, x->nd, x->s);
+    const GPType *t = gp_type_tensor(gg_dt, x->nd, x->s);
     GPVar *p = gp_var_new("p", t);
     GPExpr *b = &p->base;
     gp_retain(b);
@@ -900,16 +911,19 @@ static void step(Gen *g) {
  * With dynamic_ok, an input whose length is 7 mod 16 gives %x a dynamic batch, Tensor[(?, C, H,
  * W)], and one whose length is 11 mod 16 dynamic batch and spatial dims, Tensor[(?, C, ?, ?)]
  * (the length, not a byte: the other inputs build the graphs they built before); the graph is
- * built for the shape drawn, and numerics_check.h evaluates %x in that shape. */
+ * built for the shape drawn, and numerics_check.h evaluates %x in that shape.  One whose length
+ * is 13 mod 16 builds the graph in float16 (%x, constants and casts; numerics_check.h compares
+ * such a module at float16's tolerance). */
 static GPModule *gg_build(const uint8_t *data, size_t size, bool dynamic_ok) {
   Gen g = {.p = data, .n = size, .rng = 0x5eed};
+  gg_dt = (DLDataType){kDLFloat, size % 16 == 13 ? 16 : 32, 1};
   const int64_t xs[4] = {(int64_t)pick(&g, 2) + 1, (int64_t)pick(&g, 6) + 1, (int64_t)pick(&g, 6) + 3,
                          (int64_t)pick(&g, 6) + 3};
   g.lets = pick(&g, 4) == 0;
   bool dyn_batch = dynamic_ok && (size % 16 == 7 || size % 16 == 11), dyn_hw = dynamic_ok && size % 16 == 11;
   int64_t xt[4] = {dyn_batch ? GP_DIM_ANY : xs[0], xs[1], dyn_hw ? GP_DIM_ANY : xs[2], dyn_hw ? GP_DIM_ANY : xs[3]};
   if (gp_ctx_add_numerics_shape(ctx, "x", 4, xs) != 0) abort(); /* the inputs' shape where %x has ? dims */
-  GPVar *x = gp_var_new("x", gp_type_tensor((DLDataType){kDLFloat, 32, 1}, 4, xt));
+  GPVar *x = gp_var_new("x", gp_type_tensor(gg_dt, 4, xt));
   g.param = x;
   memcpy(g.pshape, xs, sizeof xs);
   push(&g, gp_retain(&x->base), 4, xs);

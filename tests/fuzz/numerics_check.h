@@ -13,11 +13,12 @@
  *
  * A parameter with ? dims is evaluated in the shape the harness gave the context
  * (gp_ctx_add_numerics_shape), else with each ? as 1.
+ * A module with float16 values is compared at rtol 1e-2 and atol 1e-2 of its peak (nc_tolerance).
  * What is not compared (skipped before the run): @main with a parameter that is not a tensor, a
  * module with a tensor of more than 64k elements anywhere or a constant holding a value that is
  * not finite or above 1e4 in magnitude (weights of 1e38 that cancel in one order of a sum
- * overflow in another) (evaluation time) or of float16 /
- * bfloat16 (their rounding is above the tolerance), and one where a value @main computes on
+ * overflow in another) (evaluation time) or of bfloat16 (its rounding is above any useful
+ * tolerance), and one where a value @main computes on
  * the inputs (every call's, when the body is plain dataflow; else the outputs) is not finite
  * or above 1e4 in magnitude (a rewrite that TVM also makes, x * 0 -> 0, a scale folded into a
  * weight or a reassociated sum, may then change the outputs legitimately: inf * 0, an overflow
@@ -28,6 +29,7 @@
 #include "fuzz_common.h"
 
 #include "eval/eval.h"
+#include "eval/kernel.h" /* gp_f16_to_f32 */
 
 #include <math.h>
 
@@ -35,6 +37,7 @@
 #define MAX_MAGNITUDE 1e4
 
 static GPPassContext *ctx; /* nc_init */
+static bool nc_half;       /* the module small_enough saw last has float16 values */
 static long nc_typed, nc_checked, nc_runs_ok; /* GP_FUZZ_STATS=1 prints them at exit */
 
 /* NCHW convolutions to NHWC (NCDHW to NDHWC), with the layout_transforms at the boundaries and between them
@@ -57,14 +60,15 @@ static const char k_fusion_pipeline[] =
     "ConvBnFuse,ConvElementwiseFuse,ConvActivationFuse,FcFuse,DeadCodeElimination,FoldConstant";
 
 
-/* A tensor type of a static shape with at most MAX_ELEMS elements and a dtype whose rounding
- * the tolerance allows for (not float16 / bfloat16: their epsilon, ~1e-3, is above rtol, so
- * another order of a sum may differ beyond it). */
+/* A tensor type of at most MAX_ELEMS elements and a dtype whose rounding a tolerance allows
+ * for: not bfloat16 (epsilon 8e-3).  float16 sets nc_half: its epsilon, ~1e-3, is above the
+ * float32 rtol, so such a module is compared at float16's (nc_tolerance). */
 static bool checkable(const GPType *t) {
   int64_t k = 1;
   for (int32_t i = 0; i < t->n; i++) k *= t->tensor.shape[i] == GP_DIM_ANY ? 2 : t->tensor.shape[i]; /* a ? dim: the generator bounds its size */
   DLDataType d = t->tensor.dtype;
-  return k >= 0 && k <= MAX_ELEMS && !((d.code == kDLFloat || d.code == kDLBfloat) && d.bits < 32);
+  if (d.code == kDLFloat && d.bits == 16) nc_half = true;
+  return k >= 0 && k <= MAX_ELEMS && d.code != kDLBfloat && !(d.code == kDLFloat && d.bits < 16);
 }
 
 /* Every float value in tensors[0..n) is finite and at most MAX_MAGNITUDE; *peak gets the
@@ -72,12 +76,15 @@ static bool checkable(const GPType *t) {
 static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
   for (int32_t i = 0; i < n; i++) {
     const DLTensor *t = &ts[i]->dl;
-    if (t->dtype.code != kDLFloat || (t->dtype.bits != 32 && t->dtype.bits != 64) || !t->data) continue; /* a constant without data */
+    if (t->dtype.code != kDLFloat || (t->dtype.bits != 16 && t->dtype.bits != 32 && t->dtype.bits != 64) || !t->data)
+      continue; /* a constant without data */
     int64_t k = 1;
     for (int32_t d = 0; d < t->ndim; d++) k *= t->shape[d];
     const char *p = (const char *)t->data + t->byte_offset;
     for (int64_t j = 0; j < k; j++) {
-      double v = t->dtype.bits == 32 ? (double)((const float *)p)[j] : ((const double *)p)[j];
+      double v = t->dtype.bits == 32   ? (double)((const float *)p)[j]
+                 : t->dtype.bits == 16 ? (double)gp_f16_to_f32(((const uint16_t *)p)[j])
+                                       : ((const double *)p)[j];
       if (!isfinite(v) || fabs(v) > MAX_MAGNITUDE) return false;
       if (fabs(v) > *peak) *peak = fabs(v);
     }
@@ -85,8 +92,10 @@ static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
   return true;
 }
 
-/* Every tensor type in the module (nodes' checked types, tuple fields) is checkable. */
+/* Every tensor type in the module (nodes' checked types, tuple fields) is checkable (nc_half:
+ * whether one is float16). */
 static bool small_enough(const GPModule *m) {
+  nc_half = false;
   for (int32_t f = 0; f < m->num_functions; f++) {
     GPExpr **nodes = NULL;
     size_t n = 0;
@@ -237,14 +246,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
+/* The tolerance of a comparison on a module whose largest computed magnitude is peak.
+ * Rounding is absolute at the scale of the values summed: an output that cancels terms of
+ * 2000 is off by a few ulp of 2000 (~1e-3 in float32) whatever the order.  In float16 every
+ * op rounds to 2^-11 relative, and a weight with a scale folded in rounds once more, so a sum
+ * of tens of terms moves by some 1e-2 of its terms' scale: such a module is compared at rtol
+ * 1e-2 and atol 1e-2 of its peak (a wrong layout, axis or dropped op still moves it by O(1)). */
+static void nc_tolerance(GPPassContext *c, double peak) {
+  c->rtol = nc_half ? 1e-2 : 1e-3;
+  c->atol = nc_half ? fmax(1e-3, 1e-2 * peak) : fmax(1e-4, 1e-5 * peak);
+}
+
 /* The check of one typed module (borrowed): skipped unless small and tame. */
 static inline void nc_check(const GPModule *typed) {
   nc_typed++;
   double peak = 0;
   if (!gp_module_lookup(typed, "main") || !small_enough(typed) || !tame(typed, &peak)) return;
-  /* rounding is absolute at the scale of the values summed: an output that cancels terms of
-   * 2000 is off by a few ulp of 2000 (~1e-3) whatever the order */
-  ctx->atol = fmax(1e-4, 1e-5 * peak);
+  nc_tolerance(ctx, peak);
   nc_checked++;
   run_checked(typed, NULL);
   run_checked(typed, k_layout_pipeline);
