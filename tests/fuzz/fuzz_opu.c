@@ -216,7 +216,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   nc_tolerance(octx, peak);
+  char *before = gp_print(m, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  if (!before) abort();
   GPModule *c = gp_run_pipeline(m, NULL, octx);
+  nc_unchanged(m, before, "target opu's set");
+  gp_free(before);
   if (!c) {
     const char *msg = gp_error_message();
     if (msg && (strstr(msg, "changed the numbers") || strstr(msg, "changed the number of") ||

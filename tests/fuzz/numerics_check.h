@@ -8,8 +8,9 @@
  * rtol, since the command's 1e-4 / 1e-5 flags a layer_norm over two close values (its float32
  * decomposition amplifies rounding by 1 / sqrt(variance), as in TVM) and an output that cancels
  * terms of 2000 moves by their ulp when a rewrite reassociates them.  A pass that changes the
- * outputs, or leaves a module that no longer evaluates, is a finding; any other refusal must
- * carry a message (GP_FUZZ_STATS=2 prints each).
+ * outputs, or leaves a module that no longer evaluates, or changes its input module (its text
+ * with types and constants), is a finding; any other refusal must carry a message
+ * (GP_FUZZ_STATS=2 prints each).
  *
  * A parameter with ? dims is evaluated in the shape the harness gave the context
  * (gp_ctx_add_numerics_shape), else with each ? as 1.
@@ -198,10 +199,24 @@ static bool tame(const GPModule *m, double *peak) {
   return ok;
 }
 
+/* A pass never mutates its input: typed prints as `before` (its text with types and constants)
+ * after pipeline ran on it (what = the pipeline's name). */
+static void nc_unchanged(const GPModule *typed, const char *before, const char *what) {
+  char *after = gp_print(typed, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  if (!after) abort();
+  if (strcmp(before, after) != 0) {
+    fprintf(stderr, "fuzz: %s changed its input:\n%s\n--- became ---\n%s\n", what, before, after);
+    abort();
+  }
+  gp_free(after);
+}
+
 /* Run pipeline (NULL: the default set) with --verify-numerics; a pass that changed the numbers
- * is a finding, any other failure must say why. */
-static void run_checked(const GPModule *typed, const char *pipeline) {
+ * is a finding, so is one that changed its input (before: its text); any other failure must say
+ * why. */
+static void run_checked(const GPModule *typed, const char *before, const char *pipeline) {
   GPModule *out = gp_run_pipeline(typed, pipeline, ctx);
+  nc_unchanged(typed, before, pipeline ? pipeline : "the default set");
   if (out) {
     nc_runs_ok++;
     gp_release(out);
@@ -264,10 +279,13 @@ static inline void nc_check(const GPModule *typed) {
   if (!gp_module_lookup(typed, "main") || !small_enough(typed) || !tame(typed, &peak)) return;
   nc_tolerance(ctx, peak);
   nc_checked++;
-  run_checked(typed, NULL);
-  run_checked(typed, k_layout_pipeline);
-  run_checked(typed, k_mixed_layout_pipeline);
-  run_checked(typed, k_fusion_pipeline);
+  char *before = gp_print(typed, GP_PRINT_TYPES | GP_PRINT_METADATA);
+  if (!before) abort();
+  run_checked(typed, before, NULL);
+  run_checked(typed, before, k_layout_pipeline);
+  run_checked(typed, before, k_mixed_layout_pipeline);
+  run_checked(typed, before, k_fusion_pipeline);
+  gp_free(before);
 }
 
 #endif
