@@ -7,10 +7,11 @@
  * the numbers as in the other harnesses).  The compile either succeeds or refuses with a
  * message.  What compiled then runs end to end with the simulator (external functions through
  * graphpass.ext.opu.run) on the calibration inputs, and must run.  The harness registers its
- * own graphpass.ext.opu.run around the plugin's, so each call of an external function that run
- * makes is checked where it is made (in @main, if branches, closures, global functions): the
- * simulator's outputs against the float body's on the same inputs, each output of a region
- * with several (a tuple) on its own, by cosine similarity of at least
+ * own graphpass.ext.opu.run around the plugin's (checking_run), and a second run checks each
+ * call of an external function where it is made (in @main, if branches, closures, global
+ * functions) on the values the float module computes there: the simulator's outputs against
+ * the float body's on the same inputs, each output of a region with several (a tuple) on its
+ * own, by cosine similarity of at least
  * MIN_COSINE (int8 noise keeps it far above; a wrong layout, weight order or scale does not),
  * unless the float result is too flat to say (its spread below 1e-3 of its magnitude, or its
  * norm below 1e-3).  A call below MIN_COSINE is a finding unless the float body on its inputs
