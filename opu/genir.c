@@ -1538,15 +1538,76 @@ static int64_t cfg_int(GPPassContext *ctx, const char *key, int64_t dflt) {
 
 /* Inputs of @main from "NAME=FILE;NAME=FILE" (every parameter named), or the deterministic
  * ones.  *inputs: malloc'd array of n new references. */
+/* The deterministic inputs of @main for seed (those of --verify-numerics), each `?` dim of a
+ * parameter as 1 as --verify-numerics fills it: the host's eval_random_inputs takes static types
+ * only, so a parameter with a `?` is given one on a module of its own whose @main has the same
+ * parameters, statically typed (the values depend on the seed, the parameter's position and
+ * its shape alone).  *shapes_note gets "; %x as (1, 2, 4, 4)" for each one filled (caller
+ * frees), or NULL. */
+static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64_t seed, GPTensor ***rnd, int32_t *n,
+                         char **shapes_note) {
+  *shapes_note = NULL;
+  int32_t np = mainf->nparams;
+  bool dynamic = false;
+  for (int32_t i = 0; i < np && !dynamic; i++) {
+    const GPType *t = mainf->params[i]->type_annotation;
+    for (int32_t d = 0; t && t->kind == GP_TYPE_TENSOR && d < t->n; d++) dynamic |= t->tensor.shape[d] < 0;
+  }
+  if (!dynamic) return H->eval_random_inputs(mod, "main", (uint64_t)seed, rnd, n);
+  GPVar **ps = calloc((size_t)np, sizeof *ps);
+  Buf note = {0};
+  int rc = -1;
+  GPModule *m1 = NULL;
+  GPFunctionExpr *f1 = NULL;
+  if (!ps) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
+  for (int32_t i = 0; i < np; i++) {
+    const GPVar *v = mainf->params[i];
+    const GPType *t = v->type_annotation;
+    if (t && t->kind == GP_TYPE_TENSOR) {
+      int64_t dims[64];
+      bool filled = false;
+      for (int32_t d = 0; d < t->n && d < 64; d++) filled |= (dims[d] = t->tensor.shape[d] < 0 ? 1 : t->tensor.shape[d]) != t->tensor.shape[d];
+      if (filled && t->n <= 64) {
+        t = H->type_tensor(t->tensor.dtype, t->n, dims);
+        txt(&note, "; %%%s as (", v->name ? v->name : "_");
+        for (int32_t d = 0; d < t->n; d++) txt(&note, "%s%lld", d ? ", " : "", (long long)dims[d]);
+        txt(&note, ")");
+      }
+    }
+    if (!t || !(ps[i] = H->var_new(v->name ? v->name : "_", t))) goto out;
+  }
+  if (!(f1 = H->function_new(np, ps, np ? &ps[0]->base : NULL, NULL, NULL)) || !(m1 = H->module_new("GenIR inputs")) ||
+      H->module_add(m1, "main", f1, 0) != 0)
+    goto out;
+  rc = H->eval_random_inputs(m1, "main", (uint64_t)seed, rnd, n);
+out:
+  if (rc != 0 && H->error_kind() == GP_OK) H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS);
+  for (int32_t i = 0; i < np; i++) gp_release(ps[i]);
+  free(ps);
+  gp_release(f1);
+  gp_release(m1);
+  if (rc == 0 && note.n) {
+    *shapes_note = strndup((const char *)note.d, note.n);
+  }
+  free(note.d);
+  return rc;
+}
+
+/* @main's calibration inputs (*filled: some `?` dim was made 1 in them). */
 static int calib_inputs(const GPModule *mod, const GPFunctionExpr *mainf, const char *spec, int64_t seed,
-                        GPPassContext *ctx, GPTensor ***inputs) {
+                        GPPassContext *ctx, GPTensor ***inputs, bool *filled_dims) {
+  *filled_dims = false;
   int32_t np = mainf->nparams;
   GPTensor **ins = calloc((size_t)(np ? np : 1), sizeof *ins);
   if (!ins) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
   if (!spec || !spec[0]) {
     GPTensor **rnd = NULL;
     int32_t n = 0;
-    if (H->eval_random_inputs(mod, "main", (uint64_t)seed, &rnd, &n) != 0) {
+    char *filled = NULL;
+    if (random_inputs(mod, mainf, seed, &rnd, &n, &filled) != 0) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", H->error_message());
+      H->error_set(H->error_kind(), "%s: the deterministic calibration inputs: %s", PASS, msg);
       free(ins);
       return -1;
     }
@@ -1555,8 +1616,10 @@ static int calib_inputs(const GPModule *mod, const GPFunctionExpr *mainf, const 
     H->free(rnd);
     H->ctx_note(ctx,
                 "no calibration inputs (GenIR.calibrate / --calibrate NAME=FILE): activation scales come from the "
-                "deterministic inputs of --verify-numerics (seed %lld), not from real data",
-                (long long)seed);
+                "deterministic inputs of --verify-numerics (seed %lld%s), not from real data",
+                (long long)seed, filled ? filled : "");
+    *filled_dims = filled != NULL;
+    free(filled);
     *inputs = ins;
     return 0;
   }
@@ -1732,7 +1795,8 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
       H->error_set(GP_ERR_VALUE, "%s: the module has no @main to calibrate the opu functions on", PASS);
       goto done;
     }
-    if (calib_inputs(mod, mainf, spec, seed, ctx, &ins) != 0) goto done;
+    bool filled = false;
+    if (calib_inputs(mod, mainf, spec, seed, ctx, &ins, &filled) != 0) goto done;
     nins = mainf->nparams;
     GPEvalOptions eo;
     memset(&eo, 0, sizeof eo);
@@ -1743,7 +1807,10 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
     if (H->eval_function(mod, "main", nins, ins, &outs, &nouts, &eo) != 0) {
       char msg[2048];
       snprintf(msg, sizeof msg, "%s", H->error_message());
-      H->error_set(H->error_kind(), "%s: calibration (evaluating @main in float): %s", PASS, msg);
+      H->error_set(H->error_kind(), "%s: calibration (evaluating @main in float): %s%s", PASS, msg,
+                   filled ? " (@main's ? dims were taken as 1: give calibration inputs of the real shapes, "
+                            "--calibrate NAME=FILE)"
+                          : "");
       goto done;
     }
   }

@@ -4,7 +4,8 @@
  * AnnotateTarget calls with the typed call; it accepts only the shapes, layouts and dtypes the
  * accelerator runs, so anything else of a supported op stays on the host.
  *
- * What the accelerator runs (every tensor float32 before quantization, every call typed):
+ * What the accelerator runs (every tensor float32 of a static shape before quantization, every
+ * call typed; a dynamic batch stays on the host):
  *  - nn.conv2d: NCHW data, OIHW weight that is a constant, out_layout "" or NCHW, out_dtype
  *    unset or float32, any groups (depthwise included), kernel and strides up to 64, padding
  *    below the kernel, dilation 1, at most 32768 taps per output (opu_window_ok);
@@ -30,12 +31,18 @@
 
 typedef bool (*CheckFn)(const GPCall *c);
 
+/* A float32 tensor of a static shape: the instruction stream has every size in it, so a `?`
+ * dim (a dynamic batch) keeps its call on the host. */
 static bool is_f32_tensor(const GPType *t) {
-  return t && t->kind == GP_TYPE_TENSOR && t->tensor.dtype.code == kDLFloat && t->tensor.dtype.bits == 32 &&
-         t->tensor.dtype.lanes == 1;
+  if (!t || t->kind != GP_TYPE_TENSOR || t->tensor.dtype.code != kDLFloat || t->tensor.dtype.bits != 32 ||
+      t->tensor.dtype.lanes != 1)
+    return false;
+  for (int32_t i = 0; i < t->n; i++)
+    if (t->tensor.shape[i] < 0) return false;
+  return true;
 }
 
-/* every argument (tuple fields included) and the result float32 tensors */
+/* every argument (tuple fields included) and the result float32 tensors of static shapes */
 static bool all_f32(const GPCall *c) {
   if (!is_f32_tensor(c->base.checked_type)) return false;
   for (int32_t i = 0; i < c->nargs; i++) {

@@ -486,7 +486,15 @@ static GPModule *call_pass(GPPassContext *ctx, Node *nd, GPModule *cur) {
   if (rc != 0) {
     gp_any_clear(&res);
     if (!gp_error_kind()) gp_error_set(GP_ERR_INTERNAL, "failed without an error message");
-    gp_error_prefix("pass %s", in->name);
+    const char *msg = gp_error_message();
+    size_t nl = strlen(in->name);
+    if (strncmp(msg, in->name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ') { /* it names itself */
+      char *own = gp_strdup(msg);
+      gp_error_set(GP_ERR_PASS, "pass %s", own);
+      gp_free(own);
+    } else {
+      gp_error_prefix("pass %s", in->name);
+    }
     gp_error_set_kind(GP_ERR_PASS);
     return NULL;
   }

@@ -364,6 +364,48 @@ Test(opu_genir, concatenate_of_a_reshaped_input_keeps_its_range) {
   gp_release(got);
 }
 
+/* Calls with a dynamic batch stay on the host (the instruction stream needs static sizes; GenIR
+ * had failed the whole compile on them), while the static branch still goes to the OPU and
+ * compiles: calibration fills the ? with 1. */
+Test(opu_genir, dynamic_batch_stays_on_the_host) {
+  load_opu();
+  GPModule *m = th_parse_file("tests/data/opu/dynamic_batch.relay");
+  GPPassContext *ctx = opu_ctx(NULL);
+  GPModule *c = gp_run_pipeline(m, NULL, ctx);
+  cr_assert_not_null(c, "%s", gp_error_message());
+  char *text = gp_print(c, 0);
+  const GPFunctionExpr *mf = gp_module_lookup(c, "main");
+  char *main_text = gp_print_expr(&mf->base, 0);
+  cr_assert(strstr(main_text, "nn.conv2d") && strstr(main_text, "nn.relu(%0)"),
+            "the dynamic conv and relu are not on the host: %s", text);
+  const char *fname = NULL;
+  const GPFunctionExpr *f = opu_function(c, &fname);
+  cr_assert_not_null(f, "the static relu did not go to the OPU: %s", text);
+  gp_free(main_text);
+  gp_free(text);
+  gp_release(c);
+  gp_ctx_free(ctx);
+  gp_release(m);
+}
+
+/* A graph that does not evaluate with its ? dims as 1 (a reshape to 3 rows): calibration fails
+ * saying so and what to give, and the pass's name comes once (GenIR's messages name it, and
+ * the pipeline's "pass GenIR" had been put before that again). */
+Test(opu_genir, calibration_of_a_dynamic_batch_says_what_to_give) {
+  load_opu();
+  GPModule *m = th_parse_file("tests/data/opu/dynamic_batch_reshape.relay");
+  GPPassContext *ctx = opu_ctx(NULL);
+  cr_assert_null(gp_run_pipeline(m, NULL, ctx));
+  const char *msg = gp_error_message();
+  cr_assert(strstr(msg, "pass GenIR: calibration (evaluating @main in float)") && strstr(msg, "not divisible by 3") &&
+                strstr(msg, "? dims were taken as 1") && strstr(msg, "--calibrate NAME=FILE") &&
+                !strstr(msg, "GenIR: GenIR"),
+            "%s", msg);
+  gp_error_clear();
+  gp_ctx_free(ctx);
+  gp_release(m);
+}
+
 /* A conv the OPU does not run (dilation 2) stays on the host: the target's predicate refuses it
  * (GenIR had failed the whole compile), and the relu after it still goes to the OPU. */
 Test(opu_genir, unsupported_shape_stays_on_the_host) {

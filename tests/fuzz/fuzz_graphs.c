@@ -6,7 +6,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 512) return -1;
-  GPModule *typed = gg_build(data, size, true);
+  GPModule *typed = gg_build(data, size, GG_DYNAMIC);
   if (!typed) return 0;
   nc_check(typed);
   gp_release(typed);

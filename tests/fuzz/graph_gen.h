@@ -906,21 +906,30 @@ static void step(Gen *g) {
   }
 }
 
+/* Which dims of %x may be ? (gg_build). */
+typedef enum {
+  GG_STATIC,      /* none */
+  GG_DYNAMIC,     /* by the input's length: the batch, or the batch, height and width */
+  GG_DYNAMIC_ONES /* the same, where the size drawn is 1 (a harness that evaluates ? as 1) */
+} GGDynamic;
+
 /* The typed module data describes (a new reference), or NULL when its shapes do not type (a
  * wrong guess here, not a finding).  GP_FUZZ_PRINT prints it (a reproducer's Relay text).
- * With dynamic_ok, an input whose length is 7 mod 16 gives %x a dynamic batch, Tensor[(?, C, H,
+ * With GG_DYNAMIC, an input whose length is 7 mod 16 gives %x a dynamic batch, Tensor[(?, C, H,
  * W)], and one whose length is 11 mod 16 dynamic batch and spatial dims, Tensor[(?, C, ?, ?)]
  * (the length, not a byte: the other inputs build the graphs they built before); the graph is
  * built for the shape drawn, and numerics_check.h evaluates %x in that shape.  One whose length
  * is 13 mod 16 builds the graph in float16 (%x, constants and casts; numerics_check.h compares
  * such a module at float16's tolerance). */
-static GPModule *gg_build(const uint8_t *data, size_t size, bool dynamic_ok) {
+static GPModule *gg_build(const uint8_t *data, size_t size, GGDynamic dynamic) {
   Gen g = {.p = data, .n = size, .rng = 0x5eed};
   gg_dt = (DLDataType){kDLFloat, size % 16 == 13 ? 16 : 32, 1};
   const int64_t xs[4] = {(int64_t)pick(&g, 2) + 1, (int64_t)pick(&g, 6) + 1, (int64_t)pick(&g, 6) + 3,
                          (int64_t)pick(&g, 6) + 3};
   g.lets = pick(&g, 4) == 0;
-  bool dyn_batch = dynamic_ok && (size % 16 == 7 || size % 16 == 11), dyn_hw = dynamic_ok && size % 16 == 11;
+  bool dynamic_ok = dynamic != GG_STATIC, ones = dynamic == GG_DYNAMIC_ONES;
+  bool dyn_batch = dynamic_ok && (size % 16 == 7 || size % 16 == 11) && (!ones || xs[0] == 1);
+  bool dyn_hw = dynamic_ok && size % 16 == 11 && (!ones || (xs[2] == 1 && xs[3] == 1));
   int64_t xt[4] = {dyn_batch ? GP_DIM_ANY : xs[0], xs[1], dyn_hw ? GP_DIM_ANY : xs[2], dyn_hw ? GP_DIM_ANY : xs[3]};
   if (gp_ctx_add_numerics_shape(ctx, "x", 4, xs) != 0) abort(); /* the inputs' shape where %x has ? dims */
   GPVar *x = gp_var_new("x", gp_type_tensor(gg_dt, 4, xt));
