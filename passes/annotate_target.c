@@ -57,6 +57,16 @@ typedef struct Annot {
   PMap target_of; /* rewritten node -> target index + 1 */
   PMap support;   /* op -> OpSupport* */
   int64_t supported_calls;
+  /* calls a target's predicate refused (they stay on the host): per op, how many and where the
+   * first is, for --explain (the first REFUSED_OPS ops; the rest only counted) */
+  struct {
+    const GPOp *op;
+    int32_t target;
+    int64_t n;
+    char first[128];
+  } refused[16];
+  int32_t nrefused;
+  int64_t refused_calls;
   bool untyped;        /* a result without a type: re-type */
   bool call_ops_only;  /* include_non_call_ops=false: TVM's CallOpsTargetRewriter */
 } Annot;
@@ -186,6 +196,22 @@ static OpSupport *op_support(Annot *A, const GPOp *op, const GPExpr *call) {
   return s;
 }
 
+/* Counts a call of op that target t's predicate refused (see Annot.refused). */
+static void refuse(Annot *A, const GPOp *op, int32_t t, const GPExpr *call) {
+  A->refused_calls++;
+  int32_t i = 0;
+  while (i < A->nrefused && (A->refused[i].op != op || A->refused[i].target != t)) i++;
+  if (i == A->nrefused) {
+    if (i == (int32_t)(sizeof A->refused / sizeof A->refused[0])) return;
+    A->nrefused++;
+    A->refused[i].op = op;
+    A->refused[i].target = t;
+    A->refused[i].n = 0;
+    std_where(A->source, call, A->refused[i].first, sizeof A->refused[i].first);
+  }
+  A->refused[i].n++;
+}
+
 /* The target of a call (index into names; 0 = default), or -1 + error. */
 static int call_target(Annot *A, GPExpr *orig) {
   const GPCall *c = (const GPCall *)orig;
@@ -215,6 +241,7 @@ static int call_target(Annot *A, GPExpr *orig) {
         return -1;
       }
       if (res.v_int64) return t;
+      refuse(A, op, t, orig);
     }
     return 0;
   }
@@ -571,6 +598,23 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
     goto done;
   }
   std_note(ctx, "%lld calls annotated for a target", (long long)A->supported_calls);
+  if (A->refused_calls) { /* what stays on the host though its op has a kernel there, and where */
+    char buf[1536];
+    size_t k = 0;
+    int64_t listed = 0;
+    for (int32_t i = 0; i < A->nrefused && k < sizeof buf; i++) {
+      int w = snprintf(buf + k, sizeof buf - k, "%s%s: %lld (target %s; the first at %s)", i ? "; " : "",
+                       A->refused[i].op->name, (long long)A->refused[i].n, A->names[A->refused[i].target],
+                       A->refused[i].first);
+      k += w > 0 ? (size_t)w : 0;
+      listed += A->refused[i].n;
+    }
+    if (k >= sizeof buf) k = sizeof buf - 1;
+    buf[k] = 0;
+    std_note(ctx, "%lld calls stay on the host, their target's predicate refused them (shape, layout, dtype or "
+             "attributes it does not run): %s%s", (long long)A->refused_calls, buf,
+             listed < A->refused_calls ? "; and calls of other ops" : "");
+  }
 done:
   annot_free(A);
   free(A);
