@@ -1550,7 +1550,8 @@ static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64
   int32_t np = mainf->nparams;
   bool dynamic = false;
   for (int32_t i = 0; i < np && !dynamic; i++) {
-    const GPType *t = mainf->params[i]->type_annotation;
+    const GPVar *v = mainf->params[i];
+    const GPType *t = v->type_annotation ? v->type_annotation : v->base.checked_type;
     for (int32_t d = 0; t && t->kind == GP_TYPE_TENSOR && d < t->n; d++) dynamic |= t->tensor.shape[d] < 0;
   }
   if (!dynamic) return H->eval_random_inputs(mod, "main", (uint64_t)seed, rnd, n);
@@ -1562,11 +1563,18 @@ static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64
   if (!ps) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
   for (int32_t i = 0; i < np; i++) {
     const GPVar *v = mainf->params[i];
-    const GPType *t = v->type_annotation;
-    if (t && t->kind == GP_TYPE_TENSOR) {
+    const GPType *t = v->type_annotation ? v->type_annotation : v->base.checked_type;
+    if (!t) {
+      H->error_set(GP_ERR_VALUE, "%s: @main's parameter %%%s has no type", PASS, v->name ? v->name : "_");
+      goto out;
+    }
+    if (t->kind == GP_TYPE_TENSOR) {
       int64_t dims[64];
       bool filled = false;
-      for (int32_t d = 0; d < t->n && d < 64; d++) filled |= (dims[d] = t->tensor.shape[d] < 0 ? 1 : t->tensor.shape[d]) != t->tensor.shape[d];
+      for (int32_t d = 0; d < t->n && d < 64; d++) {
+        dims[d] = t->tensor.shape[d] < 0 ? 1 : t->tensor.shape[d];
+        filled |= dims[d] != t->tensor.shape[d];
+      }
       if (filled && t->n <= 64) {
         t = H->type_tensor(t->tensor.dtype, t->n, dims);
         txt(&note, "; %%%s as (", v->name ? v->name : "_");
@@ -1574,7 +1582,7 @@ static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64
         txt(&note, ")");
       }
     }
-    if (!t || !(ps[i] = H->var_new(v->name ? v->name : "_", t))) goto out;
+    if (!(ps[i] = H->var_new(v->name ? v->name : "_", t))) goto out;
   }
   if (!(f1 = H->function_new(np, ps, np ? &ps[0]->base : NULL, NULL, NULL)) || !(m1 = H->module_new("GenIR inputs")) ||
       H->module_add(m1, "main", f1, 0) != 0)
@@ -1586,9 +1594,7 @@ out:
   free(ps);
   gp_release(f1);
   gp_release(m1);
-  if (rc == 0 && note.n) {
-    *shapes_note = strndup((const char *)note.d, note.n);
-  }
+  if (rc == 0 && note.n) *shapes_note = strndup((const char *)note.d, note.n);
   free(note.d);
   return rc;
 }
