@@ -280,8 +280,7 @@ typedef struct Comp {
   uint32_t ntens, captens;
   /* per tensor: 1 when its steps are scale_for's default, not a calibrated range (calibration
    * saw only zeros there); such a tensor's scale says nothing of its values */
-  uint8_t *tdefault;
-  uint32_t captdefault;
+  uint8_t *tdefault; /* captens bytes, grown with tens */
   OpuInstr *ins;
   uint32_t nins, capins;
   uint64_t act;
@@ -344,15 +343,15 @@ static int grow32(void **p, uint32_t *cap, uint32_t n, size_t elem) {
 
 /* Append t (dflt: its steps are the default, see Comp.tdefault) as tensor *out. */
 static int push_tensor(Comp *c, OpuTensor t, bool dflt, uint32_t *out) {
+  uint32_t cap = c->captens;
   if (grow32((void **)&c->tens, &c->captens, c->ntens, sizeof *c->tens) != 0) return -1;
-  if (c->captdefault < c->captens) {
+  if (c->captens != cap) {
     uint8_t *p = realloc(c->tdefault, c->captens);
     if (!p) {
       H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS);
       return -1;
     }
     c->tdefault = p;
-    c->captdefault = c->captens;
   }
   c->tens[c->ntens] = t;
   c->tdefault[c->ntens] = dflt;
@@ -386,10 +385,6 @@ static int new_tensor_range(Comp *c, uint32_t d[4], int uns, double range, uint3
   if (new_tensor_flags(c, d, uns ? OPU_T_UNSIGNED : 0, scale_for(range, uns), out) != 0) return -1;
   c->tdefault[*out] = scale_is_default(range, uns);
   return 0;
-}
-
-static int new_tensor(Comp *c, uint32_t d[4], int uns, float scale, uint32_t *out) {
-  return new_tensor_flags(c, d, uns ? OPU_T_UNSIGNED : 0, scale, out);
 }
 
 /* A view t of the bytes of tensor `of` (its steps). */
@@ -967,15 +962,12 @@ static int do_pool(Comp *c, int32_t i, const GPCall *call, int kind) {
    * three such pools).  Max pools, and averages of about their input's range, keep the steps. */
   int uns = (src.flags & OPU_T_UNSIGNED) != 0;
   double r_in = (double)src.scale * (uns ? 255 : 127), r_out = range_of(c, i);
-  float oscale = src.scale;
+  bool rescale = kind != OPU_OP_MAXPOOL && r_out > 0 && r_out * 4 < r_in;
   int32_t m0 = 0;
   uint16_t shift = 0;
-  if (kind != OPU_OP_MAXPOOL && r_out > 0 && r_out * 4 < r_in) {
-    oscale = scale_for(r_out, uns);
-    requant_params((double)src.scale / oscale, &m0, &shift);
-  }
   uint32_t out;
-  if ((m0 ? new_tensor(c, d, uns, oscale, &out) : new_tensor_like(c, d, in, &out)) != 0) return -1;
+  if ((rescale ? new_tensor_range(c, d, uns, r_out, &out) : new_tensor_like(c, d, in, &out)) != 0) return -1;
+  if (rescale) requant_params((double)src.scale / c->tens[out].scale, &m0, &shift);
   if (kind == OPU_OP_GAVGPOOL) {
     OpuInstr *s = emit(c, OPU_OP_GAVGPOOL, in, out);
     if (!s) return -1;
@@ -1536,25 +1528,20 @@ static int64_t cfg_int(GPPassContext *ctx, const char *key, int64_t dflt) {
   return v.type_index == GP_TI_INT || v.type_index == GP_TI_BOOL ? v.v_int64 : dflt;
 }
 
-/* Inputs of @main from "NAME=FILE;NAME=FILE" (every parameter named), or the deterministic
- * ones.  *inputs: malloc'd array of n new references. */
 /* The deterministic inputs of @main for seed (those of --verify-numerics), each `?` dim of a
  * parameter as 1 as --verify-numerics fills it: the host's eval_random_inputs takes static types
- * only, so a parameter with a `?` is given one on a module of its own whose @main has the same
+ * only, so it is asked for the inputs of a module of their own whose @main has the same
  * parameters, statically typed (the values depend on the seed, the parameter's position and
- * its shape alone).  *shapes_note gets "; %x as (1, 2, 4, 4)" for each one filled (caller
- * frees), or NULL. */
-static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64_t seed, GPTensor ***rnd, int32_t *n,
-                         char **shapes_note) {
+ * its shape alone: a static @main gets the inputs it would get itself).  *shapes_note gets
+ * "; %x as (1, 2, 4, 4)" for each one filled (caller frees), or NULL. */
+static int random_inputs(const GPFunctionExpr *mainf, int64_t seed, GPTensor ***rnd, int32_t *n, char **shapes_note) {
   *shapes_note = NULL;
   int32_t np = mainf->nparams;
-  bool dynamic = false;
-  for (int32_t i = 0; i < np && !dynamic; i++) {
-    const GPVar *v = mainf->params[i];
-    const GPType *t = v->type_annotation ? v->type_annotation : v->base.checked_type;
-    for (int32_t d = 0; t && t->kind == GP_TYPE_TENSOR && d < t->n; d++) dynamic |= t->tensor.shape[d] < 0;
+  if (np == 0) { /* nothing to make */
+    *rnd = NULL;
+    *n = 0;
+    return 0;
   }
-  if (!dynamic) return H->eval_random_inputs(mod, "main", (uint64_t)seed, rnd, n);
   GPVar **ps = calloc((size_t)np, sizeof *ps);
   Buf note = {0};
   int rc = -1;
@@ -1584,7 +1571,8 @@ static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64
     }
     if (!(ps[i] = H->var_new(v->name ? v->name : "_", t))) goto out;
   }
-  if (!(f1 = H->function_new(np, ps, np ? &ps[0]->base : NULL, NULL, NULL)) || !(m1 = H->module_new("GenIR inputs")) ||
+  /* any body: only the parameters count */
+  if (!(f1 = H->function_new(np, ps, &ps[0]->base, NULL, NULL)) || !(m1 = H->module_new("GenIR inputs")) ||
       H->module_add(m1, "main", f1, 0) != 0)
     goto out;
   rc = H->eval_random_inputs(m1, "main", (uint64_t)seed, rnd, n);
@@ -1599,8 +1587,10 @@ out:
   return rc;
 }
 
-/* @main's calibration inputs (*filled: some `?` dim was made 1 in them). */
-static int calib_inputs(const GPModule *mod, const GPFunctionExpr *mainf, const char *spec, int64_t seed,
+/* Inputs of @main from "NAME=FILE;NAME=FILE" (every parameter named), or the deterministic
+ * ones (*filled_dims: some `?` dim was made 1 in them).  *inputs: malloc'd array of n new
+ * references. */
+static int calib_inputs(const GPFunctionExpr *mainf, const char *spec, int64_t seed,
                         GPPassContext *ctx, GPTensor ***inputs, bool *filled_dims) {
   *filled_dims = false;
   int32_t np = mainf->nparams;
@@ -1610,7 +1600,7 @@ static int calib_inputs(const GPModule *mod, const GPFunctionExpr *mainf, const 
     GPTensor **rnd = NULL;
     int32_t n = 0;
     char *filled = NULL;
-    if (random_inputs(mod, mainf, seed, &rnd, &n, &filled) != 0) {
+    if (random_inputs(mainf, seed, &rnd, &n, &filled) != 0) {
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", H->error_message());
       H->error_set(H->error_kind(), "%s: the deterministic calibration inputs: %s", PASS, msg);
@@ -1802,7 +1792,7 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
       goto done;
     }
     bool filled = false;
-    if (calib_inputs(mod, mainf, spec, seed, ctx, &ins, &filled) != 0) goto done;
+    if (calib_inputs(mainf, spec, seed, ctx, &ins, &filled) != 0) goto done;
     nins = mainf->nparams;
     GPEvalOptions eo;
     memset(&eo, 0, sizeof eo);

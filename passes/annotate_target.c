@@ -37,6 +37,7 @@
 #define PASS_NAME "AnnotateTarget"
 #define TARGETS_KEY "AnnotateTarget.targets"
 #define MAX_TARGETS 32
+#define REFUSED_OPS 16 /* ops whose refused calls --explain lists by name */
 
 /* Per op: how each target supports it. */
 enum { SUP_NO = 0, SUP_YES = 1, SUP_PRED = 2 };
@@ -64,7 +65,7 @@ typedef struct Annot {
     int32_t target;
     int64_t n;
     char first[128];
-  } refused[16];
+  } refused[REFUSED_OPS];
   int32_t nrefused;
   int64_t refused_calls;
   bool untyped;        /* a result without a type: re-type */
@@ -202,7 +203,7 @@ static void refuse(Annot *A, const GPOp *op, int32_t t, const GPExpr *call) {
   int32_t i = 0;
   while (i < A->nrefused && (A->refused[i].op != op || A->refused[i].target != t)) i++;
   if (i == A->nrefused) {
-    if (i == (int32_t)(sizeof A->refused / sizeof A->refused[0])) return;
+    if (i == REFUSED_OPS) return;
     A->nrefused++;
     A->refused[i].op = op;
     A->refused[i].target = t;

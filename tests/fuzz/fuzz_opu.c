@@ -118,23 +118,10 @@ static GPTensor *quantized(GPTensor *t) {
 static GPTensor *copy_of(const DLTensor *t) {
   GPTensor *c = gp_tensor_alloc(t->dtype, t->ndim, t->shape, true);
   if (!c) abort();
-  size_t es = (size_t)((t->dtype.bits * t->dtype.lanes + 7) / 8);
-  int64_t n = 1, idx[16] = {0};
-  for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
-  if (t->ndim > 16) abort();
-  const char *src = (const char *)t->data + t->byte_offset;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t off = 0, stride = 1;
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-      off += idx[d] * (t->strides ? t->strides[d] : stride);
-      stride *= t->shape[d];
-    }
-    memcpy((char *)c->dl.data + (size_t)i * es, src + (size_t)off * es, es);
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-      if (++idx[d] < t->shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  void *scratch = NULL;
+  const void *p = gp_k_compact(t, &scratch);
+  memcpy(c->dl.data, p, gp_tensor_nbytes(c));
+  gp_free(scratch);
   return c;
 }
 

@@ -33,7 +33,6 @@
 #include "fuzz_common.h"
 
 #include "eval/eval.h"
-#include "eval/kernel.h" /* gp_f16_to_f32 */
 
 #include <math.h>
 
@@ -84,11 +83,8 @@ static bool tame_values(GPTensor *const *ts, int32_t n, double *peak) {
       continue; /* a constant without data */
     int64_t k = 1;
     for (int32_t d = 0; d < t->ndim; d++) k *= t->shape[d];
-    const char *p = (const char *)t->data + t->byte_offset;
     for (int64_t j = 0; j < k; j++) {
-      double v = t->dtype.bits == 32   ? (double)((const float *)p)[j]
-                 : t->dtype.bits == 16 ? (double)gp_f16_to_f32(((const uint16_t *)p)[j])
-                                       : ((const double *)p)[j];
+      double v = gp_tensor_get_f64(ts[i], j);
       if (!isfinite(v) || fabs(v) > MAX_MAGNITUDE) return false;
       if (fabs(v) > *peak) *peak = fabs(v);
     }
