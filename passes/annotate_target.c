@@ -220,6 +220,7 @@ static int call_target(Annot *A, GPExpr *orig) {
     const GPOp *op = (const GPOp *)c->op;
     OpSupport *s = op_support(A, op, orig);
     if (!s) return -1;
+    int32_t refused_by = 0; /* the first target whose predicate refused the call */
     for (int32_t t = 1; t <= A->ntargets; t++) {
       if (s->kind[t - 1] == SUP_YES) return t;
       if (s->kind[t - 1] != SUP_PRED) continue;
@@ -242,8 +243,9 @@ static int call_target(Annot *A, GPExpr *orig) {
         return -1;
       }
       if (res.v_int64) return t;
-      refuse(A, op, t, orig);
+      if (!refused_by) refused_by = t;
     }
+    if (refused_by) refuse(A, op, refused_by, orig); /* no target took it: it stays on the host */
     return 0;
   }
   if (ekind(c->op) == GP_TI_FUNCTION_EXPR) {

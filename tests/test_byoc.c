@@ -191,6 +191,37 @@ Test(byoc, predicate_attribute_supports_the_call) {
   clear_attr("add", "target.pred");
 }
 
+static int pred_false(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  (void)self, (void)args, (void)nargs;
+  *result = gp_any_bool(false);
+  return 0;
+}
+
+/* --explain counts the calls a predicate refused that stay on the host, with where the first
+ * is; a call one target refuses and a later one takes is not among them. */
+Test(byoc, explain_names_refused_calls_left_on_the_host) {
+  set_pred("nn.relu", "target.no", pred_false);
+  set_pred("add", "target.no", pred_false);
+  set_pred("add", "target.yes", pred_true);
+  GPModule *in = th_parse_file(DATA "byoc_cycle.before.relay");
+  GPPassContext *ctx = gp_ctx_new();
+  cr_assert_eq(gp_ctx_set_config(ctx, "AnnotateTarget.targets", "no,yes"), 0);
+  GPModule *out = NULL;
+  char *buf = th_explain(in, "AnnotateTarget", ctx, &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_expect(strstr(buf, "1 calls stay on the host, their target's predicate refused them") &&
+                strstr(buf, "nn.relu: 1 (target no; the first at " DATA "byoc_cycle.before.relay:3:8)") &&
+                !strstr(buf, "add: 1"),
+            "%s", buf);
+  gp_free(buf);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+  clear_attr("nn.relu", "target.no");
+  clear_attr("add", "target.no");
+  clear_attr("add", "target.yes");
+}
+
 /* A target of the target registry (ABI 1.2) supports the ops it has kernels for, without op
  * attributes, and is a known target. */
 Test(byoc, registered_target_kernels_support_the_call) {
