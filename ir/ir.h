@@ -113,6 +113,12 @@ typedef struct GPNodePoolStats {
 } GPNodePoolStats;
 /* Fills *st; returns false when the pool is off (calloc/free), and then *st is all zero. */
 bool gp_node_pool_stats(GPNodePoolStats *st);
+/* The pool page holding p, a block of GP_NODE_PAGE_SIZE bytes at p's address rounded down to
+ * it (0 when p was not cut from a pool page: the pool is off, or p is a huge node).  A walk
+ * keeps per-node data for such nodes in per-page arrays indexed by address, which it reads in
+ * about the order it meets the nodes (gp_ni_build's shared nodes), instead of a hash table. */
+#define GP_NODE_PAGE_SIZE ((uintptr_t)1 << 16)
+uintptr_t gp_node_pool_page(const void *p);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Errors (ir/error.c): thread-local kind + message.                                           */

@@ -436,6 +436,14 @@ void gp_node_free(void *o) {
   } while (!atomic_compare_exchange_weak_explicit(&h->remote, &head, o, memory_order_release, memory_order_relaxed));
 }
 
+uintptr_t gp_node_pool_page(const void *p) {
+  _Static_assert(GP_NODE_PAGE_SIZE == PAGE_SIZE, "ir.h's page size is the pool's");
+  if (mode() != 1) return 0;
+  const Segment *s = seg_of(p);
+  assert(s->magic == SEG_MAGIC);
+  return s->heap ? (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1) : 0;
+}
+
 bool gp_node_pool_stats(GPNodePoolStats *st) {
   st->mapped_bytes = atomic_load(&mapped_bytes);
   st->segments = atomic_load(&mapped_segments);

@@ -17,48 +17,141 @@ static inline int32_t visit_pos(const GPExpr *e, int32_t i, int flags) {
   return i;
 }
 
-/* The table of shared nodes: pointer -> ordinal (the order they were first met in), and per
- * ordinal the node's id (-1 while it is on the DFS path).  An entry never changes once made,
- * so a node finishing writes its id to ids[ordinal] without a second look into the table (its
- * slot may have moved in a grow meanwhile: a deep chain keeps many shared nodes open across
- * every grow, and each such re-lookup was a miss in a table as big as the shared nodes). */
+/* An address map: open addressing, Fibonacci hashing, key -> val.  lv_resolve's first ids, and
+ * the shared nodes that are not in a pool page. */
 typedef struct {
   const void *key;
-  int64_t val; /* the walk's table: the ordinal; lv_resolve's: the first id */
-} SharedEnt;
+  int32_t val;
+} AddrEnt;
 
 typedef struct {
-  SharedEnt *tab;
+  AddrEnt *tab;
   size_t cap, used;
   int shift;
-  int32_t *ids; /* per ordinal (`used` of them): the id, -1 while on the DFS path */
-  size_t idcap;
-} Shared;
+} AddrMap;
 
 /* An address's slot in a power-of-two table of 2^(64 - shift) entries (Fibonacci hashing). */
-static inline size_t addr_hash(const void *key, int shift) {
-  return (size_t)(((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> shift);
+static inline size_t addr_hash(uintptr_t key, int shift) {
+  return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> shift);
 }
 
-static inline size_t sh_home(const Shared *s, const void *key) { return addr_hash(key, s->shift); }
-
-static inline size_t sh_slot(const Shared *s, const void *key) {
-  size_t i = sh_home(s, key);
-  size_t mask = s->cap - 1;
-  while (s->tab[i].key && s->tab[i].key != key) i = (i + 1) & mask;
+static inline size_t am_slot(const AddrMap *m, const void *key) {
+  size_t i = addr_hash((uintptr_t)key, m->shift);
+  size_t mask = m->cap - 1;
+  while (m->tab[i].key && m->tab[i].key != key) i = (i + 1) & mask;
   return i;
 }
 
-static void sh_grow(Shared *s) {
-  size_t ocap = s->cap;
-  SharedEnt *old = s->tab;
-  s->cap = ocap ? ocap * 2 : 256;
-  s->shift = 64;
-  for (size_t c = s->cap; c > 1; c >>= 1) s->shift--;
-  s->tab = gp_scratch_zalloc(s->cap, sizeof *s->tab);
+static void am_grow(AddrMap *m) {
+  size_t ocap = m->cap;
+  AddrEnt *old = m->tab;
+  m->cap = ocap ? ocap * 2 : 256;
+  m->shift = 64;
+  for (size_t c = m->cap; c > 1; c >>= 1) m->shift--;
+  m->tab = gp_scratch_zalloc(m->cap, sizeof *m->tab);
   for (size_t i = 0; i < ocap; i++)
-    if (old[i].key) s->tab[sh_slot(s, old[i].key)] = old[i];
+    if (old[i].key) m->tab[am_slot(m, old[i].key)] = old[i];
   gp_scratch_free(old);
+}
+
+/* val's cell for key, made (val 0) when absent; valid until the map's next use. */
+static int32_t *am_cell(AddrMap *m, const void *key) {
+  if ((m->used + 1) * 2 > m->cap) am_grow(m);
+  size_t i = am_slot(m, key);
+  if (!m->tab[i].key) {
+    m->tab[i].key = key;
+    m->used++;
+  }
+  return &m->tab[i].val;
+}
+
+/* The shared nodes (those held by more than one reference), each numbered by the order the walk
+ * first met it (its ordinal), and per ordinal the node's id, -1 while it is on the DFS path.
+ *  - Where a node is: a cell per node, 0 before the walk meets it, then its ordinal + 1.  For a
+ *    node cut from a pool page (gp_node_pool_page) the cell is in an array of the page's own,
+ *    a cell per 32 bytes of the page (no two nodes share one: a node is at least a GPExpr), found
+ *    through a map of pages.  The walk meets a graph's nodes in about the order they were made,
+ *    so it reads those arrays about in order too: at 1M calls, a hash table of the 325k shared
+ *    nodes of CombineParallelConv2D's input missed the cache on every lookup, 23% of the walk.
+ *    Other nodes (the pool off, huge nodes) are kept in an address map.
+ *  - A node finishing writes its id to ids[ordinal], with no second lookup. */
+typedef struct {
+  uintptr_t page;
+  int32_t *cells;
+} PageEnt;
+
+#define UNIT_SHIFT 5
+#define PAGE_CELLS (GP_NODE_PAGE_SIZE >> UNIT_SHIFT)
+#define CHUNK_PAGES 4 /* page arrays are cut from zeroed chunks of this many (32 KiB, from the
+                        * heap: a scratch mapping of each, fresh, faulted its pages in every walk) */
+_Static_assert(sizeof(GPExpr) >= ((size_t)1 << UNIT_SHIFT), "two nodes would share a cell");
+
+typedef struct {
+  PageEnt *pages; /* open addressing on the page address */
+  size_t pcap, pused;
+  int pshift;
+  uintptr_t last_page; /* the page of the last lookup, and its cells */
+  int32_t *last_cells;
+  int32_t **chunks; /* the chunks the page arrays were cut from */
+  size_t nchunks, capchunks, chunk_left;
+  AddrMap other;
+  int32_t *ids; /* per ordinal (`used` of them) */
+  size_t used, idcap;
+} Shared;
+
+static void sh_pages_grow(Shared *s) {
+  size_t ocap = s->pcap;
+  PageEnt *old = s->pages;
+  s->pcap = ocap ? ocap * 2 : 64;
+  s->pshift = 64;
+  for (size_t c = s->pcap; c > 1; c >>= 1) s->pshift--;
+  s->pages = gp_scratch_zalloc(s->pcap, sizeof *s->pages);
+  for (size_t i = 0; i < ocap; i++) {
+    if (!old[i].page) continue;
+    size_t j = addr_hash(old[i].page, s->pshift);
+    while (s->pages[j].page) j = (j + 1) & (s->pcap - 1);
+    s->pages[j] = old[i];
+  }
+  gp_scratch_free(old);
+}
+
+static int32_t *sh_page_cells(Shared *s, uintptr_t page) {
+  if ((s->pused + 1) * 2 > s->pcap) sh_pages_grow(s);
+  size_t i = addr_hash(page, s->pshift);
+  while (s->pages[i].page && s->pages[i].page != page) i = (i + 1) & (s->pcap - 1);
+  if (!s->pages[i].page) {
+    if (!s->chunk_left) {
+      if (s->nchunks == s->capchunks) {
+        s->capchunks = s->capchunks ? s->capchunks * 2 : 16;
+        s->chunks = gp_scratch_realloc(s->chunks, s->capchunks * sizeof *s->chunks);
+      }
+      s->chunks[s->nchunks++] = gp_calloc(CHUNK_PAGES * PAGE_CELLS, sizeof(int32_t));
+      s->chunk_left = CHUNK_PAGES;
+    }
+    s->pages[i].page = page;
+    s->pages[i].cells = s->chunks[s->nchunks - 1] + (CHUNK_PAGES - s->chunk_left--) * PAGE_CELLS;
+    s->pused++;
+  }
+  return s->pages[i].cells;
+}
+
+/* e's cell: 0 before the walk met e, then its ordinal + 1; valid until the next lookup. */
+static inline int32_t *sh_cell(Shared *s, const void *e) {
+  uintptr_t page = gp_node_pool_page(e);
+  if (!page) return am_cell(&s->other, e);
+  if (page != s->last_page) {
+    s->last_cells = sh_page_cells(s, page);
+    s->last_page = page;
+  }
+  return &s->last_cells[((uintptr_t)e & (GP_NODE_PAGE_SIZE - 1)) >> UNIT_SHIFT];
+}
+
+static void sh_free(Shared *s) {
+  for (size_t i = 0; i < s->nchunks; i++) gp_free(s->chunks[i]);
+  gp_scratch_free(s->chunks);
+  gp_scratch_free(s->pages);
+  gp_scratch_free(s->other.tab);
+  gp_scratch_free(s->ids);
 }
 
 /* Shared constants.  A constant held by more than one reference is usually met once: the
@@ -139,10 +232,10 @@ static int32_t *lv_resolve(Leaves *lv, int32_t *ekids, size_t *nrm) {
   if (!lv->nsus) return NULL;
   /* first id per suspect address: over first visits and suspects both (a first visit can be a
    * suspect by collision) */
-  Shared first = {0};
+  AddrMap first = {0};
   for (size_t i = 0; i < lv->nsus; i++) {
-    if ((first.used + 1) * 2 > first.cap) sh_grow(&first);
-    size_t s = sh_slot(&first, lv->sus[i].e);
+    if ((first.used + 1) * 2 > first.cap) am_grow(&first);
+    size_t s = am_slot(&first, lv->sus[i].e);
     if (!first.tab[s].key) {
       first.tab[s].key = lv->sus[i].e;
       first.tab[s].val = lv->sus[i].id;
@@ -150,13 +243,13 @@ static int32_t *lv_resolve(Leaves *lv, int32_t *ekids, size_t *nrm) {
     }
   }
   for (size_t i = 0; i < lv->nlog; i++) {
-    size_t s = sh_slot(&first, lv->log[i].e);
+    size_t s = am_slot(&first, lv->log[i].e);
     if (first.tab[s].key && lv->log[i].id < first.tab[s].val) first.tab[s].val = lv->log[i].id;
   }
   int32_t *rm = NULL;
   size_t cap = 0;
   for (size_t i = 0; i < lv->nsus; i++) {
-    int32_t f = (int32_t)first.tab[sh_slot(&first, lv->sus[i].e)].val;
+    int32_t f = (int32_t)first.tab[am_slot(&first, lv->sus[i].e)].val;
     if (f == lv->sus[i].id) continue; /* its first visit (a collision) */
     ekids[lv->sus[i].at] = f;
     if (*nrm == cap) cap = cap ? cap * 2 : 64, rm = gp_scratch_realloc(rm, cap * sizeof *rm);
@@ -275,10 +368,9 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         NUMBER(c, 0, klen);
         continue;
       }
-      if ((sh.used + 1) * 2 > sh.cap) sh_grow(&sh);
-      size_t s = sh_slot(&sh, c);
-      if (sh.tab[s].key) {
-        ekids[at] = sh.ids[sh.tab[s].val]; /* -1 only on a cycle, which immutable IR cannot form */
+      int32_t *cell = sh_cell(&sh, c);
+      if (*cell) {
+        ekids[at] = sh.ids[*cell - 1]; /* -1 only on a cycle, which immutable IR cannot form */
         continue;
       }
       if (sh.used == sh.idcap) {
@@ -286,8 +378,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         sh.ids = gp_scratch_realloc(sh.ids, sh.idcap * sizeof *sh.ids);
       }
       ord_ = (uint32_t)sh.used;
-      sh.tab[s].key = c;
-      sh.tab[s].val = ord_;
+      *cell = (int32_t)ord_ + 1;
       sh.ids[sh.used++] = -1;
       ekids[at] = -1;
       ENTER(c, true);
@@ -315,8 +406,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
 #undef ENTER
 #undef NUMBER
   gp_scratch_free(fr);
-  gp_scratch_free(sh.tab);
-  gp_scratch_free(sh.ids);
+  sh_free(&sh);
   gp_scratch_free(op_id);
   size_t nrm = 0;
   int32_t *rm = rc == 0 ? lv_resolve(&lv, ekids, &nrm) : NULL;

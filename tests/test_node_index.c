@@ -134,8 +134,10 @@ Test(node_index, shared_constants_match_a_plain_walk_in_a_small_bitmap) {
 
 /* Shared calls: y = add(y, y) (one parent uses it twice), then add(relu(y), y) (a residual:
  * the second use comes back after everything below y was walked), and calls used by a call
- * thousands of levels up, so the shared table holds hundreds of thousands of calls made in a
- * run, many per page of the allocator. */
+ * thousands of levels up, so hundreds of thousands of calls made in a run are shared, many per
+ * page of the allocator: with the node pool they are kept in per-page arrays (hundreds of
+ * pages, so the page map and the arrays' chunks grow many times), without it (the sanitizer
+ * builds) in the address map. */
 Test(node_index, shared_calls_match_a_plain_walk) {
   gp_ops_init();
   const GPOp *relu = gp_op_get("nn.relu");

@@ -10,6 +10,8 @@
 
 TestSuite(pool);
 
+#define POOL_HUGE 100000 /* over the pool's largest class (8192 bytes): a segment of its own */
+
 static const size_t sizes[] = {1, 8, 24, 56, 64, 72, 120, 128, 129, 200, 1000, 4000, 8191, 8192, 8193, 100000};
 
 static size_t mapped(void) {
@@ -96,6 +98,36 @@ Test(pool, freed_segments_are_kept_within_bound_or_unmapped) {
   gp_node_free(huge);
   cr_expect_eq(mapped(), after, "a huge block is unmapped when freed");
   gp_free(p);
+}
+
+/* gp_node_pool_page: a pooled block's page is its address rounded down to GP_NODE_PAGE_SIZE, the
+ * same for blocks cut from one page and different across pages; a huge block has none, nor has
+ * any block when the pool is off (the node index then keeps shared nodes in an address map). */
+Test(pool, page_of_a_block) {
+  void *a = gp_node_alloc(64), *b = gp_node_alloc(64), *huge = gp_node_alloc(POOL_HUGE);
+  if (!pool_on()) {
+    cr_assert_eq(gp_node_pool_page(a), 0);
+    cr_assert_eq(gp_node_pool_page(huge), 0);
+  } else {
+    uintptr_t pa = gp_node_pool_page(a);
+    cr_assert_eq(pa, (uintptr_t)a & ~(GP_NODE_PAGE_SIZE - 1));
+    cr_assert_eq(gp_node_pool_page(b), (uintptr_t)b & ~(GP_NODE_PAGE_SIZE - 1));
+    cr_assert_eq(gp_node_pool_page(huge), 0, "a huge block is not in a pool page");
+    enum { N = 3000 }; /* 192 KB of 64-byte blocks: several pages */
+    void **p = gp_malloc(N * sizeof *p);
+    size_t pages = 1;
+    for (int i = 0; i < N; i++) {
+      p[i] = gp_node_alloc(64);
+      if (i && gp_node_pool_page(p[i]) != gp_node_pool_page(p[i - 1])) pages++;
+      cr_assert_eq(gp_node_pool_page(p[i]) % GP_NODE_PAGE_SIZE, 0);
+    }
+    cr_assert_geq(pages, (size_t)N * 64 / GP_NODE_PAGE_SIZE, "%d blocks of 64 bytes on %zu pages", N, pages);
+    for (int i = 0; i < N; i++) gp_node_free(p[i]);
+    gp_free(p);
+  }
+  gp_node_free(a);
+  gp_node_free(b);
+  gp_node_free(huge);
 }
 
 /* A pass replaces a module by one up to twice its size: the second one's segments, freed, stay
