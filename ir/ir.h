@@ -434,9 +434,9 @@ const char *gp_expr_kind_name(const GPExpr *e); /* "call", "var", ... */
  * (post-DFS order), root last; the children of node i, in gp_expr_child_at order, are the ids
  * kids[kid_off[i] .. kid_off[i + 1]).  The DFS enters children in gp_expr_child_at order, or
  * with GP_NI_LET_VALUE_FIRST a let's value before its var (gp_post_order's order).
- * Only nodes that may be reached twice (ref_count > 1) go through a hash table: a node held by
- * a single reference has a single parent, so the walk over a tree-like graph touches no table
- * and costs the same per node at 10k and 10M nodes. */
+ * Only nodes that may be reached twice (ref_count > 1) are looked up in a visited map: a node
+ * held by a single reference has a single parent.  The map keeps a node of the node pool in an
+ * array of its page's own, read in about the order the walk meets the nodes (see visit.c). */
 typedef struct GPNodeIndex {
   GPExpr **nodes;
   size_t n;
@@ -470,9 +470,6 @@ void gp_pattern_fixed_forget(const GPExpr *root);
 void gp_pattern_fixed_enable(bool on);
 /* Drops every cached index nobody uses (benchmarks: each timed run starts cold). */
 void gp_ni_cache_clear(void);
-/* Tests: the shared-constant bitmap of later builds holds at most `bits` bits (a power of two
- * >= 64; 0: no cap), so that constants collide in it whatever their addresses. */
-void gp_ni_cap_leaf_bits(size_t bits);
 static inline int32_t gp_ni_kid(const GPNodeIndex *ni, int32_t i, int32_t j) {
   return ni->kids[ni->kid_off[i] + j];
 }

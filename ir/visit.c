@@ -17,8 +17,8 @@ static inline int32_t visit_pos(const GPExpr *e, int32_t i, int flags) {
   return i;
 }
 
-/* An address map: open addressing, Fibonacci hashing, key -> val.  lv_resolve's first ids, and
- * the shared nodes that are not in a pool page. */
+/* An address map: open addressing, Fibonacci hashing, key -> val: the shared nodes that are not
+ * in a pool page. */
 typedef struct {
   const void *key;
   int32_t val;
@@ -77,23 +77,22 @@ static int32_t *am_cell(AddrMap *m, const void *key) {
  *  - A node finishing writes its id to ids[ordinal], with no second lookup. */
 typedef struct {
   uintptr_t page;
-  int32_t *cells;
+  size_t cells; /* its cells: Shared.cells + this */
 } PageEnt;
 
 #define UNIT_SHIFT 5
 #define PAGE_CELLS (GP_NODE_PAGE_SIZE >> UNIT_SHIFT)
-#define CHUNK_PAGES 4 /* page arrays are cut from zeroed chunks of this many (32 KiB, from the
-                        * heap: a scratch mapping of each, fresh, faulted its pages in every walk) */
 _Static_assert(sizeof(GPExpr) >= ((size_t)1 << UNIT_SHIFT), "two nodes would share a cell");
 
 typedef struct {
   PageEnt *pages; /* open addressing on the page address */
   size_t pcap, pused;
   int pshift;
-  uintptr_t last_page; /* the page of the last lookup, and its cells */
-  int32_t *last_cells;
-  int32_t **chunks; /* the chunks the page arrays were cut from */
-  size_t nchunks, capchunks, chunk_left;
+  uintptr_t last_page[2]; /* the pages of the last lookups of constants and of others */
+  size_t last_cells[2];
+  int32_t *cells; /* the pages' arrays, one after the other (a scratch buffer: arrays of their
+                   * own from the heap were fresh pages, faulted in, in every walk) */
+  size_t ncells, capcells;
   AddrMap other;
   int32_t *ids; /* per ordinal (`used` of them) */
   size_t used, idcap;
@@ -115,154 +114,42 @@ static void sh_pages_grow(Shared *s) {
   gp_scratch_free(old);
 }
 
-static int32_t *sh_page_cells(Shared *s, uintptr_t page) {
+/* Where page's cells start in s->cells, made (zeroed) when it has none. */
+static size_t sh_page_cells(Shared *s, uintptr_t page) {
   if ((s->pused + 1) * 2 > s->pcap) sh_pages_grow(s);
   size_t i = addr_hash(page, s->pshift);
   while (s->pages[i].page && s->pages[i].page != page) i = (i + 1) & (s->pcap - 1);
   if (!s->pages[i].page) {
-    if (!s->chunk_left) {
-      if (s->nchunks == s->capchunks) {
-        s->capchunks = s->capchunks ? s->capchunks * 2 : 16;
-        s->chunks = gp_scratch_realloc(s->chunks, s->capchunks * sizeof *s->chunks);
-      }
-      s->chunks[s->nchunks++] = gp_calloc(CHUNK_PAGES * PAGE_CELLS, sizeof(int32_t));
-      s->chunk_left = CHUNK_PAGES;
+    if (s->ncells == s->capcells) {
+      s->capcells = s->capcells ? s->capcells * 2 : 64 * PAGE_CELLS; /* 512 KiB, zeroed page by page */
+      s->cells = gp_scratch_realloc(s->cells, s->capcells * sizeof *s->cells);
     }
+    memset(s->cells + s->ncells, 0, PAGE_CELLS * sizeof *s->cells);
     s->pages[i].page = page;
-    s->pages[i].cells = s->chunks[s->nchunks - 1] + (CHUNK_PAGES - s->chunk_left--) * PAGE_CELLS;
+    s->pages[i].cells = s->ncells;
+    s->ncells += PAGE_CELLS;
     s->pused++;
   }
   return s->pages[i].cells;
 }
 
-/* e's cell: 0 before the walk met e, then its ordinal + 1; valid until the next lookup. */
-static inline int32_t *sh_cell(Shared *s, const void *e) {
+/* e's cell: 0 before the walk met e, then its ordinal + 1; valid until the next lookup.  `k`:
+ * which of the last pages to try (constants and calls are on pages of their own). */
+static inline int32_t *sh_cell(Shared *s, const void *e, int k) {
   uintptr_t page = gp_node_pool_page(e);
   if (!page) return am_cell(&s->other, e);
-  if (page != s->last_page) {
-    s->last_cells = sh_page_cells(s, page);
-    s->last_page = page;
+  if (page != s->last_page[k]) {
+    s->last_cells[k] = sh_page_cells(s, page);
+    s->last_page[k] = page;
   }
-  return &s->last_cells[((uintptr_t)e & (GP_NODE_PAGE_SIZE - 1)) >> UNIT_SHIFT];
+  return &s->cells[s->last_cells[k] + (((uintptr_t)e & (GP_NODE_PAGE_SIZE - 1)) >> UNIT_SHIFT)];
 }
 
 static void sh_free(Shared *s) {
-  for (size_t i = 0; i < s->nchunks; i++) gp_free(s->chunks[i]);
-  gp_scratch_free(s->chunks);
+  gp_scratch_free(s->cells);
   gp_scratch_free(s->pages);
   gp_scratch_free(s->other.tab);
   gp_scratch_free(s->ids);
-}
-
-/* Shared constants.  A constant held by more than one reference is usually met once: the
- * other holder is the previous version of the graph, still alive while a pass reads the new
- * one.  Putting each into the shared table costs two misses in a table as big as the graph;
- * instead a constant is numbered when met and its first-visit bit set in a small bitmap
- * (by address, kept under 1/16 full).  A constant whose bit is already set is a suspect
- * (met before, or a collision): numbered too, and resolved after the walk by looking its
- * address up among the first visits (Leaves.log, in id order).  A suspect met before is
- * dropped and its parent pointed at the first id; the later ids shift down, as if the walk had
- * found it in a table. */
-typedef struct {
-  const void *e;
-  int32_t id;
-  size_t at; /* suspects: its parent's entry in ekids */
-} LeafEnt;
-
-typedef struct {
-  uint64_t *bits;
-  size_t nbits, max_bits; /* max_bits: SIZE_MAX, or the tests' cap */
-  LeafEnt *log, *sus; /* first visits; suspects */
-  size_t nlog, caplog, nsus, capsus;
-} Leaves;
-
-/* A constant's bit: its address in 32-byte units (no two constants share one), modulo the
- * bitmap's size.  Not hashed: constants made in a run sit in a run of bits, so the bitmap is
- * read about in order when the graph is (with a hash every meeting was a miss in a bitmap of
- * megabytes; CombineParallelConv2D's input at 1M calls has 2.5M constants). */
-_Static_assert(sizeof(GPConstant) >= 32, "two constants in one 32-byte unit would always collide");
-static inline size_t lv_bit(const Leaves *lv, const void *e) { return ((uintptr_t)e >> 5) & (lv->nbits - 1); }
-
-static _Atomic size_t leaf_bits_cap; /* tests: see gp_ni_cap_leaf_bits */
-
-void gp_ni_cap_leaf_bits(size_t bits) {
-  assert(bits == 0 || (bits >= 64 && (bits & (bits - 1)) == 0));
-  atomic_store_explicit(&leaf_bits_cap, bits, memory_order_relaxed);
-}
-
-static void lv_size(Leaves *lv, size_t nbits) {
-  size_t cap = atomic_load_explicit(&leaf_bits_cap, memory_order_relaxed);
-  lv->max_bits = cap ? cap : SIZE_MAX;
-  if (nbits > lv->max_bits) nbits = lv->max_bits;
-  gp_scratch_free(lv->bits);
-  lv->nbits = nbits;
-  lv->bits = gp_scratch_zalloc(nbits / 64, sizeof *lv->bits);
-  for (size_t i = 0; i < lv->nlog + lv->nsus; i++) { /* every address met so far */
-    size_t b = lv_bit(lv, i < lv->nlog ? lv->log[i].e : lv->sus[i - lv->nlog].e);
-    lv->bits[b / 64] |= 1ull << (b % 64);
-  }
-}
-
-static void lv_push(LeafEnt **a, size_t *len, size_t *cap, LeafEnt x) {
-  if (*len == *cap) {
-    *cap = *cap ? *cap * 2 : 256;
-    *a = gp_scratch_realloc(*a, *cap * sizeof **a);
-  }
-  (*a)[(*len)++] = x;
-}
-
-/* Records constant e, numbered id, met at ekids[at]. */
-static void lv_meet(Leaves *lv, const void *e, int32_t id, size_t at) {
-  if (!lv->bits || ((lv->nlog + 1) * 16 > lv->nbits && lv->nbits < lv->max_bits))
-    lv_size(lv, lv->bits ? lv->nbits * 4 : 1u << 16);
-  size_t b = lv_bit(lv, e);
-  uint64_t m = 1ull << (b % 64);
-  if (!(lv->bits[b / 64] & m)) {
-    lv->bits[b / 64] |= m;
-    lv_push(&lv->log, &lv->nlog, &lv->caplog, (LeafEnt){e, id, 0});
-  } else {
-    lv_push(&lv->sus, &lv->nsus, &lv->capsus, (LeafEnt){e, id, at});
-  }
-}
-
-/* The ids of suspects met before (ascending; *nrm of them), each parent entry in ekids pointed
- * at the first id.  NULL when there are none. */
-static int32_t *lv_resolve(Leaves *lv, int32_t *ekids, size_t *nrm) {
-  *nrm = 0;
-  if (!lv->nsus) return NULL;
-  /* first id per suspect address: over first visits and suspects both (a first visit can be a
-   * suspect by collision) */
-  AddrMap first = {0};
-  for (size_t i = 0; i < lv->nsus; i++) {
-    if ((first.used + 1) * 2 > first.cap) am_grow(&first);
-    size_t s = am_slot(&first, lv->sus[i].e);
-    if (!first.tab[s].key) {
-      first.tab[s].key = lv->sus[i].e;
-      first.tab[s].val = lv->sus[i].id;
-      first.used++;
-    }
-  }
-  for (size_t i = 0; i < lv->nlog; i++) {
-    size_t s = am_slot(&first, lv->log[i].e);
-    if (first.tab[s].key && lv->log[i].id < first.tab[s].val) first.tab[s].val = lv->log[i].id;
-  }
-  int32_t *rm = NULL;
-  size_t cap = 0;
-  for (size_t i = 0; i < lv->nsus; i++) {
-    int32_t f = (int32_t)first.tab[am_slot(&first, lv->sus[i].e)].val;
-    if (f == lv->sus[i].id) continue; /* its first visit (a collision) */
-    ekids[lv->sus[i].at] = f;
-    if (*nrm == cap) cap = cap ? cap * 2 : 64, rm = gp_scratch_realloc(rm, cap * sizeof *rm);
-    rm[(*nrm)++] = lv->sus[i].id;
-  }
-  gp_scratch_free(first.tab);
-  return rm;
-}
-
-static void lv_free(Leaves *lv) {
-  gp_scratch_free(lv->bits);
-  gp_scratch_free(lv->log);
-  gp_scratch_free(lv->sus);
 }
 
 /* 32 bytes: a chain of n nodes holds n frames at its deepest. */
@@ -325,7 +212,6 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     tag[n] = k_ == GP_TI_CALL && gp_kind(GP_AS(GPCall, x)->op) == GP_TI_OP ? GP_AS(const GPOp, GP_AS(GPCall, x)->op)->index : -k_; \
     ebase[n++] = (base_);                                                                        \
   } while (0)
-  Leaves lv = {0};
   int32_t *op_id = NULL; /* per op registry index: its id, -1 before it is met */
   size_t nops = 0;
   uint32_t ord_ = 0;
@@ -362,13 +248,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         ekids[at] = op_id[oi];
         continue;
       }
-      if (gp_kind(c) == GP_TI_CONSTANT) { /* a leaf: numbered now (see Leaves) */
-        ekids[at] = (int32_t)n;
-        lv_meet(&lv, c, (int32_t)n, at);
-        NUMBER(c, 0, klen);
-        continue;
-      }
-      int32_t *cell = sh_cell(&sh, c);
+      int32_t *cell = sh_cell(&sh, c, gp_kind(c) == GP_TI_CONSTANT);
       if (*cell) {
         ekids[at] = sh.ids[*cell - 1]; /* -1 only on a cycle, which immutable IR cannot form */
         continue;
@@ -379,6 +259,12 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       }
       ord_ = (uint32_t)sh.used;
       *cell = (int32_t)ord_ + 1;
+      if (gp_kind(c) == GP_TI_CONSTANT) { /* a leaf: numbered now */
+        sh.ids[sh.used++] = (int32_t)n;
+        ekids[at] = (int32_t)n;
+        NUMBER(c, 0, klen);
+        continue;
+      }
       sh.ids[sh.used++] = -1;
       ekids[at] = -1;
       ENTER(c, true);
@@ -408,28 +294,6 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   gp_scratch_free(fr);
   sh_free(&sh);
   gp_scratch_free(op_id);
-  size_t nrm = 0;
-  int32_t *rm = rc == 0 ? lv_resolve(&lv, ekids, &nrm) : NULL;
-  lv_free(&lv);
-  if (nrm) { /* drop the constants met twice; every later id moves down */
-    int32_t *remap = gp_scratch_alloc(n * sizeof *remap);
-    size_t r = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (r < nrm && (size_t)rm[r] == i) {
-        remap[i] = -1;
-        r++;
-        continue;
-      }
-      remap[i] = (int32_t)m;
-      nodes[m] = nodes[i], ebase[m] = ebase[i], ecount[m] = ecount[i], tag[m] = tag[i];
-      m++;
-    }
-    for (size_t i = 0; i < m; i++)
-      for (int32_t j = 0; j < ecount[i]; j++) ekids[ebase[i] + (size_t)j] = remap[ekids[ebase[i] + (size_t)j]];
-    n = m;
-    gp_scratch_free(remap);
-  }
-  gp_scratch_free(rm);
   if (rc == 0) {
     /* CSR in id order */
     ni->kid_off = gp_scratch_alloc((n + 1) * sizeof(int32_t));
