@@ -164,6 +164,8 @@ typedef struct {
 #define PF_UP 8 /* on the way up, prefetch the next child of the frame this far above */
 #define FRAME_COUNT(f) ((int32_t)((f)->count & ~FRAME_SHARED))
 
+static _Thread_local size_t hint_nodes, hint_kids, hint_frames; /* the thread's last walk */
+
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   memset(ni, 0, sizeof *ni);
   if (!root || !gp_is_expr(root)) {
@@ -171,7 +173,10 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     return -1;
   }
   Shared sh = {0};
-  size_t fcap = 256, ncap = 1024, kcap = 1024, klen = 0, nf = 0;
+  /* Sized as this thread's last walk found its graph (passes walk one function after another,
+   * mostly of about the same size): doubling from small copies each array about once more. */
+  size_t fcap = hint_frames > 256 ? hint_frames : 256, ncap = hint_nodes > 1024 ? hint_nodes : 1024,
+         kcap = hint_kids > 1024 ? hint_kids : 1024, klen = 0, nf = 0, maxnf = 0;
   Frame *fr = gp_scratch_alloc(fcap * sizeof *fr);
   bool heap = (flags & GP_NI_NODES_HEAP) != 0; /* nodes[] from gp_malloc: gp_post_order hands it out */
   GPExpr **nodes = heap ? gp_malloc(ncap * sizeof *nodes) : gp_scratch_alloc(ncap * sizeof *nodes);
@@ -190,6 +195,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     GPExpr *x_ = (x);                                                                            \
     int32_t c_ = gp_expr_num_children(x_);                                                       \
     if (nf == fcap) fcap *= 2, fr = gp_scratch_realloc(fr, fcap * sizeof *fr);                   \
+    if (nf + 1 > maxnf) maxnf = nf + 1;                                                          \
     while (klen + (size_t)c_ > kcap)                                                             \
       kcap *= 2, ekids = gp_scratch_realloc(ekids, kcap * sizeof *ekids);                        \
     fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u), ord_};   \
@@ -305,11 +311,17 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       m += (size_t)ecount[i];
     }
     ni->kid_off[n] = (int32_t)m;
-    ni->tag = tag;
-    tag = NULL;
+    if (ncap > 2 * n + 1024) { /* sized by a bigger walk: the index keeps only what it holds */
+      ni->tag = memcpy(gp_scratch_alloc((n ? n : 1) * sizeof *tag), tag, n * sizeof *tag);
+      nodes = heap ? gp_realloc(nodes, (n ? n : 1) * sizeof *nodes) : nodes;
+    } else {
+      ni->tag = tag;
+      tag = NULL;
+    }
     ni->nodes = nodes;
     ni->nodes_heap = heap;
     ni->n = n;
+    hint_nodes = n, hint_kids = klen, hint_frames = maxnf;
   } else {
     if (heap)
       gp_free(nodes);
