@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
         for (int r = 0; r < reps; r++) {
           GPNodeIndex ni;
           double t0 = bench_now_ms();
-          if (gp_ni_build(&ni, &fn->base, GP_NI_LET_VALUE_FIRST | GP_NI_NODES_HEAP) != 0) die("node index");
+          if (gp_ni_build(&ni, &fn->base, GP_NI_LET_VALUE_FIRST) != 0) die("node index");
           t[r] = bench_now_ms() - t0;
           gp_ni_free(&ni);
         }

@@ -445,11 +445,9 @@ typedef struct GPNodeIndex {
   /* per id: the callee op's index for a call of an op, else -(the node's kind): a walk that
    * selects by op or kind reads this dense array instead of every node */
   int32_t *tag;
-  bool nodes_heap;  /* nodes came from gp_malloc (GP_NI_NODES_HEAP), else from scratch */
 } GPNodeIndex;
 
-/* GP_NI_NODES_HEAP: nodes[] comes from gp_malloc (so a caller may take it), not from scratch. */
-enum { GP_NI_LET_VALUE_FIRST = 1, GP_NI_NODES_HEAP = 2 };
+enum { GP_NI_LET_VALUE_FIRST = 1 };
 
 /* 0, or -1 + error (root not an expression; more than INT32_MAX nodes). */
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags);

@@ -178,8 +178,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   size_t fcap = hint_frames > 256 ? hint_frames : 256, ncap = hint_nodes > 1024 ? hint_nodes : 1024,
          kcap = hint_kids > 1024 ? hint_kids : 1024, klen = 0, nf = 0, maxnf = 0;
   Frame *fr = gp_scratch_alloc(fcap * sizeof *fr);
-  bool heap = (flags & GP_NI_NODES_HEAP) != 0; /* nodes[] from gp_malloc: gp_post_order hands it out */
-  GPExpr **nodes = heap ? gp_malloc(ncap * sizeof *nodes) : gp_scratch_alloc(ncap * sizeof *nodes);
+  GPExpr **nodes = gp_scratch_alloc(ncap * sizeof *nodes);
   int32_t *ekids = gp_scratch_alloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
   size_t *ebase = gp_scratch_alloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
   int32_t *ecount = gp_scratch_alloc(ncap * sizeof *ecount); /* per id: its child count */
@@ -207,7 +206,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   do {                                                                                           \
     if (n == ncap) {                                                                             \
       ncap *= 2;                                                                                 \
-      nodes = heap ? gp_realloc(nodes, ncap * sizeof *nodes) : gp_scratch_realloc(nodes, ncap * sizeof *nodes); \
+      nodes = gp_scratch_realloc(nodes, ncap * sizeof *nodes);                                   \
       ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);                                   \
       ecount = gp_scratch_realloc(ecount, ncap * sizeof *ecount);                                \
       tag = gp_scratch_realloc(tag, ncap * sizeof *tag);                                         \
@@ -313,21 +312,17 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     ni->kid_off[n] = (int32_t)m;
     if (ncap > 2 * n + 1024) { /* sized by a bigger walk: the index keeps only what it holds */
       ni->tag = memcpy(gp_scratch_alloc((n ? n : 1) * sizeof *tag), tag, n * sizeof *tag);
-      nodes = heap ? gp_realloc(nodes, (n ? n : 1) * sizeof *nodes) : nodes;
+      ni->nodes = memcpy(gp_scratch_alloc((n ? n : 1) * sizeof *nodes), nodes, n * sizeof *nodes);
     } else {
       ni->tag = tag;
+      ni->nodes = nodes;
       tag = NULL;
+      nodes = NULL;
     }
-    ni->nodes = nodes;
-    ni->nodes_heap = heap;
     ni->n = n;
     hint_nodes = n, hint_kids = klen, hint_frames = maxnf;
-  } else {
-    if (heap)
-      gp_free(nodes);
-    else
-      gp_scratch_free(nodes);
   }
+  gp_scratch_free(nodes);
   gp_scratch_free(ekids);
   gp_scratch_free(ebase);
   gp_scratch_free(ecount);
@@ -336,10 +331,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
 }
 
 void gp_ni_free(GPNodeIndex *ni) {
-  if (ni->nodes_heap)
-    gp_free(ni->nodes);
-  else
-    gp_scratch_free(ni->nodes);
+  gp_scratch_free(ni->nodes);
   gp_scratch_free(ni->kid_off);
   gp_scratch_free(ni->kids);
   gp_scratch_free(ni->tag);
@@ -378,7 +370,7 @@ const GPNodeIndex *gp_ni_acquire(GPExpr *root) {
     }
   pthread_mutex_unlock(&ni_lock);
   NiEntry *x = gp_calloc(1, sizeof *x);
-  if (gp_ni_build(&x->ni, root, GP_NI_LET_VALUE_FIRST | GP_NI_NODES_HEAP) != 0) {
+  if (gp_ni_build(&x->ni, root, GP_NI_LET_VALUE_FIRST) != 0) {
     gp_free(x);
     return NULL;
   }
