@@ -5,7 +5,6 @@
 
 #include <assert.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
