@@ -107,10 +107,10 @@ typedef struct Fsa {
   uint8_t *pos;    /* message requires a positive scale */
   uint32_t *refs;  /* backward: uses (edges) */
   int32_t *chain;  /* backward: fold id + 1 of the chain the node belongs to */
-  /* forward: the scaled value of node i, or backward: per fold (indexed by the multiply) */
-  GPExpr **value;
+  GPExpr **value;  /* forward: the scaled value of node i */
+  /* forward: the scale of node i's value; backward: per fold (indexed by the multiply) */
   GPExpr **scale;
-  int32_t *sside;  /* backward: the side of the multiply that carries the message */
+  uint8_t *sside;  /* backward: the side of the multiply that carries the message */
   int64_t folded, kept;
   SBOps ops;
 } Fsa;
@@ -991,7 +991,7 @@ static int backward_decide(Fsa *s) {
       continue;
     }
     s->scale[k] = sb_finish(&b, sc);
-    s->sside[k] = side;
+    s->sside[k] = (uint8_t)side;
     size_t top = 0;
     stack[top++] = (size_t)a;
     while (top) {
@@ -1071,7 +1071,9 @@ static void fsa_free(Fsa *s) {
   gp_scratch_free(s->kind);
   H->expr_index_free(s->ix);
   s->ix = NULL;
-  s->kind = NULL;
+  s->kind = s->pos = s->sside = NULL;
+  s->axis = s->chain = NULL;
+  s->refs = NULL;
   s->nodes = NULL;
   s->value = s->scale = NULL;
 }
@@ -1089,12 +1091,16 @@ static GPExpr *fsa_function(void *user, const GPModule *mod, int32_t index) {
   kinds(s);
   s->axis = gp_scratch_alloc(sizeof(int32_t) * n);
   for (size_t k = 0; k < n; k++) s->axis[k] = s->forward ? NO_ENTRY : NO_MSG;
+  /* Only what the direction uses: at 1M calls each array of n pointers is 36 MB to zero. */
   s->pos = gp_scratch_zalloc(n, 1);
-  s->refs = gp_scratch_zalloc(n, sizeof(uint32_t));
-  s->chain = gp_scratch_zalloc(n, sizeof(int32_t));
-  s->value = gp_scratch_zalloc(n, sizeof(GPExpr *));
   s->scale = gp_scratch_zalloc(n, sizeof(GPExpr *));
-  s->sside = gp_scratch_zalloc(n, sizeof(int32_t));
+  if (s->forward) {
+    s->value = gp_scratch_zalloc(n, sizeof(GPExpr *));
+  } else {
+    s->refs = gp_scratch_zalloc(n, sizeof(uint32_t));
+    s->chain = gp_scratch_zalloc(n, sizeof(int32_t));
+    s->sside = gp_scratch_zalloc(n, 1);
+  }
   GPExpr *out = NULL;
   bool any = false;
   if (s->forward) {
