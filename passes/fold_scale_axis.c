@@ -157,6 +157,23 @@ static inline int32_t kid_id(const Fsa *s, size_t k, int32_t i) { return s->ix->
 static inline int32_t arg_id(const Fsa *s, size_t k, int32_t i) { return kid_id(s, k, 1 + i); }
 static inline OpKind kind_at(const Fsa *s, int64_t id) { return (OpKind)s->kind[id]; }
 
+/* The loops over ids below read a node, then its arguments' types and its attributes: each a
+ * miss at 1M calls, one after the other.  Stepping to id k, they fetch node k + 2 * FSA_AHEAD
+ * (in either direction: step -1 for forward_prep) and the arguments and attributes of node
+ * k + FSA_AHEAD, whose node was fetched FSA_AHEAD steps before.  Only calls of a kind the pass
+ * looks at (two arguments, or relu's one) have their arguments fetched. */
+#define FSA_AHEAD 8
+static inline void fsa_prefetch(const Fsa *s, size_t k, int step) {
+  size_t far = k + (size_t)(2 * FSA_AHEAD * step), near = k + (size_t)(FSA_AHEAD * step);
+  if (far < s->n) __builtin_prefetch(s->nodes[far]);
+  if (near < s->n && s->kind[near] != K_OTHER) {
+    const GPCall *c = (const GPCall *)s->nodes[near];
+    __builtin_prefetch(c->args[0]);
+    if (c->nargs > 1) __builtin_prefetch(c->args[1]);
+    if (c->attrs) __builtin_prefetch(c->attrs);
+  }
+}
+
 static const GPType *ttype(const GPExpr *e) {
   const GPType *t = e->checked_type;
   return t && t->kind == GP_TYPE_TENSOR ? t : NULL;
@@ -257,6 +274,7 @@ static bool same_shape(const GPType *a, const GPType *b) {
 /* Forward prep: parents first. */
 static void forward_prep(Fsa *s) {
   for (size_t k = s->n; k-- > 0;) {
+    fsa_prefetch(s, k, -1);
     GPExpr *e = s->nodes[k];
     int32_t out = s->axis[k] >= 0 ? s->axis[k] : NO_MSG;
     bool pos = out >= 0 && s->pos[k];
@@ -321,6 +339,7 @@ static void backward_prep(Fsa *s) {
   for (size_t q = 0; q < (size_t)s->ix->kid_offsets[s->n]; q++) s->refs[s->ix->kids[q]]++;
   if (s->n) s->refs[s->n - 1]++; /* the root */
   for (size_t k = 0; k < s->n; k++) {
+    fsa_prefetch(s, k, 1);
     OpKind kind = kind_at(s, k);
     if (kind == K_OTHER || kind == K_MULTIPLY || s->refs[k] != 1) continue;
     GPExpr *e = s->nodes[k];
@@ -944,6 +963,7 @@ static const GPExpr *weight_of_other_dtype(const Fsa *s, size_t *stack, size_t a
 static int backward_decide(Fsa *s) {
   size_t *stack = gp_scratch_alloc(sizeof(size_t) * (s->n ? s->n : 1));
   for (size_t k = 0; k < s->n; k++) {
+    fsa_prefetch(s, k, 1);
     if (kind_at(s, k) != K_MULTIPLY) continue;
     GPExpr *e = s->nodes[k];
     const GPCall *c = (const GPCall *)e;
