@@ -2,8 +2,10 @@
  * opt-level 3: ms to import; ms of each pass of the set, run on what the passes before it
  * produced (each pass function called directly, after an untimed InferType when the pass needs
  * types; median of N runs on the same input, which no pass changes); the whole pipeline and
- * import + pipeline (median of N).  For FoldConstant, the bytes it materializes ("makes") and
- * the time to write them into fresh memory ("fresh write": see fresh_write_ms), and the ratio.  Beside ResNet-50's figures, TVM v0.12's on this
+ * import + pipeline (median of N).  For FoldConstant and FoldScaleAxis (its folded weights), the
+ * bytes it materializes ("makes") and the time to write them into fresh memory ("fresh write":
+ * see fresh_write_ms), and the ratio: the floor of a pass that must write them.  Beside
+ * ResNet-50's figures, TVM v0.12's on this
  * machine kind (issues #5 and #14) and the ratio; beside DenseNet-121's FoldScaleAxis, TVM's too
  * (a model file named densenet121*.onnx: bench/gen_model.c writes one).
  *   usage: bench_onnx [light_dir] [plugin_dir] [runs] [pass]
@@ -188,7 +190,7 @@ static void bench_model(const char *path, int runs, const char *only) {
     double ms = bench_median(t, runs), tvm = resnet ? tvm_ms(name, (int)i) : densenet ? tvm_densenet_ms(name) : 0;
     printf("  %-24s %9.3f ms", name, ms);
     if (tvm > 0) printf("   TVM %8.1f ms  x%.0f", tvm, tvm / ms);
-    if (!strcmp(name, "FoldConstant")) {
+    if (!strcmp(name, "FoldConstant") || !strcmp(name, "FoldScaleAxis")) {
       size_t count, bytes;
       GPTensor **made = new_constants(in, out, &count, &bytes);
       if (bytes >= (1u << 20)) {
@@ -362,7 +364,7 @@ int main(int argc, char **argv) {
   closedir(d);
   qsort(names, (size_t)n, sizeof *names, bench_cmp_str);
   printf("bench_onnx: %d runs per figure (median); ms\n", runs);
-  printf("FoldConstant: \"fresh write\" = for each constant it makes, a fresh gp_tensor_alloc of its shape\n"
+  printf("FoldConstant, FoldScaleAxis: \"fresh write\" = for each constant it makes, a fresh gp_tensor_alloc of its shape\n"
          "  (as the evaluator allocates it) and a memset of its bytes, all kept alive, as the constants are;\n"
          "  buffers >= 128 KiB are fresh pages in every run (M_MMAP_THRESHOLD fixed at 128 KiB)\n");
   for (int i = 0; i < n; i++) {
