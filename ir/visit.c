@@ -16,8 +16,8 @@ static inline int32_t visit_pos(const GPExpr *e, int32_t i, int flags) {
   return i;
 }
 
-/* An address map: open addressing, Fibonacci hashing, key -> val: the shared nodes that are not
- * in a pool page. */
+/* An address map: open addressing, Fibonacci hashing, key -> val: the pool pages of the shared
+ * nodes, and the shared nodes that are not in a pool page. */
 typedef struct {
   const void *key;
   int32_t val;
@@ -74,19 +74,12 @@ static int32_t *am_cell(AddrMap *m, const void *key) {
  *    nodes of CombineParallelConv2D's input missed the cache on every lookup, 23% of the walk.
  *    Other nodes (the pool off, huge nodes) are kept in an address map.
  *  - A node finishing writes its id to ids[ordinal], with no second lookup. */
-typedef struct {
-  uintptr_t page;
-  size_t cells; /* its cells: Shared.cells + this */
-} PageEnt;
-
 #define UNIT_SHIFT 5
 #define PAGE_CELLS (GP_NODE_PAGE_SIZE >> UNIT_SHIFT)
 _Static_assert(sizeof(GPExpr) >= ((size_t)1 << UNIT_SHIFT), "two nodes would share a cell");
 
 typedef struct {
-  PageEnt *pages; /* open addressing on the page address */
-  size_t pcap, pused;
-  int pshift;
+  AddrMap pages; /* page address -> its number + 1: its cells are cells[number * PAGE_CELLS ..) */
   uintptr_t last_page[2]; /* the pages of the last lookups of constants and of others */
   size_t last_cells[2];
   int32_t *cells; /* the pages' arrays, one after the other (a scratch buffer: arrays of their
@@ -97,39 +90,19 @@ typedef struct {
   size_t used, idcap;
 } Shared;
 
-static void sh_pages_grow(Shared *s) {
-  size_t ocap = s->pcap;
-  PageEnt *old = s->pages;
-  s->pcap = ocap ? ocap * 2 : 64;
-  s->pshift = 64;
-  for (size_t c = s->pcap; c > 1; c >>= 1) s->pshift--;
-  s->pages = gp_scratch_zalloc(s->pcap, sizeof *s->pages);
-  for (size_t i = 0; i < ocap; i++) {
-    if (!old[i].page) continue;
-    size_t j = addr_hash(old[i].page, s->pshift);
-    while (s->pages[j].page) j = (j + 1) & (s->pcap - 1);
-    s->pages[j] = old[i];
-  }
-  gp_scratch_free(old);
-}
-
 /* Where page's cells start in s->cells, made (zeroed) when it has none. */
 static size_t sh_page_cells(Shared *s, uintptr_t page) {
-  if ((s->pused + 1) * 2 > s->pcap) sh_pages_grow(s);
-  size_t i = addr_hash(page, s->pshift);
-  while (s->pages[i].page && s->pages[i].page != page) i = (i + 1) & (s->pcap - 1);
-  if (!s->pages[i].page) {
+  int32_t *number = am_cell(&s->pages, (const void *)page);
+  if (!*number) {
     if (s->ncells == s->capcells) {
       s->capcells = s->capcells ? s->capcells * 2 : 64 * PAGE_CELLS; /* 512 KiB, zeroed page by page */
       s->cells = gp_scratch_realloc(s->cells, s->capcells * sizeof *s->cells);
     }
     memset(s->cells + s->ncells, 0, PAGE_CELLS * sizeof *s->cells);
-    s->pages[i].page = page;
-    s->pages[i].cells = s->ncells;
+    *number = (int32_t)(s->ncells / PAGE_CELLS) + 1;
     s->ncells += PAGE_CELLS;
-    s->pused++;
   }
-  return s->pages[i].cells;
+  return (size_t)(*number - 1) * PAGE_CELLS;
 }
 
 /* e's cell: 0 before the walk met e, then its ordinal + 1; valid until the next lookup.  `k`:
@@ -146,7 +119,7 @@ static inline int32_t *sh_cell(Shared *s, const void *e, int k) {
 
 static void sh_free(Shared *s) {
   gp_scratch_free(s->cells);
-  gp_scratch_free(s->pages);
+  gp_scratch_free(s->pages.tab);
   gp_scratch_free(s->other.tab);
   gp_scratch_free(s->ids);
 }
