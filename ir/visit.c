@@ -225,7 +225,8 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         ekids[at] = op_id[oi];
         continue;
       }
-      int32_t *cell = sh_cell(&sh, c, gp_kind(c) == GP_TI_CONSTANT);
+      bool leaf = gp_kind(c) == GP_TI_CONSTANT; /* a constant: numbered when met, never entered */
+      int32_t *cell = sh_cell(&sh, c, leaf);
       if (*cell) {
         ekids[at] = sh.ids[*cell - 1]; /* -1 only on a cycle, which immutable IR cannot form */
         continue;
@@ -236,7 +237,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       }
       ord_ = (uint32_t)sh.used;
       *cell = (int32_t)ord_ + 1;
-      if (gp_kind(c) == GP_TI_CONSTANT) { /* a leaf: numbered now */
+      if (leaf) {
         sh.ids[sh.used++] = (int32_t)n;
         ekids[at] = (int32_t)n;
         NUMBER(c, 0, klen);

@@ -168,8 +168,7 @@ static inline void fsa_prefetch(const Fsa *s, size_t k, int step) {
   if (far < s->n) __builtin_prefetch(s->nodes[far]);
   if (near < s->n && s->kind[near] != K_OTHER) {
     const GPCall *c = (const GPCall *)s->nodes[near];
-    __builtin_prefetch(c->args[0]);
-    if (c->nargs > 1) __builtin_prefetch(c->args[1]);
+    for (int32_t a = 0; a < c->nargs && a < 2; a++) __builtin_prefetch(c->args[a]);
     if (c->attrs) __builtin_prefetch(c->attrs);
   }
 }

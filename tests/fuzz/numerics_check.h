@@ -217,11 +217,6 @@ static double min_group_variance(const DLTensor *t, const bool *reduced, int32_t
   return lo;
 }
 
-static int64_t attr_int_or(const GPCall *c, const char *key, int64_t dflt) {
-  const GPAttrValue *v = c->attrs ? gp_attrs_get(c->attrs, key) : NULL;
-  return v && (v->kind == GP_ATTR_INT || v->kind == GP_ATTR_BOOL) ? v->i : dflt;
-}
-
 /* Whether a norm in calls (their values vals, in order) divides by the standard deviation of a
  * group of nearly equal values: 1 / sqrt(variance + epsilon) above 100 then amplifies the
  * rounding of its input (a few ulp, which any reordered sum, e.g. a conv in another layout,
@@ -244,7 +239,7 @@ static bool ill_conditioned(GPExpr *const *calls, size_t ncalls, GPTensor *const
     int32_t r = x->dl.ndim;
     bool reduced[16] = {false};
     if (r < 1 || r > 16) continue;
-    int64_t axis = attr_int_or(c, "axis", ln ? -1 : 1);
+    int64_t axis = gp_attrs_int(c->attrs, "axis", ln ? -1 : 1);
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= r) continue;
     int32_t split_axis = -1;
@@ -253,12 +248,11 @@ static bool ill_conditioned(GPExpr *const *calls, size_t ncalls, GPTensor *const
       reduced[axis] = true;
     } else { /* every axis but the batch and the channels; group_norm: channels in groups */
       for (int32_t d = 1; d < r; d++) reduced[d] = d != axis;
-      int64_t groups = gn ? attr_int_or(c, "num_groups", 1) : 0;
+      int64_t groups = gn ? gp_attrs_int(c->attrs, "num_groups", 1) : 0;
       if (gn && (groups < 1 || x->dl.shape[axis] % groups)) continue;
       if (gn) split_axis = (int32_t)axis, split = x->dl.shape[axis] / groups;
     }
-    const GPAttrValue *e = c->attrs ? gp_attrs_get(c->attrs, "epsilon") : NULL;
-    double eps = e && e->kind == GP_ATTR_FLOAT ? e->f : 1e-5;
+    double eps = gp_attrs_float(c->attrs, "epsilon", 1e-5);
     double amp = 1.0 / sqrt(min_group_variance(&x->dl, reduced, split_axis, split) + eps);
     if (amp > 100) {
       const char *stats = getenv("GP_FUZZ_STATS");
