@@ -127,7 +127,7 @@ static void sh_free(Shared *s) {
 /* 32 bytes: a chain of n nodes holds n frames at its deepest. */
 typedef struct {
   GPExpr *e;
-  size_t base;     /* this node's child ids in `ekids` (child order) */
+  size_t base;     /* this node's child ids on the kid stack (child order) */
   int32_t next;
   uint32_t count;  /* children, and FRAME_SHARED when the node went into the shared table */
   uint32_t ord;    /* FRAME_SHARED: its ordinal in the table */
@@ -136,7 +136,16 @@ typedef struct {
 #define PF_UP 8 /* on the way up, prefetch the next child of the frame this far above */
 #define FRAME_COUNT(f) ((int32_t)((f)->count & ~FRAME_SHARED))
 
-static _Thread_local size_t hint_nodes, hint_kids, hint_frames; /* the thread's last walk */
+/* the sizes the thread's last walk needed: nodes, child references, frames, kid-stack slots */
+static _Thread_local size_t hint_nodes, hint_kids, hint_frames, hint_stack;
+
+/* An array sized by a bigger walk keeps only what it holds (an index outlives the walk). */
+static void *ni_fit(void *a, size_t cap, size_t len, size_t size) {
+  if (cap <= 2 * len + 1024) return a;
+  void *b = memcpy(gp_scratch_alloc((len ? len : 1) * size), a, len * size);
+  gp_scratch_free(a);
+  return b;
+}
 
 int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   memset(ni, 0, sizeof *ni);
@@ -148,13 +157,19 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
   /* Sized as this thread's last walk found its graph (passes walk one function after another,
    * mostly of about the same size): doubling from small copies each array about once more. */
   size_t fcap = hint_frames > 256 ? hint_frames : 256, ncap = hint_nodes > 1024 ? hint_nodes : 1024,
-         kcap = hint_kids > 1024 ? hint_kids : 1024, klen = 0, nf = 0, maxnf = 0;
+         kcap = hint_kids > 1024 ? hint_kids : 1024, scap = hint_stack > 1024 ? hint_stack : 1024;
+  size_t nf = 0, maxnf = 0, kin = 0, kout = 0, ktop = 0, maxtop = 0;
   Frame *fr = gp_scratch_alloc(fcap * sizeof *fr);
+  /* The index is written in id order as nodes finish: nodes, tag, kid_off and kids only grow
+   * at their ends.  A node's child ids wait on the kid stack (slots pushed when it is entered,
+   * filled as its children finish, copied to kids and popped when it finishes), whose top is
+   * the only part in use: a CSR built from child blocks in entry order read those blocks in a
+   * second pass, 13% of a 4.5M-node walk. */
   GPExpr **nodes = gp_scratch_alloc(ncap * sizeof *nodes);
-  int32_t *ekids = gp_scratch_alloc(kcap * sizeof *ekids); /* child ids, in entry order per node */
-  size_t *ebase = gp_scratch_alloc(ncap * sizeof *ebase);   /* per id: its block in ekids */
-  int32_t *ecount = gp_scratch_alloc(ncap * sizeof *ecount); /* per id: its child count */
-  int32_t *tag = gp_scratch_alloc(ncap * sizeof *tag);       /* per id: see GPNodeIndex.tag */
+  int32_t *tag = gp_scratch_alloc(ncap * sizeof *tag); /* per id: see GPNodeIndex.tag */
+  int32_t *koff = gp_scratch_alloc((ncap + 1) * sizeof *koff);
+  int32_t *kids = gp_scratch_alloc(kcap * sizeof *kids);
+  int32_t *kst = gp_scratch_alloc(scap * sizeof *kst); /* the kid stack */
   size_t n = 0;
   int rc = 0;
   /* Entering a node prefetches its children, not their slots in the shared table: most
@@ -167,36 +182,41 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     int32_t c_ = gp_expr_num_children(x_);                                                       \
     if (nf == fcap) fcap *= 2, fr = gp_scratch_realloc(fr, fcap * sizeof *fr);                   \
     if (nf + 1 > maxnf) maxnf = nf + 1;                                                          \
-    while (klen + (size_t)c_ > kcap)                                                             \
-      kcap *= 2, ekids = gp_scratch_realloc(ekids, kcap * sizeof *ekids);                        \
-    fr[nf++] = (Frame){x_, klen, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u), ord_};   \
+    while (ktop + (size_t)c_ > scap) scap *= 2, kst = gp_scratch_realloc(kst, scap * sizeof *kst); \
+    fr[nf++] = (Frame){x_, ktop, 0, (uint32_t)c_ | ((is_shared) ? FRAME_SHARED : 0u), ord_};   \
     for (int32_t p_ = 0; p_ < c_; p_++) __builtin_prefetch(gp_expr_child_at(x_, p_));            \
-    klen += (size_t)c_;                                                                          \
+    ktop += (size_t)c_;                                                                          \
+    kin += (size_t)c_;                                                                           \
+    if (ktop > maxtop) maxtop = ktop;                                                            \
   } while (0)
-  /* Gives node x (of cnt_ children, at base_ in ekids) the next id. */
+  /* Gives node x the next id; its cnt_ child ids are on the kid stack at base_. */
 #define NUMBER(x, cnt_, base_)                                                                   \
   do {                                                                                           \
     if (n == ncap) {                                                                             \
       ncap *= 2;                                                                                 \
       nodes = gp_scratch_realloc(nodes, ncap * sizeof *nodes);                                   \
-      ebase = gp_scratch_realloc(ebase, ncap * sizeof *ebase);                                   \
-      ecount = gp_scratch_realloc(ecount, ncap * sizeof *ecount);                                \
       tag = gp_scratch_realloc(tag, ncap * sizeof *tag);                                         \
+      koff = gp_scratch_realloc(koff, (ncap + 1) * sizeof *koff);                                \
     }                                                                                            \
+    size_t c2_ = (size_t)(cnt_);                                                                 \
+    while (kout + c2_ > kcap) kcap *= 2, kids = gp_scratch_realloc(kids, kcap * sizeof *kids);   \
+    koff[n] = (int32_t)kout;                                                                     \
+    for (size_t j_ = 0; j_ < c2_; j_++) kids[kout + j_] = kst[(base_) + j_]; /* a few: no call */  \
+    kout += c2_;                                                                                 \
     nodes[n] = (x);                                                                              \
-    ecount[n] = (cnt_);                                                                          \
     int32_t k_ = gp_kind(x);                                                                     \
-    tag[n] = k_ == GP_TI_CALL && gp_kind(GP_AS(GPCall, x)->op) == GP_TI_OP ? GP_AS(const GPOp, GP_AS(GPCall, x)->op)->index : -k_; \
-    ebase[n++] = (base_);                                                                        \
+    tag[n++] = k_ == GP_TI_CALL && gp_kind(GP_AS(GPCall, x)->op) == GP_TI_OP ? GP_AS(const GPOp, GP_AS(GPCall, x)->op)->index : -k_; \
   } while (0)
   int32_t *op_id = NULL; /* per op registry index: its id, -1 before it is met */
   size_t nops = 0;
   uint32_t ord_ = 0;
   ENTER(root, false); /* a DAG: the root is never met again below itself */
   while (nf) {
-    /* a step numbers at most one node; while a frame is open one more is still to come */
-    if (n >= (size_t)INT32_MAX) {
-      gp_error_set(GP_ERR_VALUE, "post_order: more than %d nodes", INT32_MAX);
+    /* a step numbers at most one node, whose child references were all counted in kin; while a
+     * frame is open one more node is still to come */
+    if (n >= (size_t)INT32_MAX || kin > (size_t)INT32_MAX) {
+      gp_error_set(GP_ERR_VALUE, "post_order: more than %d %s", INT32_MAX,
+                   n >= (size_t)INT32_MAX ? "nodes" : "child references");
       rc = -1;
       break;
     }
@@ -206,7 +226,7 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       GPExpr *c = gp_expr_child_at(f->e, pos);
       size_t at = f->base + (size_t)pos;
       if (!gp_maybe_shared(c)) {
-        ekids[at] = -1; /* filled when c finishes */
+        kst[at] = -1; /* filled when c finishes */
         ENTER(c, false);
         continue;
       }
@@ -220,15 +240,15 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
         }
         if (op_id[oi] < 0) {
           op_id[oi] = (int32_t)n;
-          NUMBER(c, 0, klen);
+          NUMBER(c, 0, 0);
         }
-        ekids[at] = op_id[oi];
+        kst[at] = op_id[oi];
         continue;
       }
       bool leaf = gp_kind(c) == GP_TI_CONSTANT; /* a constant: numbered when met, never entered */
       int32_t *cell = sh_cell(&sh, c, leaf);
       if (*cell) {
-        ekids[at] = sh.ids[*cell - 1]; /* -1 only on a cycle, which immutable IR cannot form */
+        kst[at] = sh.ids[*cell - 1]; /* -1 only on a cycle, which immutable IR cannot form */
         continue;
       }
       if (sh.used == sh.idcap) {
@@ -239,12 +259,12 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
       *cell = (int32_t)ord_ + 1;
       if (leaf) {
         sh.ids[sh.used++] = (int32_t)n;
-        ekids[at] = (int32_t)n;
-        NUMBER(c, 0, klen);
+        kst[at] = (int32_t)n;
+        NUMBER(c, 0, 0);
         continue;
       }
       sh.ids[sh.used++] = -1;
-      ekids[at] = -1;
+      kst[at] = -1;
       ENTER(c, true);
       continue;
     }
@@ -259,48 +279,37 @@ int gp_ni_build(GPNodeIndex *ni, GPExpr *root, int flags) {
     }
     int32_t id = (int32_t)n;
     NUMBER(f->e, FRAME_COUNT(f), f->base);
+    ktop = f->base;
     if (f->count & FRAME_SHARED) sh.ids[f->ord] = id;
     nf--;
     if (nf) {
       Frame *p = &fr[nf - 1];
       int32_t pos = visit_pos(p->e, p->next - 1, flags);
-      ekids[p->base + (size_t)pos] = id;
+      kst[p->base + (size_t)pos] = id;
     }
   }
 #undef ENTER
 #undef NUMBER
   gp_scratch_free(fr);
+  gp_scratch_free(kst);
   sh_free(&sh);
   gp_scratch_free(op_id);
-  if (rc == 0) {
-    /* CSR in id order */
-    ni->kid_off = gp_scratch_alloc((n + 1) * sizeof(int32_t));
-    ni->kids = gp_scratch_alloc((klen ? klen : 1) * sizeof(int32_t));
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-      ni->kid_off[i] = (int32_t)m;
-      memcpy(ni->kids + m, ekids + ebase[i], (size_t)ecount[i] * sizeof(int32_t));
-      m += (size_t)ecount[i];
-    }
-    ni->kid_off[n] = (int32_t)m;
-    if (ncap > 2 * n + 1024) { /* sized by a bigger walk: the index keeps only what it holds */
-      ni->tag = memcpy(gp_scratch_alloc((n ? n : 1) * sizeof *tag), tag, n * sizeof *tag);
-      ni->nodes = memcpy(gp_scratch_alloc((n ? n : 1) * sizeof *nodes), nodes, n * sizeof *nodes);
-    } else {
-      ni->tag = tag;
-      ni->nodes = nodes;
-      tag = NULL;
-      nodes = NULL;
-    }
-    ni->n = n;
-    hint_nodes = n, hint_kids = klen, hint_frames = maxnf;
+  if (rc != 0) {
+    gp_scratch_free(nodes);
+    gp_scratch_free(tag);
+    gp_scratch_free(koff);
+    gp_scratch_free(kids);
+    return rc;
   }
-  gp_scratch_free(nodes);
-  gp_scratch_free(ekids);
-  gp_scratch_free(ebase);
-  gp_scratch_free(ecount);
-  gp_scratch_free(tag);
-  return rc;
+  assert(ktop == 0 && kout == kin);
+  koff[n] = (int32_t)kout;
+  ni->nodes = ni_fit(nodes, ncap, n, sizeof *nodes);
+  ni->tag = ni_fit(tag, ncap, n, sizeof *tag);
+  ni->kid_off = ni_fit(koff, ncap + 1, n + 1, sizeof *koff);
+  ni->kids = ni_fit(kids, kcap, kout, sizeof *kids);
+  ni->n = n;
+  hint_nodes = n, hint_kids = kout, hint_frames = maxnf, hint_stack = maxtop;
+  return 0;
 }
 
 void gp_ni_free(GPNodeIndex *ni) {

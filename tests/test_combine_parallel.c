@@ -83,6 +83,48 @@ Test(combine, conv2d_two_branches_combine_with_min_2) {
   gp_ctx_free(ctx);
 }
 
+/* n 1x1 convs of one input: whether CombineParallelConv2D with min_num_branches `min` combines
+ * them.  The pass counts a node's convs in a byte while min fits one (saturating at 255), in
+ * four bytes above: both sides of both bounds. */
+static bool combines_fan(int n, int min) {
+  size_t cap = 256 + (size_t)n * 96, len = 0;
+  char *text = malloc(cap);
+  cr_assert(text);
+  len += (size_t)snprintf(text + len, cap - len,
+                          "#[version = \"0.0.5\"]\ndef @main(%%x: Tensor[(1, 2, 4, 4), float32], "
+                          "%%w: Tensor[(2, 2, 1, 1), float32]) {\n");
+  for (int i = 0; i < n; i++) len += (size_t)snprintf(text + len, cap - len, "  %%%d = nn.conv2d(%%x, %%w);\n", i);
+  len += (size_t)snprintf(text + len, cap - len, "  (");
+  for (int i = 0; i < n; i++) len += (size_t)snprintf(text + len, cap - len, "%s%%%d", i ? ", " : "", i);
+  len += (size_t)snprintf(text + len, cap - len, ")\n}\n");
+  cr_assert_lt(len, cap);
+  GPModule *in = gp_parse(text, len, "fan.relay");
+  cr_assert(in, "%s", gp_error_message());
+  free(text);
+  GPPassContext *ctx = gp_ctx_new();
+  gp_ctx_set_opt_level(ctx, 4);
+  char v[16];
+  snprintf(v, sizeof v, "%d", min);
+  cr_assert_eq(gp_ctx_set_config(ctx, CONV ".min_num_branches", v), 0);
+  GPModule *out = gp_run_pipeline(in, CONV, ctx);
+  cr_assert(out, "%s", gp_error_message());
+  char *printed = gp_print(out, 0);
+  bool combined = strstr(printed, "concatenate") != NULL;
+  gp_free(printed);
+  gp_release(out);
+  gp_release(in);
+  gp_ctx_free(ctx);
+  return combined;
+}
+
+Test(combine, conv2d_min_branches_past_a_byte) {
+  cr_expect(combines_fan(300, 3), "300 branches, min 3: not combined");
+  cr_expect(combines_fan(255, 255), "255 branches, min 255: not combined");
+  cr_expect(!combines_fan(254, 255), "254 branches, min 255: combined");
+  cr_expect(combines_fan(300, 256), "300 branches, min 256: not combined");
+  cr_expect(!combines_fan(255, 256), "255 branches, min 256: combined");
+}
+
 /* At the default opt-level 2 the level-4 passes do not run. */
 Test(combine, skipped_below_level4) {
   GPModule *in = th_parse_file(DATA "conv2d_nhwc.before.relay");
