@@ -128,7 +128,7 @@ static int alter_op_layout(void *self, const GPAny *args, int32_t nargs, GPAny *
   if (!out) return -1;
   if (!a.hooked) {
     const char *t = ctx ? H->ctx_target(ctx) : NULL;
-    std_note(ctx, "target %s registers no " GP_OP_ATTR_ALTER_OP_LAYOUT " hook: layouts unchanged",
+    std_note(ctx, "target %s registers no " GP_OP_ATTR_ALTER_OP_LAYOUT " hook here: layouts unchanged (NCHW stays NCHW)",
              t && *t ? t : "llvm");
   } else {
     std_note(ctx, "%lld of %lld calls with a " GP_OP_ATTR_ALTER_OP_LAYOUT " hook altered, %lld layout_transforms inserted",

@@ -673,7 +673,9 @@ static int simplify_expr_post_alter_op(void *self, const GPAny *args, int32_t na
   return run(SEPA_NAME, k_post_alter_op, (int32_t)(sizeof k_post_alter_op / sizeof k_post_alter_op[0]), args, nargs, result);
 }
 
+/* Both at opt-level 0 requiring InferType, as TVM registers them. */
 static int reg(const char *name, GPPackedCFunc fn, const char *help) {
+  static const char *const required[] = {"InferType"};
   GPConfigKey keys[] = {
       {.name = "max_rounds", .type_index = GP_TI_INT,
        .default_value = {.type_index = GP_TI_INT, .v_int64 = DEFAULT_ROUNDS},
@@ -686,6 +688,8 @@ static int reg(const char *name, GPPackedCFunc fn, const char *help) {
       .name = name,
       .opt_level = 0,
       .kind = GP_PASS_TRANSFORM,
+      .required = required,
+      .num_required = 1,
       .config_keys = keys,
       .num_config_keys = 1,
       .func = fn,

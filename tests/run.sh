@@ -152,5 +152,5 @@ if [ -d "$shared" ]; then
     fi
   fi
 else
-  echo "onnx conformance: skipped: $shared is absent (it holds ONNX's test data; see README)"
+  echo "onnx conformance, and the light models at opt-level 3 and 4 with --verify-numerics: skipped: $shared is absent (it holds ONNX's test data; see README)"
 fi

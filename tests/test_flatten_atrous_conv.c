@@ -108,7 +108,7 @@ Test(flatten_atrous_conv, refusal_notes_name_the_node) {
   gp_free(ex);
 }
 
-Test(flatten_atrous_conv, registered_at_opt_level_0_outside_the_default_set) {
+Test(flatten_atrous_conv, registered_at_opt_level_0_requiring_infer_type) {
   GPPassEntry *e = gp_pass_acquire(PASS);
   cr_assert(e, "%s is not registered", PASS);
   cr_expect_eq(e->info.opt_level, 0);

@@ -250,3 +250,16 @@ Test(simplify_expr, settled_result_is_returned_as_is) {
   gp_release(in);
   gp_ctx_free(ctx);
 }
+
+/* Opt-level 0 and InferType required, as TVM v0.12 registers both. */
+Test(simplify_expr, registered_at_level0_requiring_infer_type) {
+  static const char *const names[] = {"SimplifyExpr", "SimplifyExprPostAlterOp"};
+  for (size_t i = 0; i < GP_ARRAY_LEN(names); i++) {
+    GPPassEntry *e = gp_pass_acquire(names[i]);
+    cr_assert(e, "%s is not registered", names[i]);
+    cr_expect_eq(e->info.opt_level, 0, "%s", names[i]);
+    cr_assert_eq(e->info.num_required, 1, "%s", names[i]);
+    cr_expect_str_eq(e->info.required[0], "InferType", "%s", names[i]);
+    gp_pass_entry_release(e);
+  }
+}
