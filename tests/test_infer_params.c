@@ -195,6 +195,70 @@ Test(infer_params, layer_instance_group_norm) {
                  "}\n");
 }
 
+/* Non-default axes: each vector's length is data's extent on the op's axis (channels last),
+ * and a negative axis counts from the end. */
+Test(infer_params, norms_and_prelu_on_other_axes) {
+  expect_typed(V "def @main(%x: Tensor[(2, 4, 4, 6), float32], %g, %b, %m, %v) {\n"
+                 "  %0 = nn.batch_norm(%x, %g, %b, %m, %v, axis=3);\n"
+                 "  %0.0\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(2, 4, 4, 6), float32], %g: Tensor[(6), float32], "
+                 "%b: Tensor[(6), float32], %m: Tensor[(6), float32], %v: Tensor[(6), float32]) -> "
+                 "Tensor[(2, 4, 4, 6), float32] {\n"
+                 "  %0 = nn.batch_norm(%x, %g, %b, %m, %v, axis=3);\n"
+                 "  %0.0\n"
+                 "}\n");
+  expect_typed(V "def @main(%x: Tensor[(2, 4, 3), float32], %a) {\n"
+                 "  nn.prelu(%x, %a, axis=2)\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(2, 4, 3), float32], %a: Tensor[(3), float32]) -> "
+                 "Tensor[(2, 4, 3), float32] {\n"
+                 "  nn.prelu(%x, %a, axis=2)\n"
+                 "}\n");
+  expect_typed(V "def @main(%x: Tensor[(2, 5, 7), float32], %g, %b) {\n"
+                 "  nn.instance_norm(%x, %g, %b, axis=-1)\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(2, 5, 7), float32], %g: Tensor[(7), float32], "
+                 "%b: Tensor[(7), float32]) -> Tensor[(2, 5, 7), float32] {\n"
+                 "  nn.instance_norm(%x, %g, %b, axis=-1)\n"
+                 "}\n");
+  expect_typed(V "def @main(%x: Tensor[(2, 3, 3, 8), float32], %g, %b) {\n"
+                 "  nn.group_norm(%x, %g, %b, num_groups=4, axis=3)\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(2, 3, 3, 8), float32], %g: Tensor[(8), float32], "
+                 "%b: Tensor[(8), float32]) -> Tensor[(2, 3, 3, 8), float32] {\n"
+                 "  nn.group_norm(%x, %g, %b, num_groups=4, axis=3)\n"
+                 "}\n");
+  expect_typed(V "def @main(%x: Tensor[(2, 5, 7), float32], %g, %b) {\n"
+                 "  nn.layer_norm(%x, %g, %b, axis=1)\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(2, 5, 7), float32], %g: Tensor[(5), float32], "
+                 "%b: Tensor[(5), float32]) -> Tensor[(2, 5, 7), float32] {\n"
+                 "  nn.layer_norm(%x, %g, %b, axis=1)\n"
+                 "}\n");
+}
+
+/* Kernel layouts other than OIHW / HWIO: the weight's dims are (O, I, H, W) laid out as the
+ * kernel_layout says. */
+Test(infer_params, conv2d_kernel_layouts_ohwi_and_hwoi) {
+  expect_typed(V "def @main(%x: Tensor[(1, 6, 6, 3), float32], %w) {\n"
+                 "  nn.conv2d(%x, %w, channels=4, kernel_size=[3, 2], data_layout=\"NHWC\", kernel_layout=\"OHWI\")\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(1, 6, 6, 3), float32], %w: Tensor[(4, 3, 2, 3), float32]) -> "
+                 "Tensor[(1, 4, 5, 4), float32] {\n"
+                 "  nn.conv2d(%x, %w, channels=4, kernel_size=[3, 2], data_layout=\"NHWC\", kernel_layout=\"OHWI\")\n"
+                 "}\n");
+  expect_typed(V "def @main(%x: Tensor[(1, 6, 6, 4), float32], %w) {\n"
+                 "  nn.conv2d(%x, %w, groups=4, channels=4, kernel_size=[3, 3], data_layout=\"NHWC\", "
+                 "kernel_layout=\"HWOI\")\n"
+                 "}\n",
+               V "def @main(%x: Tensor[(1, 6, 6, 4), float32], %w: Tensor[(3, 3, 4, 1), float32]) -> "
+                 "Tensor[(1, 4, 4, 4), float32] {\n"
+                 "  nn.conv2d(%x, %w, groups=4, channels=4, kernel_size=[3, 3], data_layout=\"NHWC\", "
+                 "kernel_layout=\"HWOI\")\n"
+                 "}\n");
+}
+
 /* ---- chains and rounds */
 
 static const char *k_chain =
