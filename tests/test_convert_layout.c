@@ -63,6 +63,21 @@ Test(convert_layout, conv2d_transpose_to_nchw) {
   golden("conv2d_transpose_nchw", "ConvertLayout{desired_layouts=\"nn.conv2d_transpose=NCHW:default\"}");
 }
 Test(convert_layout, pooling_and_global_pooling) { golden("pool", CL); }
+/* global_max_pool2d follows its input (layout NCHW, the default); desired for itself alone it
+ * takes layout and out_layout NCHW between two layout_transforms, the NHWC conv kept */
+Test(convert_layout, global_max_pool) {
+  golden("global_max_pool", CL);
+  GPPassContext *ctx = ctx3();
+  th_golden_ctx(DATA "global_max_pool.before.relay", DATA "global_max_pool_desired.after.relay",
+                "ConvertLayout{desired_layouts=\"nn.global_max_pool2d=NCHW\"}", ctx);
+  gp_ctx_free(ctx);
+}
+/* TVM's Resize2D relation, an NCHW conv to NHWC: a resize whose layout is its input's old one
+ * follows the new (layout="NHWC"), a chain of two as well; one whose layout (NHWC) is not its
+ * input's old layout (NCHW) keeps it and gets the input back in NCHW */
+Test(convert_layout, resize2d_follows_its_input) {
+  golden("resize2d", "ConvertLayout{desired_layouts=\"nn.conv2d=NHWC:default\"}");
+}
 /* a pool that reads its input in other axes (HNBW over an NHWC conv's output) has no relation:
  * it gets its input back in the layout it read (the pass used to fail: "different axes") */
 Test(convert_layout, pool_reading_other_axes_keeps_its_input) { golden("pool_other_axes", CL); }
@@ -74,6 +89,17 @@ Test(convert_layout, desired_layout_skips_a_pool_of_other_axes) {
 Test(convert_layout, concatenate_of_two_convs) { golden("concat", CL); }
 Test(convert_layout, pad) { golden("pad", CL); }
 Test(convert_layout, mean_over_h_w) { golden("mean", CL); }
+/* TVM's ReduceInferCorrectLayout for sum, max, min, prod: the axes follow their letters (a
+ * negative one too) in the new layout's order; with keepdims the output keeps every letter (a
+ * layout_transform back at the end), without it the reduced letters leave, so the output needs a
+ * transform only when the letters left are in another order (W reduced: NCH -> NHC; with
+ * exclude, the kept letters are the axes: CW -> WC) */
+Test(convert_layout, sum_max_min_prod_keepdims) { golden("reduce_keepdims", CL); }
+Test(convert_layout, sum_max_min_prod_without_keepdims) { golden("reduce_dropdims", CL); }
+/* variance (and std, its sqrt): both inputs, the data and the mean kept with keepdims, in the
+ * new layout; the axes follow as for the other reductions */
+Test(convert_layout, variance_and_std) { golden("variance_std", CL); }
+Test(convert_layout, argmax_argmin) { golden("argmax_argmin", CL); }
 Test(convert_layout, add_of_two_branches) { golden("add_branches", CL); }
 Test(convert_layout, broadcast_with_constants) { golden("bcast_const", CL); }
 Test(convert_layout, chain_only_boundaries) { golden("chain", CL); }
