@@ -149,18 +149,19 @@ static Kind kind_by_name(const GPOp *op) {
       {"nn.max_pool2d", K_POOL},       {"nn.max_pool3d", K_POOL},       {"nn.avg_pool1d", K_POOL},
       {"nn.avg_pool2d", K_POOL},       {"nn.avg_pool3d", K_POOL},       {"nn.global_max_pool2d", K_POOL},
       {"nn.global_avg_pool2d", K_POOL}, {"image.resize1d", K_RESIZE},   {"image.resize2d", K_RESIZE},
-      {"image.resize3d", K_RESIZE},    {"nn.bias_add", K_BIAS_ADD},     {"nn.batch_norm", K_BN},
-      {"concatenate", K_CONCAT},       {"nn.pad", K_PAD},               {"sum", K_REDUCE},
-      {"mean", K_REDUCE},              {"max", K_REDUCE},               {"min", K_REDUCE},
-      {"prod", K_REDUCE},              {"all", K_REDUCE},               {"any", K_REDUCE},
-      {"argmax", K_REDUCE},            {"argmin", K_REDUCE},            {"variance", K_REDUCE},
+      {"nn.bias_add", K_BIAS_ADD},     {"nn.batch_norm", K_BN},         {"concatenate", K_CONCAT},
+      {"nn.pad", K_PAD},               {"sum", K_REDUCE},               {"mean", K_REDUCE},
+      {"max", K_REDUCE},               {"min", K_REDUCE},               {"prod", K_REDUCE},
+      {"all", K_REDUCE},               {"argmax", K_REDUCE},            {"argmin", K_REDUCE},
+      {"variance", K_REDUCE},
       {"nn.layer_norm", K_NORM},       {"nn.instance_norm", K_INST_NORM}, {"nn.l2_normalize", K_L2NORM},
       {"nn.prelu", K_PRELU},           {"transpose", K_TRANSPOSE},      {"squeeze", K_SQUEEZE},
       {"strided_slice", K_STRIDED_SLICE}, {"split", K_SPLIT},
-      /* no relation: */
+      /* no relation (TVM v0.12 registers no FInferCorrectLayout for any and image.resize3d,
+       * unlike all and resize1d / 2d: their inputs go back to the old layout): */
       {"full", K_NONE},                {"layout_transform", K_NONE},
       {"broadcast_to_like", K_NONE},   {"expand_dims", K_NONE},         {"repeat", K_NONE},
-      {"broadcast_to", K_NONE},
+      {"broadcast_to", K_NONE},        {"any", K_NONE},                 {"image.resize3d", K_NONE},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (!strcmp(op->name, table[i].name)) return table[i].k;
