@@ -1,5 +1,5 @@
 /*
- * graphpass.h -- the stable C ABI of graphpass, version 1.5.
+ * graphpass.h -- the stable C ABI of graphpass, version 1.6.
  *
  * History: 1.0 first release; 1.1 appended op kernels (GPOpDef/GPOp.kernel, GPKernelArgs) and
  * evaluation (GPHostAPI.op_set_kernel .. tensor_to_dlpack); 1.2 appended patterns (GPPattern,
@@ -17,7 +17,9 @@
  * eval_random_inputs); 1.4 appended subtree facts (GPHostAPI.expr_may_call, expr_has_kind,
  * op_list_with_attr) and node indexes for passes (GPExprIndex, GPRewriteIdFn;
  * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed); 1.5 appended rewrites that keep
- * a node without a reference (GPHostAPI.rewrite_keep).
+ * a node without a reference (GPHostAPI.rewrite_keep); 1.6 appended the deterministic inputs of
+ * a function with `?` dims (GPHostAPI.eval_random_inputs_filled), and a pattern table entry's
+ * check may decline with a reason (a string; GPPatternEntry).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -55,7 +57,7 @@ extern "C" {
 /* Versioning and export                                                                       */
 
 #define GP_ABI_VERSION_MAJOR 1
-#define GP_ABI_VERSION_MINOR 5
+#define GP_ABI_VERSION_MINOR 6
 /* Oldest plugin minor this host accepts within the same major. */
 #define GP_ABI_MIN_MINOR 0
 #define GP_ABI_VERSION ((uint32_t)(GP_ABI_VERSION_MAJOR << 16 | GP_ABI_VERSION_MINOR))
@@ -691,7 +693,9 @@ typedef struct GPPatternEntry {
   const char *name;       /* e.g. "dnnl.conv2d_relu": the Composite attribute it gives */
   GPPattern *pattern;
   GPPackedFunc *check;    /* may be NULL; called with [root (GPExpr*, the match's root in the
-                           * input graph)], returns a bool (or an int: non-zero accepts) */
+                           * input graph)], returns a bool (or an int: non-zero accepts), or,
+                           * from a 1.6 host, a string: a decline, and why (MergeComposite's
+                           * --explain note lists the declined matches with their reasons) */
 } GPPatternEntry;
 
 typedef struct GPPatternTable {
@@ -1317,6 +1321,18 @@ struct GPHostAPI {
    * only reads: the two a kept node cost (the callback's retain, the rewriter's release) were
    * most of an unchanged node's time in a big graph.  Only a host with this field takes it. */
   GPExpr *rewrite_keep;
+
+  /* ---- ABI 1.6 (inputs for a function with `?` dims): read only when
+   * GP_HAS_FIELD(host, GPHostAPI, eval_random_inputs_filled) ---- */
+
+  /* eval_random_inputs for a function whose parameters may have `?` dims: each `?` is any_dim
+   * (>= 1), as --verify-numerics fills them; a static parameter gets the tensor
+   * eval_random_inputs gives it (the values depend on the seed, the parameter's position and
+   * its shape alone).  GP_ERR_VALUE for any_dim < 1, a parameter without a tensor type or a
+   * NULL mod / inputs / num_inputs; GP_ERR_NOT_FOUND for a missing function.  *inputs is a
+   * host array (free with `free`) of *num_inputs new references. */
+  int (*eval_random_inputs_filled)(const GPModule *mod, const char *name, uint64_t seed, int64_t any_dim,
+                                   GPTensor ***inputs, int32_t *num_inputs);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -1529,59 +1529,38 @@ static int64_t cfg_int(GPPassContext *ctx, const char *key, int64_t dflt) {
 }
 
 /* The deterministic inputs of @main for seed (those of --verify-numerics), each `?` dim of a
- * parameter as 1 as --verify-numerics fills it: the host's eval_random_inputs takes static types
- * only, so it is asked for the inputs of a module of their own whose @main has the same
- * parameters, statically typed (the values depend on the seed, the parameter's position and
- * its shape alone: a static @main gets the inputs it would get itself).  *shapes_note gets
- * "; %x as (1, 2, 4, 4)" for each one filled (caller frees), or NULL. */
-static int random_inputs(const GPFunctionExpr *mainf, int64_t seed, GPTensor ***rnd, int32_t *n, char **shapes_note) {
+ * parameter as 1 as --verify-numerics fills it (GPHostAPI.eval_random_inputs_filled, ABI 1.6;
+ * a static @main needs only eval_random_inputs).  *shapes_note gets "; %x as (1, 2, 4, 4)" for
+ * each parameter filled (caller frees), or NULL. */
+static int random_inputs(const GPModule *mod, const GPFunctionExpr *mainf, int64_t seed, GPTensor ***rnd, int32_t *n,
+                         char **shapes_note) {
   *shapes_note = NULL;
-  int32_t np = mainf->nparams;
-  if (np == 0) { /* nothing to make */
-    *rnd = NULL;
-    *n = 0;
-    return 0;
-  }
-  GPVar **ps = calloc((size_t)np, sizeof *ps);
   Buf note = {0};
-  int rc = -1;
-  GPModule *m1 = NULL;
-  GPFunctionExpr *f1 = NULL;
-  if (!ps) return H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS), -1;
-  for (int32_t i = 0; i < np; i++) {
+  for (int32_t i = 0; i < mainf->nparams; i++) {
     const GPVar *v = mainf->params[i];
     const GPType *t = v->type_annotation ? v->type_annotation : v->base.checked_type;
     if (!t) {
-      H->error_set(GP_ERR_VALUE, "%s: @main's parameter %%%s has no type", PASS, v->name ? v->name : "_");
-      goto out;
+      free(note.d);
+      return H->error_set(GP_ERR_VALUE, "@main's parameter %%%s has no type", v->name ? v->name : "_"), -1;
     }
-    if (t->kind == GP_TYPE_TENSOR) {
-      int64_t dims[64];
-      bool filled = false;
-      for (int32_t d = 0; d < t->n && d < 64; d++) {
-        dims[d] = t->tensor.shape[d] < 0 ? 1 : t->tensor.shape[d];
-        filled |= dims[d] != t->tensor.shape[d];
-      }
-      if (filled && t->n <= 64) {
-        t = H->type_tensor(t->tensor.dtype, t->n, dims);
-        txt(&note, "; %%%s as (", v->name ? v->name : "_");
-        for (int32_t d = 0; d < t->n; d++) txt(&note, "%s%lld", d ? ", " : "", (long long)dims[d]);
-        txt(&note, ")");
-      }
-    }
-    if (!(ps[i] = H->var_new(v->name ? v->name : "_", t))) goto out;
+    bool any = false;
+    for (int32_t d = 0; t->kind == GP_TYPE_TENSOR && d < t->n; d++) any |= t->tensor.shape[d] < 0;
+    if (!any) continue;
+    txt(&note, "; %%%s as (", v->name ? v->name : "_");
+    for (int32_t d = 0; d < t->n; d++)
+      txt(&note, "%s%lld", d ? ", " : "", (long long)(t->tensor.shape[d] < 0 ? 1 : t->tensor.shape[d]));
+    txt(&note, ")");
   }
-  /* any body: only the parameters count */
-  if (!(f1 = H->function_new(np, ps, &ps[0]->base, NULL, NULL)) || !(m1 = H->module_new("GenIR inputs")) ||
-      H->module_add(m1, "main", f1, 0) != 0)
-    goto out;
-  rc = H->eval_random_inputs(m1, "main", (uint64_t)seed, rnd, n);
-out:
-  if (rc != 0 && H->error_kind() == GP_OK) H->error_set(GP_ERR_MEMORY, "%s: out of memory", PASS);
-  for (int32_t i = 0; i < np; i++) gp_release(ps[i]);
-  free(ps);
-  gp_release(f1);
-  gp_release(m1);
+  int rc;
+  if (!note.n) {
+    rc = H->eval_random_inputs(mod, "main", (uint64_t)seed, rnd, n);
+  } else if (GP_HAS_FIELD(H, GPHostAPI, eval_random_inputs_filled) && H->eval_random_inputs_filled) {
+    rc = H->eval_random_inputs_filled(mod, "main", (uint64_t)seed, 1, rnd, n);
+  } else {
+    H->error_set(GP_ERR_VERSION, "@main has `?` dims (%s); filling them needs a graphpass host of ABI 1.6 "
+                 "(eval_random_inputs_filled): give calibration inputs (GenIR.calibrate)", (const char *)note.d + 2);
+    rc = -1;
+  }
   if (rc == 0 && note.n) *shapes_note = strndup((const char *)note.d, note.n);
   free(note.d);
   return rc;
@@ -1590,7 +1569,7 @@ out:
 /* Inputs of @main from "NAME=FILE;NAME=FILE" (every parameter named), or the deterministic
  * ones (*filled_dims: some `?` dim was made 1 in them).  *inputs: malloc'd array of n new
  * references. */
-static int calib_inputs(const GPFunctionExpr *mainf, const char *spec, int64_t seed,
+static int calib_inputs(const GPModule *mod, const GPFunctionExpr *mainf, const char *spec, int64_t seed,
                         GPPassContext *ctx, GPTensor ***inputs, bool *filled_dims) {
   *filled_dims = false;
   int32_t np = mainf->nparams;
@@ -1600,7 +1579,7 @@ static int calib_inputs(const GPFunctionExpr *mainf, const char *spec, int64_t s
     GPTensor **rnd = NULL;
     int32_t n = 0;
     char *filled = NULL;
-    if (random_inputs(mainf, seed, &rnd, &n, &filled) != 0) {
+    if (random_inputs(mod, mainf, seed, &rnd, &n, &filled) != 0) {
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", H->error_message());
       H->error_set(H->error_kind(), "%s: the deterministic calibration inputs: %s", PASS, msg);
@@ -1792,7 +1771,7 @@ static int genir(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
       goto done;
     }
     bool filled = false;
-    if (calib_inputs(mainf, spec, seed, ctx, &ins, &filled) != 0) goto done;
+    if (calib_inputs(mod, mainf, spec, seed, ctx, &ins, &filled) != 0) goto done;
     nins = mainf->nparams;
     GPEvalOptions eo;
     memset(&eo, 0, sizeof eo);

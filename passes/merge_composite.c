@@ -15,15 +15,44 @@
 
 #define PASS_NAME "MergeComposite"
 
+/* The matches an entry's check declined, for --explain: how many, and the first few with
+ * their locations and reasons.  The driver may ask again about a declined match near a
+ * composite it made (to prove a fixed point), with the rebuilt node: a match is counted once
+ * per source location (per node when it has none). */
+#define DECLINES_SHOWN 3
+typedef struct Declines {
+  int64_t count;
+  PMap at_loc, at_node; /* keys: (line << 32 | col) as a pointer; the root node */
+  char text[320];
+  size_t len;
+} Declines;
+
 typedef struct Merge {
   const GPPatternTable *table;
   const char *source;
   int64_t *counts;    /* per entry */
   int32_t *graphs;    /* per entry: composites made so far (FunctionVar_<g>_<i>) */
+  Declines *declines; /* per entry */
   bool untyped;       /* a composite was built without types: re-type the result */
 } Merge;
 
-/* The entry's check function on the match's root (input graph): TVM's `check`. */
+static void note_decline(Merge *mg, int32_t entry, const GPExpr *root, const char *reason) {
+  Declines *d = &mg->declines[entry];
+  PMap *seen = root->line ? &d->at_loc : &d->at_node;
+  const void *key = root->line ? (const void *)(uintptr_t)((uint64_t)root->line << 32 | root->col) : (const void *)root;
+  if (pmap_has(seen, key)) return;
+  pmap_put(seen, key, (void *)1);
+  if (d->count++ < DECLINES_SHOWN && d->len < sizeof d->text) {
+    char loc[256];
+    int w = snprintf(d->text + d->len, sizeof d->text - d->len, "%sat %s%s%s", d->len ? "; " : "",
+                     std_where(mg->source, root, loc, sizeof loc), reason && *reason ? ": " : "",
+                     reason ? reason : "");
+    if (w > 0) d->len = d->len + (size_t)w < sizeof d->text ? d->len + (size_t)w : sizeof d->text - 1; /* truncated */
+  }
+}
+
+/* The entry's check function on the match's root (input graph): TVM's `check`, which returns
+ * a bool; here a string declines too, and says why (ABI 1.6). */
 static int merge_check(void *user, const GPMatch *m) {
   Merge *mg = user;
   const GPPatternEntry *en = &mg->table->entries[m->pattern_index];
@@ -38,16 +67,27 @@ static int merge_check(void *user, const GPMatch *m) {
     return -1;
   }
   int ok = -1;
-  if (res.type_index == GP_TI_BOOL || res.type_index == GP_TI_INT) ok = res.v_int64 != 0;
+  char why[200] = "";
+  if (res.type_index == GP_TI_BOOL || res.type_index == GP_TI_INT) {
+    ok = res.v_int64 != 0;
+  } else if (res.type_index == GP_TI_STR && res.v_obj) {
+    const GPString *str = (const GPString *)res.v_obj;
+    snprintf(why, sizeof why, "%.*s", (int)(str->size < sizeof why ? str->size : sizeof why - 1), str->data);
+    ok = 0;
+  } else if (res.type_index == GP_TI_RAW_STR && res.v_c_str) {
+    snprintf(why, sizeof why, "%s", res.v_c_str);
+    ok = 0;
+  }
   if (ok < 0) {
     char got[128], loc[256];
     std_describe_any(&res, got, sizeof got);
     H->any_clear(&res);
-    H->error_set(GP_ERR_TYPE, "the check of pattern '%s' at %s returned %s, expected a bool", en->name,
-                 std_where(mg->source, m->root, loc, sizeof loc), got);
+    H->error_set(GP_ERR_TYPE, "the check of pattern '%s' at %s returned %s, expected a bool or a string (a reason "
+                 "to decline)", en->name, std_where(mg->source, m->root, loc, sizeof loc), got);
     return -1;
   }
   H->any_clear(&res);
+  if (!ok) note_decline(mg, m->pattern_index, m->root, why);
   return ok;
 }
 
@@ -112,7 +152,11 @@ static int merge_composite(void *self, const GPAny *args, int32_t nargs, GPAny *
   Merge mg = {.table = table};
   mg.counts = H->alloc(sizeof(int64_t) * (size_t)(table->n ? table->n : 1));
   mg.graphs = H->alloc(sizeof(int32_t) * (size_t)(table->n ? table->n : 1));
-  for (int32_t i = 0; i < table->n; i++) mg.counts[i] = mg.graphs[i] = 0;
+  mg.declines = H->alloc(sizeof(Declines) * (size_t)(table->n ? table->n : 1));
+  for (int32_t i = 0; i < table->n; i++) {
+    mg.counts[i] = mg.graphs[i] = 0;
+    mg.declines[i] = (Declines){0};
+  }
   GPModule *out = std_function_pass_typed(mod, merge_function, &mg, &mg.untyped);
   if (out) {
     int64_t total = 0;
@@ -126,7 +170,18 @@ static int merge_composite(void *self, const GPAny *args, int32_t nargs, GPAny *
                                 (long long)mg.counts[i]);
     }
     std_note(ctx, "merged %lld composites (%s)", (long long)total, buf);
+    for (int32_t i = 0; i < table->n; i++) {
+      const Declines *d = &mg.declines[i];
+      if (d->count)
+        std_note(ctx, "pattern '%s': %lld match%s declined by its check (%s%s)", table->entries[i].name,
+                 (long long)d->count, d->count == 1 ? "" : "es", d->text, d->count > DECLINES_SHOWN ? "; ..." : "");
+    }
   }
+  for (int32_t i = 0; i < table->n; i++) {
+    pmap_free(&mg.declines[i].at_loc);
+    pmap_free(&mg.declines[i].at_node);
+  }
+  H->free(mg.declines);
   H->free(mg.counts);
   H->free(mg.graphs);
   gp_release(table);

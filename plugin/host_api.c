@@ -162,24 +162,27 @@ static GPExpr *h_rewrite_indexed(const GPExprIndex *index, GPRewriteIdFn fn, voi
   return gp_rewrite_indexed(((const ExprIndex *)index)->ni, fn, user);
 }
 
-static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
-                                int32_t *num_inputs) {
+/* eval_random_inputs (any_dim 0: every dim static) and eval_random_inputs_filled. */
+static int random_inputs(const char *what, const GPModule *mod, const char *name, uint64_t seed, int64_t any_dim,
+                         GPTensor ***inputs, int32_t *num_inputs) {
   gp_ops_init();
   if (!mod || !inputs || !num_inputs) {
-    gp_error_set(GP_ERR_VALUE, "eval_random_inputs: mod, inputs and num_inputs must not be NULL");
+    gp_error_set(GP_ERR_VALUE, "%s: mod, inputs and num_inputs must not be NULL", what);
     return -1;
   }
   *inputs = NULL;
   *num_inputs = 0;
   GPTensor **ins = NULL;
   int32_t n = 0;
-  if (gp_eval_random_inputs(mod, name, seed, &ins, &n) != 0) return -1;
+  if ((any_dim ? gp_eval_random_inputs_shaped(mod, name, seed, NULL, 0, any_dim, &ins, &n)
+               : gp_eval_random_inputs(mod, name, seed, &ins, &n)) != 0)
+    return -1;
   /* the table promises a block freed with `free` */
   GPTensor **out = malloc((size_t)(n ? n : 1) * sizeof *out);
   if (!out) {
     for (int32_t i = 0; i < n; i++) gp_release(ins[i]);
     gp_free(ins);
-    gp_error_set(GP_ERR_MEMORY, "eval_random_inputs: out of memory");
+    gp_error_set(GP_ERR_MEMORY, "%s: out of memory", what);
     return -1;
   }
   for (int32_t i = 0; i < n; i++) out[i] = ins[i];
@@ -187,6 +190,20 @@ static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t 
   *inputs = out;
   *num_inputs = n;
   return 0;
+}
+
+static int h_eval_random_inputs(const GPModule *mod, const char *name, uint64_t seed, GPTensor ***inputs,
+                                int32_t *num_inputs) {
+  return random_inputs("eval_random_inputs", mod, name, seed, 0, inputs, num_inputs);
+}
+
+static int h_eval_random_inputs_filled(const GPModule *mod, const char *name, uint64_t seed, int64_t any_dim,
+                                       GPTensor ***inputs, int32_t *num_inputs) {
+  if (any_dim < 1) {
+    gp_error_set(GP_ERR_VALUE, "eval_random_inputs_filled: any_dim must be >= 1, got %lld", (long long)any_dim);
+    return -1;
+  }
+  return random_inputs("eval_random_inputs_filled", mod, name, seed, any_dim, inputs, num_inputs);
 }
 
 static DLManagedTensor *h_tensor_to_dlpack(GPTensor *t) {
@@ -427,6 +444,7 @@ static const GPHostAPI k_host_api = {
     .expr_index_free = h_expr_index_free,
     .rewrite_indexed = h_rewrite_indexed,
     .rewrite_keep = gp_rewrite_keep,
+    .eval_random_inputs_filled = h_eval_random_inputs_filled,
 };
 
 const GPHostAPI *gp_host_api(void) {

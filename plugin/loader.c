@@ -155,6 +155,7 @@ static size_t host_size_of_minor(int minor) {
   case 2: return GP_STRUCT_SIZE(GPHostAPI, ctx_set_opt_set);
   case 3: return GP_STRUCT_SIZE(GPHostAPI, eval_random_inputs);
   case 4: return GP_STRUCT_SIZE(GPHostAPI, rewrite_indexed);
+  case 5: return GP_STRUCT_SIZE(GPHostAPI, rewrite_keep);
   default: return sizeof(GPHostAPI);
   }
 }

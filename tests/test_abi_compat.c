@@ -1,4 +1,4 @@
-/* test_abi_compat.c -- plugins built against the released 1.0, 1.1, 1.2, 1.3 and 1.4 headers
+/* test_abi_compat.c -- plugins built against the released 1.0, 1.1, 1.2, 1.3, 1.4 and 1.5 headers
  * (tests/abi/graphpass-1.<m>.h, from git history; sources tests/abi/plugin_1_<m>.c) still load
  * and run on this host: their passes run in a pipeline (instruments see them), their ops type
  * and (from 1.1) evaluate, their global functions answer, and they unload by name. */
@@ -33,15 +33,15 @@ static int count_ran(void *user, const GPPassEvent *ev) {
 }
 
 Test(abi_compat, plugins_of_every_released_minor_load_and_run) {
-  for (int m = 0; m <= 4; m++) load(m);
+  for (int m = 0; m <= 5; m++) load(m);
   GPPluginInfo *list;
   size_t n = gp_plugin_list(&list);
-  cr_assert_eq(n, 5);
+  cr_assert_eq(n, 6);
   for (size_t i = 0; i < n; i++) cr_assert_eq(GP_ABI_MINOR_OF(list[i].abi_version), i, "%s", list[i].name);
   gp_free(list);
   const char *text = "#[version = \"0.0.5\"]\n"
                      "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n"
-                     "  compat10.identity(compat11.identity(compat12.identity(compat13.identity(compat14.identity(%x)))))\n"
+                     "  compat10.identity(compat11.identity(compat12.identity(compat13.identity(compat14.identity(compat15.identity(%x))))))\n"
                      "}\n";
   GPModule *m = H->parse(text, strlen(text), "compat.relay");
   cr_assert(m, "the old plugins' ops parse: %s", H->error_message());
@@ -51,14 +51,14 @@ Test(abi_compat, plugins_of_every_released_minor_load_and_run) {
   GPInstrument ins = {.struct_size = sizeof ins, .abi_version = GP_ABI_VERSION, .name = "count",
                       .after_pass = count_ran};
   cr_assert_eq(H->ctx_instrument_register(ctx, &ins), 0);
-  GPModule *out = H->run_pipeline(typed, "Compat10Negate,Compat11Negate,Compat12Negate,Compat13Negate,Compat14Negate", ctx);
+  GPModule *out = H->run_pipeline(typed, "Compat10Negate,Compat11Negate,Compat12Negate,Compat13Negate,Compat14Negate,Compat15Negate", ctx);
   cr_assert(out, "%s", H->error_message());
   GPModule *out_typed = H->infer_types(out);
   cr_assert(out_typed, "%s", H->error_message());
   gp_release(out_typed);
-  cr_assert_eq(ran, 5);
+  cr_assert_eq(ran, 6);
   char *printed = H->print(out, 0);
-  cr_assert_eq(count(printed, "negative("), 5, "%s", printed);
+  cr_assert_eq(count(printed, "negative("), 6, "%s", printed);
   H->free(printed);
   /* 1.1 and 1.2 set kernels: @main evaluates through them once the 1.0 op is gone */
   const char *text2 = "#[version = \"0.0.5\"]\n"

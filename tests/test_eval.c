@@ -972,6 +972,43 @@ Test(eval, random_inputs_fill_dynamic_dims) {
   gp_release(m);
 }
 
+/* GPHostAPI.eval_random_inputs_filled (ABI 1.6): each ? is any_dim, and the values are those
+ * eval_random_inputs gives a @main whose parameters have the filled static types. */
+Test(eval, host_random_inputs_filled) {
+  const GPHostAPI *H = graphpass_host_api();
+  cr_assert(GP_HAS_FIELD(H, GPHostAPI, eval_random_inputs_filled) && H->eval_random_inputs_filled);
+  GPModule *m = parse(HDR "def @main(%a: Tensor[(?, 3), float32], %b: Tensor[(2, ?), int32]) { %a }\n");
+  GPModule *s = parse(HDR "def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 2), int32]) { %a }\n");
+  GPTensor **in, **want;
+  int32_t n, nw;
+  cr_assert_eq(H->eval_random_inputs_filled(m, "main", 7, 2, &in, &n), 0, "%s", gp_error_message());
+  cr_assert_eq(H->eval_random_inputs(s, "main", 7, &want, &nw), 0, "%s", gp_error_message());
+  cr_assert_eq(n, 2);
+  cr_assert_eq(nw, 2);
+  for (int32_t k = 0; k < n; k++) {
+    cr_assert_eq(in[k]->dl.ndim, 2);
+    cr_assert(in[k]->dl.shape[0] == 2 && in[k]->dl.shape[1] == (k ? 2 : 3));
+    cr_assert_eq(memcmp(in[k]->dl.data, want[k]->dl.data, gp_tensor_nbytes(want[k])), 0, "parameter %d", (int)k);
+    gp_release(in[k]);
+    gp_release(want[k]);
+  }
+  free(in);
+  free(want);
+  in = (GPTensor **)&n;
+  cr_assert_eq(H->eval_random_inputs_filled(m, "main", 7, 0, &in, &n), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_VALUE);
+  cr_assert(strstr(gp_error_message(), "eval_random_inputs_filled: any_dim must be >= 1, got 0"), "%s",
+            gp_error_message());
+  cr_assert_eq(H->eval_random_inputs_filled(NULL, "main", 7, 1, &in, &n), -1);
+  cr_assert(strstr(gp_error_message(), "eval_random_inputs_filled: mod, inputs and num_inputs must not be NULL"),
+            "%s", gp_error_message());
+  cr_assert_eq(H->eval_random_inputs_filled(m, "nope", 7, 1, &in, &n), -1);
+  cr_assert_eq(gp_error_kind(), GP_ERR_NOT_FOUND);
+  cr_assert(strstr(gp_error_message(), "@nope"), "%s", gp_error_message());
+  gp_release(s);
+  gp_release(m);
+}
+
 Test(eval, random_inputs_are_deterministic_and_in_range) {
   GPModule *m = parse(HDR "def @main(%a: Tensor[(3, 50), float32], %b: Tensor[(100), int64], %c: Tensor[(64), bool], "
                           "%d: Tensor[(10), float16], %e: uint8) { %a }\n");

@@ -394,6 +394,28 @@ Test(opu_genir, dynamic_batch_stays_on_the_host) {
   gp_release(m);
 }
 
+/* On a 1.5 host (no eval_random_inputs_filled) a @main with ? dims cannot be calibrated on the
+ * deterministic inputs: the error says what is missing and what to give instead. */
+Test(opu_genir, dynamic_batch_on_a_1_5_host_says_what_is_missing) {
+  th_load_std();
+  gp_plugin_host_minor(5);
+  char *p = th_path("plugins/libgp_opu.so");
+  int rc = gp_plugin_load(p);
+  gp_plugin_host_minor(-1);
+  cr_assert_eq(rc, 0, "load %s as by a 1.5 host: %s", p, gp_error_message());
+  gp_free(p);
+  GPModule *m = th_parse_file("tests/data/opu/dynamic_batch.relay");
+  GPPassContext *ctx = opu_ctx(NULL);
+  cr_assert_null(gp_run_pipeline(m, NULL, ctx));
+  cr_assert(strstr(gp_error_message(), "pass GenIR: the deterministic calibration inputs: @main has `?` dims (%x as (1, 2, 4, 4)); filling them needs a graphpass host "
+                                       "of ABI 1.6 (eval_random_inputs_filled): give calibration inputs "
+                                       "(GenIR.calibrate)"),
+            "%s", gp_error_message());
+  gp_error_clear();
+  gp_ctx_free(ctx);
+  gp_release(m);
+}
+
 /* A graph that does not evaluate with its ? dims as 1 (a reshape to 3 rows): calibration fails
  * saying so and what to give, and the pass's name comes once (GenIR's messages name it, and
  * the pipeline's "pass GenIR" had been put before that again). */

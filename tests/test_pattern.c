@@ -449,6 +449,53 @@ Test(merge_composite, registered_table_with_check) {
   cr_assert_null(gp_pattern_table_get("test.channels"));
 }
 
+/* A check that says why it declines (ABI 1.6): a string is a decline with that reason. */
+static int check_channels_why(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
+  (void)self;
+  cr_assert_eq(nargs, 1);
+  const GPExpr *root = (const GPExpr *)args[0].v_obj;
+  int64_t c = root->checked_type->tensor.shape[1];
+  if (c == 4) {
+    *result = gp_any_bool(true);
+    return 0;
+  }
+  char why[64];
+  snprintf(why, sizeof why, "%lld channels, not 4", (long long)c);
+  GPString *s = gp_string_new(why, strlen(why));
+  cr_assert(s);
+  *result = (GPAny){.type_index = GP_TI_STR, .v_obj = &s->obj};
+  return 0;
+}
+
+/* --explain counts each declined match once (the driver asks again about a declined match next
+ * to a composite it made, to prove the fixed point) and shows where and why. */
+Test(merge_composite, declines_are_explained) {
+  GPModule *in = th_parse_file(PDATA "mc_declines.before.relay"); /* relus of 4, 3, 4, 3 channels */
+  GPModule *out = NULL;
+  register_table("test.why", check_channels_why);
+  char *buf = th_explain(in, "MergeComposite{table=test.why}", NULL, &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert(strstr(buf, "merged 2 composites (conv_relu 2)"), "%s", buf);
+  cr_assert(strstr(buf, "pattern 'conv_relu': 2 matches declined by its check (at " PDATA
+                        "mc_declines.before.relay:10:3: 3 channels, not 4; at " PDATA
+                        "mc_declines.before.relay:6:8: 3 channels, not 4)"),
+            "%s", buf);
+  gp_free(buf);
+  gp_release(out);
+  /* a bool declines without a reason */
+  register_table("test.bool", check_channels);
+  buf = th_explain(in, "MergeComposite{table=test.bool}", NULL, &out);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert(strstr(buf, "pattern 'conv_relu': 2 matches declined by its check (at " PDATA
+                        "mc_declines.before.relay:10:3; at " PDATA "mc_declines.before.relay:6:8)"),
+            "%s", buf);
+  gp_free(buf);
+  gp_release(out);
+  cr_assert_eq(gp_pattern_table_register("test.why", NULL, 0), 0);
+  cr_assert_eq(gp_pattern_table_register("test.bool", NULL, 0), 0);
+  gp_release(in);
+}
+
 Test(merge_composite, errors) {
   GPModule *in = th_parse_file(PDATA "mc_chain.before.relay");
   cr_assert_null(run(in, "MergeComposite"));

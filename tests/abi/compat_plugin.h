@@ -3,7 +3,7 @@
  * could do, so that tests/test_abi_compat.c checks that the current host still loads and runs
  * it.  The headers are abi/graphpass.h as released (git show <commit>:abi/graphpass.h):
  * graphpass-1.0.h at 413cc5d, graphpass-1.1.h at 5f9ee48, graphpass-1.2.h at e57ba85, graphpass-1.3.h
- * at 5752c83, graphpass-1.4.h at 31607af.
+ * at 5752c83, graphpass-1.4.h at 31607af, graphpass-1.5.h at 6d0f9c6.
  *
  * Every version: a pass Compat1<minor>Negate that wraps @main's body in negative(...) (a new
  * module; the input is never changed) and an op compat1<minor>.identity with a type relation.
