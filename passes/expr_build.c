@@ -1,6 +1,7 @@
 /* expr_build.c -- see expr_build.h. */
 #include "expr_build.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,20 +99,50 @@ static uint16_t f32_to_f16(float f) {
   return (uint16_t)r;
 }
 
+/* bfloat16: float32's upper half, rounded to nearest even; a NaN stays a (quiet) NaN. */
+static uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if (isnan(f)) return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+bool sb_scalar_ok(DLDataType dt) {
+  if (dt.lanes != 1) return false;
+  switch (dt.code) {
+  case kDLFloat: return dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
+  case kDLBfloat: return dt.bits == 16;
+  case kDLInt: return dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
+  case kDLUInt: return dt.bits == 1 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
+  default: return false;
+  }
+}
+
+const char *sb_dtype_str(DLDataType d, char *buf, size_t n) {
+  static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat"};
+  static const struct { uint8_t code; const char *name; } narrow[] = {
+      {10, "float8_e4m3fn"}, {11, "float8_e4m3fnuz"}, {12, "float8_e5m2"},
+      {13, "float8_e5m2fnuz"}, {14, "float8_e8m0fnu"}, {17, "float4_e2m1fn"}};
+  const char *name = NULL;
+  for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++)
+    if (d.code == narrow[i].code) name = narrow[i].name;
+  int len;
+  if (d.code == kDLUInt && d.bits == 1) len = snprintf(buf, n, "bool");
+  else if (name) len = snprintf(buf, n, "%s", name);
+  else if (d.code < 5) len = snprintf(buf, n, "%s%d", codes[d.code], (int)d.bits);
+  else len = snprintf(buf, n, "code%d:%d", (int)d.code, (int)d.bits);
+  if (d.lanes != 1 && len >= 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, "x%d", (int)d.lanes);
+  return buf;
+}
+
 GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
   if (b->failed) return NULL;
-  bool ok = dt.lanes == 1 &&
-            ((dt.code == kDLFloat && (dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) ||
-             (dt.code == kDLInt && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) ||
-             (dt.code == kDLUInt && (dt.bits == 8 || dt.bits == 1)));
-  if (!ok) {
-    static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat"};
-    char lanes[24] = "";
-    if (dt.lanes != 1) snprintf(lanes, sizeof lanes, "x%d", (int)dt.lanes);
+  if (!sb_scalar_ok(dt)) {
+    char name[32];
     H->error_set(GP_ERR_UNSUPPORTED,
-                 "cannot make a scalar constant of dtype %s%d%s (float16/32/64, int8/16/32/64, uint8 "
-                 "and bool can be made)",
-                 dt.code < 5 ? codes[dt.code] : "code?", (int)dt.bits, lanes);
+                 "cannot make a scalar constant of dtype %s (float16/32/64, bfloat16, int8/16/32/64, "
+                 "uint8/16/32/64 and bool can be made)",
+                 sb_dtype_str(dt, name, sizeof name));
     b->failed = true;
     return NULL;
   }
@@ -121,7 +152,10 @@ GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v) {
     return NULL;
   }
   void *p = (char *)t->dl.data + t->dl.byte_offset;
-  if (dt.code == kDLFloat) {
+  if (dt.code == kDLBfloat) {
+    uint16_t h = f32_to_bf16((float)v);
+    memcpy(p, &h, 2);
+  } else if (dt.code == kDLFloat) {
     if (dt.bits == 16) {
       uint16_t h = f32_to_f16((float)v);
       memcpy(p, &h, 2);

@@ -43,9 +43,17 @@ static inline GPExpr *sb_call2(SBuild *b, const char *op, GPExpr *x, GPExpr *y) 
   GPExpr *args[2] = {x, y};
   return sb_call(b, op, 2, args, 0, NULL, NULL);
 }
-/* A scalar constant of dtype dt holding v (TVM's MakeConstantScalar; float16 rounded to nearest
- * even; integers truncated; bool: v != 0).  GP_ERR_UNSUPPORTED for other dtypes. */
+/* A scalar constant of dtype dt holding v (TVM's MakeConstantScalar; float16 and bfloat16
+ * rounded to nearest even; integers truncated; bool: v != 0).  GP_ERR_UNSUPPORTED for the
+ * dtypes sb_scalar_ok refuses. */
 GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v);
+/* Whether sb_scalar can make a scalar of dt: float16/32/64, bfloat16, int8/16/32/64,
+ * uint8/16/32/64 and bool (TVM's MakeConstantScalar's dtypes); not the 2- and 4-bit integers,
+ * the float8 / float4 types or vector lanes (TVM stops there: "unknown data type"). */
+bool sb_scalar_ok(DLDataType dt);
+/* Relay's name of d into buf: int8, bool, bfloat16, float8_e4m3fn, float32x4 (the narrow floats
+ * by DLPack 1.1's codes, as the host's printer names them). */
+const char *sb_dtype_str(DLDataType d, char *buf, size_t n);
 /* A reduction `op` (mean, sum) over axes with keepdims=True, exclude=False. */
 GPExpr *sb_reduce(SBuild *b, const char *op, GPExpr *x, int32_t naxes, const int64_t *axes);
 /* TVM's ExpandBiasToMatchAxis for one axis: expand_dims(bias, axis=1,

@@ -30,7 +30,10 @@
  * constants of float32/64, integer and bool dtypes (not float16); an inverse pair of blocked
  * layout_transforms that pads an axis (12 channels through NCHW8c) is not the identity and is
  * kept; SimplifyReshape and ConcretizeReshapeLike keep a reshape whose result has a 0 where the
- * input has none (newshape's 0 copies the input's dimension: TVM states the shape anyway).
+ * input has none (newshape's 0 copies the input's dimension: TVM states the shape anyway);
+ * SimplifyAdd and FullElementwise's ones / zeros keep the op where no scalar constant of the
+ * result's dtype can be made (sb_scalar_ok: the 2- and 4-bit integers, float8 / float4, vector
+ * lanes), where TVM's MakeConstantScalar stops with "unknown data type".
  *
  * Differences from TVM that keep the numbers (TVM's rewrite changes them): SimplifyConsecutiveCast
  * drops the first cast only when it keeps every value (int -> uint, int32 -> float32 do not);
@@ -75,22 +78,9 @@ static GPAttrValue ints_val(const GPType *t) {
   return (GPAttrValue){.kind = GP_ATTR_INTS, .n = t->n, .ints = t->tensor.shape};
 }
 
-static const char *dt_str(DLDataType d, char *buf, size_t n) {
-  static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat"};
-  if (d.code == kDLUInt && d.bits == 1) snprintf(buf, n, "bool");
-  else snprintf(buf, n, "%s%d", d.code < 5 ? codes[d.code] : "?", (int)d.bits);
-  return buf;
-}
+static const char *dt_str(DLDataType d, char *buf, size_t n) { return sb_dtype_str(d, buf, n); }
 
 static bool dt_eq(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
-
-/* What sb_scalar can make (and bool). */
-static bool scalar_dtype_ok(DLDataType d) {
-  if (d.lanes != 1) return false;
-  if (d.code == kDLFloat) return d.bits == 16 || d.bits == 32 || d.bits == 64;
-  if (d.code == kDLInt) return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
-  return d.code == kDLUInt && (d.bits == 8 || d.bits == 1);
-}
 
 /* TVM's TryToScalar for a rank-0 constant with data: 1 and *v, else 0. */
 static int const_scalar(const GPExpr *e, double *v) {
@@ -233,7 +223,7 @@ static int check_add(PPRun *r, const GPMatch *m) {
   const GPType *t = tensor_type(m->root);
   char buf[24];
   if (!t) return pp_decline(r, m, "the result is not a tensor");
-  if (!scalar_dtype_ok(t->tensor.dtype))
+  if (!sb_scalar_ok(t->tensor.dtype))
     return pp_decline(r, m, "no scalar constant of dtype %s", dt_str(t->tensor.dtype, buf, sizeof buf));
   return 1;
 }
@@ -478,7 +468,7 @@ static int check_full(PPRun *r, const GPMatch *m) {
   const GPType *ft = fill ? tensor_type(fill) : NULL;
   if (fill && (!ft || ft->n != 0 || !dt_eq(ft->tensor.dtype, t->tensor.dtype)))
     return pp_decline(r, m, "the fill value is not a scalar of the result's dtype %s", dt_str(t->tensor.dtype, a, sizeof a));
-  if (!fill && !scalar_dtype_ok(t->tensor.dtype))
+  if (!fill && !sb_scalar_ok(t->tensor.dtype))
     return pp_decline(r, m, "no scalar constant of dtype %s", dt_str(t->tensor.dtype, a, sizeof a));
   return 1;
 }

@@ -79,6 +79,10 @@ Test(simplify_expr, full_and_constants) {
   golden("full_elementwise");  /* a full that x broadcasts to is kept */
   golden("switch_add_multiply");
   golden("adjacent_mul_add");
+  /* x + x and op(x, ones / zeros) of uint16, uint32, uint64 and bfloat16: the scalar is made */
+  golden("scalar_dtypes");
+  /* of int4 no scalar constant is made (TVM stops: unknown data type): x + x, x - ones kept */
+  golden("no_scalar_dtype_kept");
 }
 
 Test(simplify_expr, fixed_point_and_bound) {
