@@ -178,13 +178,14 @@ static inline void th_golden_finish(GPModule *in, char *in_text, GPModule *out, 
 
 /* The golden test of a pass pipeline: run `pipeline` on `before` with `ctx` (the caller's
  * configs and instruments; verify_numerics is turned on when @main has static parameter
- * types and every constant has values, so every golden test also checks that the pipeline
- * keeps the numbers); compare with
+ * types and every constant has values, or when the caller gave the context the shapes of
+ * @main's parameters with ? dims (gp_ctx_add_numerics_shape; every other ? is 1), so every
+ * golden test also checks that the pipeline keeps the numbers); compare with
  * the typed `after`; check that the input module printed the same before and after the run. */
 static inline void th_golden_ctx(const char *before, const char *after, const char *pipeline, GPPassContext *ctx) {
   GPModule *in = th_parse_file(before);
   char *in_text = th_text_before(in);
-  ctx->verify_numerics = th_numerics_possible(in);
+  ctx->verify_numerics = ctx->num_numerics_shapes > 0 || th_numerics_possible(in);
   GPModule *out = gp_run_pipeline(in, pipeline, ctx);
   cr_assert(out, "%s on %s%s: %s", pipeline, before, ctx->verify_numerics ? " (with --verify-numerics)" : "",
             gp_error_message());
