@@ -26,8 +26,7 @@
  * (FoldRankChangingLayoutTrans: transpose + NCHW -> NCHW4c into one layout_transform) alone;
  * FullElementwise matches the arithmetic broadcast ops (add, subtract, multiply, divide,
  * maximum, minimum, power), not every kBroadcast op, and refuses a full whose fill value's
- * dtype is not the result's (TVM would build an ill-typed call); EliminateIdentity reads scalar
- * constants of float32/64, integer and bool dtypes (not float16); an inverse pair of blocked
+ * dtype is not the result's (TVM would build an ill-typed call); an inverse pair of blocked
  * layout_transforms that pads an axis (12 channels through NCHW8c) is not the identity and is
  * kept; SimplifyReshape and ConcretizeReshapeLike keep a reshape whose result has a 0 where the
  * input has none (newshape's 0 copies the input's dimension: TVM states the shape anyway);
@@ -82,14 +81,35 @@ static const char *dt_str(DLDataType d, char *buf, size_t n) { return sb_dtype_s
 
 static bool dt_eq(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
 
-/* TVM's TryToScalar for a rank-0 constant with data: 1 and *v, else 0. */
+/* An IEEE half's value (exact in a double). */
+static double half_value(uint16_t h) {
+  int e = (h >> 10) & 0x1f;
+  double m = h & 0x3ff, v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* TVM's IsScalar (every dim 1) and TryToScalar (int, uint, bool, float16/32/64, bfloat16) for a
+ * constant with data: 1 and *v, else 0. */
 static int const_scalar(const GPExpr *e, double *v) {
   if (ekind(e) != GP_TI_CONSTANT) return 0;
   const GPTensor *t = ((const GPConstant *)e)->data;
-  if (!t || !t->dl.data || t->dl.ndim != 0 || t->dl.dtype.lanes != 1) return 0;
+  if (!t || !t->dl.data || t->dl.dtype.lanes != 1) return 0;
+  for (int32_t i = 0; i < t->dl.ndim; i++)
+    if (t->dl.shape[i] != 1) return 0;
   const char *p = (const char *)t->dl.data + t->dl.byte_offset;
   DLDataType d = t->dl.dtype;
-  if (d.code == kDLFloat && d.bits == 32) {
+  if (d.code == kDLFloat && d.bits == 16) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    *v = half_value(h);
+  } else if (d.code == kDLBfloat && d.bits == 16) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    *v = f;
+  } else if (d.code == kDLFloat && d.bits == 32) {
     float f;
     memcpy(&f, p, 4);
     *v = f;

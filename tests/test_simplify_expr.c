@@ -67,6 +67,9 @@ Test(simplify_expr, add_rsqrt_identity) {
   golden("simplify_rsqrt");      /* 1 / sqrt(x): rsqrt, then 1 * rsqrt(x) is an identity */
   golden("eliminate_identity");  /* a broadcasting zeros and a non-zero constant are kept */
   golden("identity_tensors");    /* tensors of zeros / ones (not scalars) and a bias: all kept */
+  /* TVM's IsScalar and TryToScalar: a float16 1, and zeros of shape (1, 1) in float16 and
+   * float32, are identities; ones of shape (1, 1, 1) broadcast x to (1, 2, 3): kept */
+  golden("identity_unit_shapes");
 }
 
 Test(simplify_expr, reshape_transpose) {
