@@ -239,6 +239,21 @@ Test(simplify_expr, casts_kept_say_why) {
 
 /* The other refusals say why: a result of shape (?, 4) (each *_like op), a fill of another
  * dtype, a dtype with no scalar constant, a constant without values. */
+/* A match left alone is met again in every later round: noted and counted once. */
+Test(simplify_expr, a_refusal_is_noted_once_over_the_rounds) {
+  GPModule *in = th_parse_file(SDATA "full_elementwise_dtype_kept.before.relay"), *out;
+  char *buf = th_explain(in, "SimplifyExpr", NULL, &out);
+  cr_assert(out, "%s", gp_error_message());
+  const char *at4 = "left alone FullElementwise at " SDATA "full_elementwise_dtype_kept.before.relay:4:8";
+  const char *first = strstr(buf, at4);
+  cr_assert(first, "%s", buf);
+  cr_assert_null(strstr(first + 1, at4), "noted twice:\n%s", buf);
+  cr_assert(strstr(buf, "rewrote 1 in 2 rounds (ConcretizeFullLike 1); left alone 2"), "%s", buf);
+  gp_free(buf);
+  gp_release(out);
+  gp_release(in);
+}
+
 Test(simplify_expr, refusals_say_why) {
   static const char *const likes[] = {"ZerosLike at " SDATA "concretize_like_dynamic.before.relay:3:8",
                                       "OnesLike at " SDATA "concretize_like_dynamic.before.relay:4:8",
