@@ -18,8 +18,9 @@
  * op_list_with_attr) and node indexes for passes (GPExprIndex, GPRewriteIdFn;
  * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed); 1.5 appended rewrites that keep
  * a node without a reference (GPHostAPI.rewrite_keep); 1.6 appended the deterministic inputs of
- * a function with `?` dims (GPHostAPI.eval_random_inputs_filled), and a pattern table entry's
- * check may decline with a reason (a string; GPPatternEntry).
+ * a function with `?` dims (GPHostAPI.eval_random_inputs_filled) and a subtree fact for
+ * constant folding (GPHostAPI.expr_has_constant_call), and a pattern table entry's check may
+ * decline with a reason (a string; GPPatternEntry).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and
@@ -1333,6 +1334,12 @@ struct GPHostAPI {
    * host array (free with `free`) of *num_inputs new references. */
   int (*eval_random_inputs_filled)(const GPModule *mod, const char *name, uint64_t seed, int64_t any_dim,
                                    GPTensor ***inputs, int32_t *num_inputs);
+  /* Whether a call of an op with at least one argument, every argument a constant or a tuple,
+   * is reachable from e (e itself included): exact and O(1), a subtree fact like expr_has_kind.
+   * With expr_has_kind (let, if, tuple_get_item) and expr_may_call (shape_of) a constant folder
+   * learns without a walk that a function has nothing it could fold.  0 for a NULL e or one
+   * that is not an expression.  Thread-safe. */
+  int (*expr_has_constant_call)(const GPExpr *e);
 };
 
 /* The legalize hook of an op (read by the Legalize pass): a GPPackedFunc called with

@@ -93,6 +93,14 @@ static void sum_init(GPExpr *e) {
   }
   s &= ~(GP_SUM_TYPED | GP_SUM_KIDS_TYPED | GP_SUM_INDEXED);
   if (kids) s |= GP_SUM_KIDS_TYPED | (e->checked_type ? GP_SUM_TYPED : 0);
+  if (gp_kind(e) == GP_TI_CALL && nk > 1 && gp_kind(GP_AS(GPCall, e)->op) == GP_TI_OP) {
+    bool consts = true; /* child 0 is the callee */
+    for (int32_t i = 1; i < nk && consts; i++) {
+      int32_t k = gp_kind(gp_expr_child_at(e, i));
+      consts = k == GP_TI_CONSTANT || k == GP_TI_TUPLE;
+    }
+    if (consts) s |= GP_SUM_CONST_CALL;
+  }
   *sum_word(e) = s;
 }
 

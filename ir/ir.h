@@ -364,6 +364,8 @@ static inline int32_t gp_kind(const void *e) { return ((const GPObject *)e)->typ
  *    means no call of any op hashed there, so "may call op" has false positives, never false
  *    negatives;
  *  - bits 48..57: the expression kinds present (bit 48 + kind - GP_TI_VAR, ops included);
+ *  - bit 60 (GP_SUM_CONST_CALL): a call of an op with at least one argument, each a constant or
+ *    a tuple (what FoldConstant may fold, with lets, ifs, get-items of tuples and shape_of);
  *  - bit 62 (GP_SUM_KIDS_TYPED): every child was a typed closure when the node was made (so
  *    typing the node in place makes it one without a look at its children);
  *  - bit 63 (GP_SUM_TYPED, "typed closure"): the node and every node under it have a
@@ -380,6 +382,8 @@ enum { GP_SUM_OP_BUCKETS = 48, GP_SUM_KIND_SHIFT = 48 };
 #define GP_SUM_TYPED (1ull << 63)
 #define GP_SUM_KIDS_TYPED (1ull << 62) /* every child was a typed closure when the node was made */
 #define GP_SUM_INDEXED (1ull << 61)    /* the node may key a host cache (shared index, pattern fixed point) */
+#define GP_SUM_CONST_CALL (1ull << 60) /* a call of an op on constants / tuples only (see above) */
+_Static_assert(GP_SUM_KIND_SHIFT + (GP_TI_IR_END - GP_TI_VAR) <= 60, "the kind bits reach GP_SUM_CONST_CALL");
 #define GP_SUM_KIND(k) (1ull << (GP_SUM_KIND_SHIFT + (k) - GP_TI_VAR))
 #define GP_SUM_KINDS (((1ull << (GP_TI_IR_END - GP_TI_VAR)) - 1) << GP_SUM_KIND_SHIFT)
 static inline uint64_t gp_summary_op_bit(const GPOp *op) {

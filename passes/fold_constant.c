@@ -330,6 +330,15 @@ static bool any_candidate(const GPExprIndex *ix, const GPOp *so, const GPOp *vso
   return false;
 }
 
+/* any_candidate from the subtree facts, without a walk (ABI 1.6): true when no node of root
+ * could be folded. */
+static bool nothing_to_fold(const GPExpr *root, const GPOp *so, const GPOp *vso) {
+  if (!GP_HAS_FIELD(H, GPHostAPI, expr_has_constant_call) || !H->expr_has_constant_call) return false;
+  return !H->expr_has_constant_call(root) && !H->expr_has_kind(root, GP_TI_LET) && !H->expr_has_kind(root, GP_TI_IF) &&
+         !(H->expr_has_kind(root, GP_TI_TUPLE_GET_ITEM) && H->expr_has_kind(root, GP_TI_TUPLE)) &&
+         !(so && H->expr_may_call(root, so)) && !(vso && H->expr_may_call(root, vso));
+}
+
 static void analyse(Fold *f, const GPExprIndex *ix) {
   GPExpr *const *nodes = ix->nodes;
   for (size_t k = ix->num_nodes; k-- > 0;) {
@@ -381,6 +390,7 @@ static int fold_constant(void *self, const GPAny *args, int32_t nargs, GPAny *re
     Fold f = {.ctx = ctx, .source = typed->source_name, .max_bytes = max_bytes, .shape_of = so, .vm_shape_of = vso,
               .device_copy = dc, .ndarray_size = nsz};
     GPExpr *root = &typed->funcs[fi]->base;
+    if (nothing_to_fold(root, so, vso)) continue;
     GPExprIndex *ix = H->expr_index_new(root);
     if (!ix) goto fail;
     if (!any_candidate(ix, so, vso)) {

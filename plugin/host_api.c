@@ -120,6 +120,11 @@ static int h_expr_has_kind(const GPExpr *e, int32_t type_index) {
   return gp_expr_has_kind(e, type_index);
 }
 
+static int h_expr_has_constant_call(const GPExpr *e) {
+  if (!e || !gp_is_expr(e)) return 0;
+  return (gp_expr_summary(e) & GP_SUM_CONST_CALL) != 0;
+}
+
 /* A GPExprIndex is the public view of a host node index. */
 typedef struct ExprIndex {
   GPExprIndex pub;
@@ -445,6 +450,7 @@ static const GPHostAPI k_host_api = {
     .rewrite_indexed = h_rewrite_indexed,
     .rewrite_keep = gp_rewrite_keep,
     .eval_random_inputs_filled = h_eval_random_inputs_filled,
+    .expr_has_constant_call = h_expr_has_constant_call,
 };
 
 const GPHostAPI *gp_host_api(void) {

@@ -180,6 +180,59 @@ Test(summary, abi_entries) {
   gp_release(m);
 }
 
+/* GPHostAPI.expr_has_constant_call (ABI 1.6): a call of an op whose arguments (one at least)
+ * are all constants or tuples, found under the node that holds it; the fact agrees with a walk
+ * over each function; and FoldConstant, which skips a function without one (nor a let, an if,
+ * a get-item of a tuple or a shape_of), still folds every function that has one. */
+Test(summary, constant_call_fact) {
+  th_load_std();
+  const GPHostAPI *h = gp_host_api();
+  cr_assert(GP_HAS_FIELD(h, GPHostAPI, expr_has_constant_call) && h->expr_has_constant_call);
+  GPModule *m = parse("#[version = \"0.0.5\"]\n"
+                      "def @none(%x: Tensor[(4), float32]) { %0 = add(%x, 1f); %1 = zeros(shape=[4], dtype=\"float32\"); "
+                      "multiply(%0, %1) }\n"
+                      "def @deep(%x: Tensor[(4), float32]) { %0 = add(1f, 2f); nn.relu(add(%x, %0)) }\n"
+                      "def @tuple(%x: Tensor[(4), float32]) { %0 = ones(shape=[2], dtype=\"float32\"); "
+                      "%1 = concatenate((meta[relay.Constant][0], meta[relay.Constant][0])); add(%x, %1) }\n"
+                      "def @main(%x: Tensor[(4), float32]) { add(@none(%x), add(@deep(%x), @tuple(%x))) }\n"
+                      "#[metadata]\nrelay.Constant[0] = float32 (2) base64:AACAPwAAAEA=\n");
+  static const struct {
+    const char *fn;
+    int has;
+  } want[] = {{"none", 0}, {"deep", 1}, {"tuple", 1}, {"main", 0}};
+  for (size_t i = 0; i < GP_ARRAY_LEN(want); i++) {
+    GPExpr *f = &gp_module_lookup(m, want[i].fn)->base;
+    cr_assert_eq(h->expr_has_constant_call(f), want[i].has, "@%s", want[i].fn);
+    GPExpr **nodes;
+    size_t n;
+    cr_assert_eq(gp_post_order(f, &nodes, &n), 0);
+    int walk = 0;
+    for (size_t k = 0; k < n; k++) {
+      if (gp_kind(nodes[k]) != GP_TI_CALL || gp_kind(GP_AS(GPCall, nodes[k])->op) != GP_TI_OP) continue;
+      const GPCall *c = GP_AS(GPCall, nodes[k]);
+      bool all = c->nargs > 0;
+      for (int32_t a = 0; a < c->nargs && all; a++)
+        all = gp_kind(c->args[a]) == GP_TI_CONSTANT || gp_kind(c->args[a]) == GP_TI_TUPLE;
+      walk |= all;
+    }
+    gp_free(nodes);
+    cr_assert_eq(walk, want[i].has, "@%s: the walk disagrees", want[i].fn);
+  }
+  cr_assert_eq(h->expr_has_constant_call(NULL), 0);
+  GPModule *typed = gp_infer_types(m);
+  cr_assert(typed, "%s", gp_error_message());
+  GPPassContext *ctx = gp_ctx_new();
+  GPModule *out = gp_run_pipeline(typed, "FoldConstant", ctx);
+  cr_assert(out, "%s", gp_error_message());
+  cr_assert_eq(gp_module_lookup(out, "none"), gp_module_lookup(typed, "none"), "@none is left as it was");
+  for (size_t i = 1; i <= 2; i++)
+    cr_assert_eq(h->expr_has_constant_call(&gp_module_lookup(out, want[i].fn)->base), 0, "@%s folded", want[i].fn);
+  gp_release(out);
+  gp_ctx_free(ctx);
+  gp_release(typed);
+  gp_release(m);
+}
+
 /* The passes that skip in O(1) give the module a walk gives: the input back, unchanged. */
 Test(summary, skipping_passes_return_their_input) {
   th_load_std();
