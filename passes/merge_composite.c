@@ -22,7 +22,7 @@
 #define DECLINES_SHOWN 3
 typedef struct Declines {
   int64_t count;
-  PMap at_loc, at_node; /* keys: (line << 32 | col) as a pointer; the root node */
+  StdSeen seen;
   char text[320];
   size_t len;
 } Declines;
@@ -38,10 +38,7 @@ typedef struct Merge {
 
 static void note_decline(Merge *mg, int32_t entry, const GPExpr *root, const char *reason) {
   Declines *d = &mg->declines[entry];
-  PMap *seen = root->line ? &d->at_loc : &d->at_node;
-  const void *key = root->line ? (const void *)(uintptr_t)((uint64_t)root->line << 32 | root->col) : (const void *)root;
-  if (pmap_has(seen, key)) return;
-  pmap_put(seen, key, (void *)1);
+  if (std_seen_mark(&d->seen, root, 1)) return;
   if (d->count++ < DECLINES_SHOWN && d->len < sizeof d->text) {
     char loc[256];
     int w = snprintf(d->text + d->len, sizeof d->text - d->len, "%sat %s%s%s", d->len ? "; " : "",
@@ -177,10 +174,7 @@ static int merge_composite(void *self, const GPAny *args, int32_t nargs, GPAny *
                  (long long)d->count, d->count == 1 ? "" : "es", d->text, d->count > DECLINES_SHOWN ? "; ..." : "");
     }
   }
-  for (int32_t i = 0; i < table->n; i++) {
-    pmap_free(&mg.declines[i].at_loc);
-    pmap_free(&mg.declines[i].at_node);
-  }
+  for (int32_t i = 0; i < table->n; i++) std_seen_free(&mg.declines[i].seen);
   H->free(mg.declines);
   H->free(mg.counts);
   H->free(mg.graphs);

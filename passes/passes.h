@@ -36,6 +36,16 @@ bool pmap_has(const PMap *m, const void *key);
 void pmap_put(PMap *m, const void *key, void *val);
 void pmap_free(PMap *m);
 
+/* Nodes met again, keyed by source location (by the node itself when it has none: a rebuilt
+ * node keeps its location), each with a mask of bits: a pass meeting a kept match again (the
+ * next round of a fixed point, the driver's fixed-point probe) notes it once.  std_seen_mark
+ * sets bit for e and returns whether it was set already. */
+typedef struct StdSeen {
+  PMap at_loc, at_node;
+} StdSeen;
+bool std_seen_mark(StdSeen *s, const GPExpr *e, uintptr_t bit);
+void std_seen_free(StdSeen *s);
+
 /* Per-op hooks (an op attribute holding a packed function: FTVMLegalize, FTVMAlterOpLayout),
  * looked up once per op and pass run.  std_hook_of: the hook (borrowed from the cache), NULL
  * when the op has none, or NULL + error (*err set) when the attribute is not a packed function

@@ -103,8 +103,7 @@ static int run_rounds(const char *pass, const PPRule *rules, int32_t n, void *us
   }
 done:
   for (int32_t i = 0; i < n; i++) gp_release(pats[i]);
-  pmap_free(&r.declined_at_loc);
-  pmap_free(&r.declined_at_node);
+  std_seen_free(&r.declined_by);
   if (!out) return -1;
   return std_return_module(result, out);
 }
@@ -130,13 +129,8 @@ GPExpr *pp_cap(const GPMatch *m, const char *name) {
 }
 
 int pp_decline(PPRun *r, const GPMatch *m, const char *fmt, ...) {
-  const GPExpr *root = m->root;
-  PMap *seen = root->line ? &r->declined_at_loc : &r->declined_at_node;
-  const void *key = root->line ? (const void *)(uintptr_t)((uint64_t)root->line << 32 | root->col) : (const void *)root;
-  uintptr_t mask = (uintptr_t)pmap_get(seen, key), bit = (uintptr_t)1 << m->pattern_index;
   _Static_assert(PP_MAX_RULES <= 32, "a rule's bit in a pointer-sized mask");
-  if (mask & bit) return 0; /* noted in an earlier round */
-  pmap_put(seen, key, (void *)(mask | bit));
+  if (std_seen_mark(&r->declined_by, m->root, (uintptr_t)1 << m->pattern_index)) return 0; /* noted in an earlier round */
   if (++r->declined > PP_MAX_DECLINE_NOTES) return 0;
   char why[384], loc[256];
   va_list ap;

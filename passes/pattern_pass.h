@@ -40,8 +40,7 @@ struct PPRun {
   int64_t made[PP_MAX_RULES];
   int32_t graphs[PP_MAX_RULES]; /* composites made per rule (FunctionVar_<g>_<i>) */
   int64_t declined;    /* distinct (rule, node) pairs left alone */
-  PMap declined_at_loc, declined_at_node; /* (line << 32 | col) or the node -> mask of rules:
-                                           * a later round meets a kept match again */
+  StdSeen declined_by; /* the rules that left each node alone (a later round meets it again) */
   bool untyped;        /* a rewrite left nodes without types: re-type the result */
   SBOps ops;
 };

@@ -57,6 +57,20 @@ void pmap_free(PMap *m) {
   memset(m, 0, sizeof *m);
 }
 
+bool std_seen_mark(StdSeen *s, const GPExpr *e, uintptr_t bit) {
+  PMap *m = e->line ? &s->at_loc : &s->at_node;
+  const void *key = e->line ? (const void *)(uintptr_t)((uint64_t)e->line << 32 | e->col) : (const void *)e;
+  uintptr_t mask = (uintptr_t)pmap_get(m, key);
+  if (mask & bit) return true;
+  pmap_put(m, key, (void *)(mask | bit));
+  return false;
+}
+
+void std_seen_free(StdSeen *s) {
+  pmap_free(&s->at_loc);
+  pmap_free(&s->at_node);
+}
+
 static char no_hook_mark;
 #define NO_HOOK ((void *)&no_hook_mark)
 
