@@ -19,8 +19,8 @@
  * GPHostAPI.expr_index_new, expr_index_free, rewrite_indexed); 1.5 appended rewrites that keep
  * a node without a reference (GPHostAPI.rewrite_keep); 1.6 appended the deterministic inputs of
  * a function with `?` dims (GPHostAPI.eval_random_inputs_filled) and a subtree fact for
- * constant folding (GPHostAPI.expr_has_constant_call), and a pattern table entry's check may
- * decline with a reason (a string; GPPatternEntry).
+ * constant folding (GPHostAPI.expr_has_constant_call), and a pattern table entry's check and a
+ * `target.<T>` op predicate (AnnotateTarget) may refuse with a reason (a string; GPPatternEntry).
  *
  * This header is the whole contract between a host (the graphpass library, the `graphpass`
  * command, or any embedding compiler) and a plugin (a shared object that registers passes and

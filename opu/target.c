@@ -2,7 +2,8 @@
  * as the target's kernel list (GPHostAPI.target_register; `graphpass targets` lists them) and as
  * a `target.opu` op attribute on each op, a predicate (TVM's FTVMAnnotateTarget) that
  * AnnotateTarget calls with the typed call; it accepts only the shapes, layouts and dtypes the
- * accelerator runs, so anything else of a supported op stays on the host.
+ * accelerator runs, so anything else of a supported op stays on the host, and says why (a
+ * string, from a 1.6 host on; --explain shows it).
  *
  * What the accelerator runs (every tensor float32 of a static shape before quantization, every
  * call typed; a dynamic batch stays on the host):
@@ -24,12 +25,14 @@
  * conv2d between reshapes; a larger one stays on the host. */
 #include "opu.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define H opu_host
 
-typedef bool (*CheckFn)(const GPCall *c);
+/* true, or false with the reason in why (n bytes) */
+typedef bool (*CheckFn)(const GPCall *c, char *why, size_t n);
 
 /* A float32 tensor of a static shape: the instruction stream has every size in it, so a `?`
  * dim (a dynamic batch) keeps its call on the host. */
@@ -42,19 +45,54 @@ static bool is_f32_tensor(const GPType *t) {
   return true;
 }
 
-/* every argument (tuple fields included) and the result float32 tensors of static shapes */
-static bool all_f32(const GPCall *c) {
-  if (!is_f32_tensor(c->base.checked_type)) return false;
+/* why t (the result, or argument i) is not a float32 tensor of a static shape */
+static void f32_why(const GPType *t, int32_t i, char *why, size_t n) {
+  char what[32];
+  if (i < 0) snprintf(what, sizeof what, "its result");
+  else snprintf(what, sizeof what, "argument %d", (int)i);
+  if (!t || t->kind != GP_TYPE_TENSOR) {
+    snprintf(why, n, "%s is not a tensor", what);
+  } else if (t->tensor.dtype.code != kDLFloat || t->tensor.dtype.bits != 32 || t->tensor.dtype.lanes != 1) {
+    snprintf(why, n, "%s is %s%d%s, not float32", what,
+             t->tensor.dtype.code == kDLFloat ? "float" : t->tensor.dtype.code == kDLUInt ? "uint"
+             : t->tensor.dtype.code == kDLInt ? "int" : t->tensor.dtype.code == kDLBfloat ? "bfloat" : "dtype code ",
+             (int)t->tensor.dtype.bits, t->tensor.dtype.lanes != 1 ? " (vector lanes)" : "");
+  } else {
+    snprintf(why, n, "%s has a dynamic dim (the instruction stream needs every size)", what);
+  }
+}
+
+/* every argument (tuple fields included) and the result float32 tensors of static shapes; else
+ * false and why */
+static bool all_f32(const GPCall *c, char *why, size_t n) {
+  if (!is_f32_tensor(c->base.checked_type)) {
+    f32_why(c->base.checked_type, -1, why, n);
+    return false;
+  }
   for (int32_t i = 0; i < c->nargs; i++) {
     const GPType *t = c->args[i]->checked_type;
     if (t && t->kind == GP_TYPE_TUPLE) {
       for (int32_t k = 0; k < t->n; k++)
-        if (!is_f32_tensor(t->tuple.fields[k])) return false;
+        if (!is_f32_tensor(t->tuple.fields[k])) {
+          f32_why(t->tuple.fields[k], i, why, n);
+          return false;
+        }
     } else if (!is_f32_tensor(t)) {
+      f32_why(t, i, why, n);
       return false;
     }
   }
   return true;
+}
+
+/* false with why */
+static bool refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool refuse(char *why, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, n, fmt, ap);
+  va_end(ap);
+  return false;
 }
 
 static const char *attr_str(const GPCall *c, const char *key) {
@@ -64,16 +102,18 @@ static const char *attr_str(const GPCall *c, const char *key) {
 
 static bool str_is(const char *s, const char *want) { return s && strcmp(s, want) == 0; }
 
-static bool check_conv2d(const GPCall *c) {
-  if (!all_f32(c) || c->nargs != 2) return false;
-  if (!str_is(attr_str(c, "data_layout"), "NCHW") || !str_is(attr_str(c, "kernel_layout"), "OIHW")) return false;
-  const char *ol = attr_str(c, "out_layout");
-  if (ol && ol[0] && strcmp(ol, "NCHW") != 0) return false;
+static bool check_conv2d(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  if (c->nargs != 2) return refuse(why, n, "%d arguments", (int)c->nargs);
+  const char *dl = attr_str(c, "data_layout"), *kl = attr_str(c, "kernel_layout"), *ol = attr_str(c, "out_layout");
+  if (!str_is(dl, "NCHW") || !str_is(kl, "OIHW"))
+    return refuse(why, n, "layouts %s / %s, not NCHW / OIHW", dl ? dl : "(none)", kl ? kl : "(none)");
+  if (ol && ol[0] && strcmp(ol, "NCHW") != 0) return refuse(why, n, "out_layout %s, not NCHW", ol);
   const GPAttrValue *od = H->attrs_get(c->attrs, "out_dtype");
   if (od && od->kind == GP_ATTR_DTYPE && od->dtype.bits != 0 && !(od->dtype.code == kDLFloat && od->dtype.bits == 32))
-    return false;
-  char why[256];
-  return c->args[1]->obj.type_index == GP_TI_CONSTANT && opu_window_ok(c, true, why, sizeof why) == 0;
+    return refuse(why, n, "out_dtype is not float32");
+  if (c->args[1]->obj.type_index != GP_TI_CONSTANT) return refuse(why, n, "the weight is not a constant");
+  return opu_window_ok(c, true, why, n) == 0;
 }
 
 /* a constant that is a scalar, or varies only along the channel axis 1 of the output (rank >= 2):
@@ -98,42 +138,58 @@ static bool same_shape(const GPType *a, const GPType *b) {
   return true;
 }
 
-static bool check_add(const GPCall *c) {
-  if (!all_f32(c) || c->nargs != 2) return false;
+static bool check_add(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  if (c->nargs != 2) return refuse(why, n, "%d arguments", (int)c->nargs);
   const GPType *out = c->base.checked_type;
   if (per_channel_const(c->args[1], out) && same_shape(c->args[0]->checked_type, out)) return true;
   if (per_channel_const(c->args[0], out) && same_shape(c->args[1]->checked_type, out)) return true;
   /* two activations: a constant of the output's shape (a folded full) is not one */
-  return c->args[0]->obj.type_index != GP_TI_CONSTANT && c->args[1]->obj.type_index != GP_TI_CONSTANT &&
-         same_shape(c->args[0]->checked_type, out) && same_shape(c->args[1]->checked_type, out);
+  if (c->args[0]->obj.type_index != GP_TI_CONSTANT && c->args[1]->obj.type_index != GP_TI_CONSTANT &&
+      same_shape(c->args[0]->checked_type, out) && same_shape(c->args[1]->checked_type, out))
+    return true;
+  return refuse(why, n, "neither two activations of the result's shape nor an activation and a scalar or "
+                        "per-channel constant");
 }
 
-static bool check_multiply(const GPCall *c) {
-  if (!all_f32(c) || c->nargs != 2) return false;
+static bool check_multiply(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  if (c->nargs != 2) return refuse(why, n, "%d arguments", (int)c->nargs);
   const GPType *out = c->base.checked_type;
-  return (per_channel_const(c->args[1], out) && same_shape(c->args[0]->checked_type, out)) ||
-         (per_channel_const(c->args[0], out) && same_shape(c->args[1]->checked_type, out));
+  if ((per_channel_const(c->args[1], out) && same_shape(c->args[0]->checked_type, out)) ||
+      (per_channel_const(c->args[0], out) && same_shape(c->args[1]->checked_type, out)))
+    return true;
+  return refuse(why, n, "not an activation times a scalar or per-channel constant");
 }
 
-static bool check_pool(const GPCall *c) {
-  char why[256];
-  return all_f32(c) && str_is(attr_str(c, "layout"), "NCHW") && opu_window_ok(c, false, why, sizeof why) == 0;
+static bool check_pool(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  const char *l = attr_str(c, "layout");
+  if (!str_is(l, "NCHW")) return refuse(why, n, "layout %s, not NCHW", l ? l : "(none)");
+  return opu_window_ok(c, false, why, n) == 0;
 }
 
-static bool check_global_pool(const GPCall *c) { return all_f32(c) && str_is(attr_str(c, "layout"), "NCHW"); }
+static bool check_global_pool(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  const char *l = attr_str(c, "layout");
+  return str_is(l, "NCHW") || refuse(why, n, "layout %s, not NCHW", l ? l : "(none)");
+}
 
-static bool check_concat(const GPCall *c) {
-  if (!all_f32(c) || c->base.checked_type->n != 4) return false;
+static bool check_concat(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  if (c->base.checked_type->n != 4) return refuse(why, n, "a %d-d result, not 4-d", (int)c->base.checked_type->n);
   const GPAttrValue *a = H->attrs_get(c->attrs, "axis");
-  return a && a->kind == GP_ATTR_INT && (a->i == 1 || a->i == -3);
+  if (a && a->kind == GP_ATTR_INT && (a->i == 1 || a->i == -3)) return true;
+  return refuse(why, n, "not on the channel axis 1");
 }
 
-static bool check_pad(const GPCall *c) {
-  char why[256];
-  return all_f32(c) && c->nargs == 2 && opu_pad_ok(c, why, sizeof why) == 0;
+static bool check_pad(const GPCall *c, char *why, size_t n) {
+  if (!all_f32(c, why, n)) return false;
+  if (c->nargs != 2) return refuse(why, n, "%d arguments", (int)c->nargs);
+  return opu_pad_ok(c, why, n) == 0;
 }
 
-static bool check_any_f32(const GPCall *c) { return all_f32(c); }
+static bool check_any_f32(const GPCall *c, char *why, size_t n) { return all_f32(c, why, n); }
 
 typedef struct Kernel {
   const char *op;
@@ -150,7 +206,8 @@ static const Kernel k_kernels[] = {
 };
 #define N_KERNELS ((int32_t)(sizeof k_kernels / sizeof k_kernels[0]))
 
-/* target.opu: [call] -> bool */
+/* target.opu: [call] -> true, or (a 1.6 host) the reason it stays on the host as a string
+ * (AnnotateTarget's --explain shows it), else false */
 static int predicate(void *self, const GPAny *args, int32_t nargs, GPAny *result) {
   const Kernel *k = self;
   if (nargs != 1 || args[0].type_index != GP_TI_CALL || !args[0].v_obj) {
@@ -158,10 +215,18 @@ static int predicate(void *self, const GPAny *args, int32_t nargs, GPAny *result
     return -1;
   }
   const GPCall *c = (const GPCall *)args[0].v_obj;
-  bool ok = c->base.checked_type != NULL;
-  for (int32_t i = 0; ok && i < c->nargs; i++) ok = c->args[i]->checked_type != NULL;
+  bool typed = c->base.checked_type != NULL;
+  for (int32_t i = 0; typed && i < c->nargs; i++) typed = c->args[i]->checked_type != NULL;
+  char why[256] = "";
+  bool ok = typed ? k->check(c, why, sizeof why) : refuse(why, sizeof why, "untyped");
   result->type_index = GP_TI_BOOL;
-  result->v_int64 = ok && k->check(c);
+  result->v_int64 = ok;
+  if (!ok && GP_ABI_MINOR_OF(H->abi_version) >= 6 && why[0]) {
+    GPString *s = H->string_new(why, strlen(why));
+    if (!s) return -1;
+    result->type_index = GP_TI_STR;
+    result->v_obj = &s->obj;
+  }
   return 0;
 }
 

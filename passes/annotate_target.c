@@ -25,7 +25,8 @@
  * attribute target.T (of any value), no composite function of the module is named T.*, no
  * annotation and no function with Compiler="T" of the module names T, no function
  * relay.ext.T is registered (TVM's codegen hook) and T is not in the target registry.  An op attribute that is neither a
- * bool nor a packed function, a predicate that fails or returns a non-bool are errors naming the
+ * bool nor a packed function, a predicate that fails or returns neither a bool nor a string (a
+ * refusal and its reason, ABI 1.6, shown by --explain) are errors naming the
  * pass, the op, the attribute and the call (source:line:col).  Linear: one host rewrite per
  * function, a hash map from rewritten nodes to their targets, op attributes looked up once per op. */
 #include "byoc.h"
@@ -65,6 +66,7 @@ typedef struct Annot {
     int32_t target;
     int64_t n;
     char first[128];
+    char why[160]; /* the first one's reason, when its predicate gave one */
   } refused[REFUSED_OPS];
   int32_t nrefused;
   int64_t refused_calls;
@@ -197,8 +199,9 @@ static OpSupport *op_support(Annot *A, const GPOp *op, const GPExpr *call) {
   return s;
 }
 
-/* Counts a call of op that target t's predicate refused (see Annot.refused). */
-static void refuse(Annot *A, const GPOp *op, int32_t t, const GPExpr *call) {
+/* Counts a call of op that target t's predicate refused, with its reason ("" when the
+ * predicate gave none; see Annot.refused). */
+static void refuse(Annot *A, const GPOp *op, int32_t t, const GPExpr *call, const char *why) {
   A->refused_calls++;
   int32_t i = 0;
   while (i < A->nrefused && (A->refused[i].op != op || A->refused[i].target != t)) i++;
@@ -209,6 +212,7 @@ static void refuse(Annot *A, const GPOp *op, int32_t t, const GPExpr *call) {
     A->refused[i].target = t;
     A->refused[i].n = 0;
     std_where(A->source, call, A->refused[i].first, sizeof A->refused[i].first);
+    snprintf(A->refused[i].why, sizeof A->refused[i].why, "%s", why);
   }
   A->refused[i].n++;
 }
@@ -221,6 +225,7 @@ static int call_target(Annot *A, GPExpr *orig) {
     OpSupport *s = op_support(A, op, orig);
     if (!s) return -1;
     int32_t refused_by = 0; /* the first target whose predicate refused the call */
+    char why[160] = "";     /* and the reason it gave */
     for (int32_t t = 1; t <= A->ntargets; t++) {
       if (s->kind[t - 1] == SUP_YES) return t;
       if (s->kind[t - 1] != SUP_PRED) continue;
@@ -234,18 +239,33 @@ static int call_target(Annot *A, GPExpr *orig) {
                      A->names[t], op->name, std_where(A->source, orig, loc, sizeof loc), msg);
         return -1;
       }
-      if (res.type_index != GP_TI_BOOL && res.type_index != GP_TI_INT) {
+      /* a string (ABI 1.6): refused, and why */
+      const char *reason = res.type_index == GP_TI_STR && res.v_obj ? ((const GPString *)res.v_obj)->data
+                           : res.type_index == GP_TI_RAW_STR       ? res.v_c_str
+                                                                   : NULL;
+      if (res.type_index != GP_TI_BOOL && res.type_index != GP_TI_INT && !reason) {
         char d[128];
         std_describe_any(&res, d, sizeof d);
         H->any_clear(&res);
-        H->error_set(GP_ERR_PASS, "%s: the predicate target.%s of %s returned %s for the call at %s; expected a bool",
-                     PASS_NAME, A->names[t], op->name, d, std_where(A->source, orig, loc, sizeof loc));
+        H->error_set(GP_ERR_PASS, "%s: the predicate target.%s of %s returned %s for the call at %s; expected a bool "
+                     "or a string (why it refuses)", PASS_NAME, A->names[t], op->name, d,
+                     std_where(A->source, orig, loc, sizeof loc));
         return -1;
       }
-      if (res.v_int64) return t;
-      if (!refused_by) refused_by = t;
+      bool ok = !reason && res.v_int64;
+      if (!ok && !refused_by) {
+        refused_by = t;
+        if (res.type_index == GP_TI_STR && reason) {
+          size_t len = ((const GPString *)res.v_obj)->size;
+          snprintf(why, sizeof why, "%.*s", (int)(len < sizeof why ? len : sizeof why - 1), reason);
+        } else if (reason) {
+          snprintf(why, sizeof why, "%s", reason);
+        }
+      }
+      H->any_clear(&res);
+      if (ok) return t;
     }
-    if (refused_by) refuse(A, op, refused_by, orig); /* no target took it: it stays on the host */
+    if (refused_by) refuse(A, op, refused_by, orig, why); /* no target took it: it stays on the host */
     return 0;
   }
   if (ekind(c->op) == GP_TI_FUNCTION_EXPR) {
@@ -606,9 +626,9 @@ static int annotate_target(void *self, const GPAny *args, int32_t nargs, GPAny *
     size_t k = 0;
     int64_t listed = 0;
     for (int32_t i = 0; i < A->nrefused && k < sizeof buf; i++) {
-      int w = snprintf(buf + k, sizeof buf - k, "%s%s: %lld (target %s; the first at %s)", i ? "; " : "",
+      int w = snprintf(buf + k, sizeof buf - k, "%s%s: %lld (target %s; the first at %s%s%s)", i ? "; " : "",
                        A->refused[i].op->name, (long long)A->refused[i].n, A->names[A->refused[i].target],
-                       A->refused[i].first);
+                       A->refused[i].first, A->refused[i].why[0] ? ": " : "", A->refused[i].why);
       k += w > 0 ? (size_t)w : 0;
       listed += A->refused[i].n;
     }
