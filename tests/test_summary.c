@@ -233,6 +233,63 @@ Test(summary, constant_call_fact) {
   gp_release(m);
 }
 
+/* The constant-call fact of every function of every golden input (tests/data, a directory deep)
+ * is what a walk finds. */
+static int fact_files(const char *dir, int (*each)(const char *path)) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ls %s/*/*.relay 2>/dev/null", dir);
+  FILE *ls = popen(cmd, "r");
+  cr_assert(ls);
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof line, ls)) {
+    line[strcspn(line, "\n")] = 0;
+    n += each(line);
+  }
+  pclose(ls);
+  return n;
+}
+
+static int fact_agrees(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char *text = malloc(1 << 20);
+  size_t len = fread(text, 1, (1 << 20) - 1, f);
+  fclose(f);
+  text[len] = 0;
+  GPModule *m = gp_parse(text, len, path);
+  free(text);
+  if (!m) { /* an input of an error test */
+    gp_error_clear();
+    return 0;
+  }
+  for (int32_t i = 0; i < m->num_functions; i++) {
+    GPExpr *fn = &m->funcs[i]->base, **nodes;
+    size_t n;
+    cr_assert_eq(gp_post_order(fn, &nodes, &n), 0);
+    bool walk = false;
+    for (size_t k = 0; k < n && !walk; k++) {
+      if (gp_kind(nodes[k]) != GP_TI_CALL || gp_kind(GP_AS(GPCall, nodes[k])->op) != GP_TI_OP) continue;
+      const GPCall *c = GP_AS(GPCall, nodes[k]);
+      bool all = c->nargs > 0;
+      for (int32_t a = 0; a < c->nargs && all; a++)
+        all = gp_kind(c->args[a]) == GP_TI_CONSTANT || gp_kind(c->args[a]) == GP_TI_TUPLE;
+      walk = all;
+    }
+    gp_free(nodes);
+    cr_assert_eq((gp_expr_summary(fn) & GP_SUM_CONST_CALL) != 0, walk, "%s: @%s", path, m->gvars[i]->name);
+  }
+  gp_release(m);
+  return 1;
+}
+
+Test(summary, constant_call_fact_of_every_golden_input) {
+  gp_ops_init();
+  th_load_std(); /* the plugins' ops */
+  int files = fact_files("tests/data", fact_agrees);
+  cr_assert_gt(files, 200, "only %d inputs parsed", files);
+}
+
 /* The passes that skip in O(1) give the module a walk gives: the input back, unchanged. */
 Test(summary, skipping_passes_return_their_input) {
   th_load_std();
