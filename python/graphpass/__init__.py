@@ -17,6 +17,7 @@ from .module import Module, PassContext, parse, load, from_onnx, optimize, evalu
 from .instruments import Instrument, Recorder, PassRecord, RunRecord, PassEvent
 from .passes import PassInfo, list_passes, list_targets, opt_sets, opt_set, register_opt_set, has_kernel, \
     register_pass, unregister_pass
+from .patterns import register_pattern_table, unregister_pattern_table, set_op_attr
 
 __version__ = "0.1.0"
 

@@ -96,6 +96,15 @@ class GPExpr(ctypes.Structure):
     _fields_ = [("obj", GPObject), ("checked_type", c_void_p), ("line", c_uint32), ("col", c_uint32)]
 
 
+class GPTensorTypeHead(ctypes.Structure):
+    """A GPType's header and, for a tensor type (kind TYPE_TENSOR), its dtype and shape."""
+    _fields_ = [("obj", GPObject), ("kind", c_int32), ("n", c_int32), ("dtype", DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64))]
+
+
+TYPE_TENSOR = 0  # GP_TYPE_TENSOR
+
+
 class GPNamedExpr(ctypes.Structure):
     """GPVar and GPGlobalVar (and GPOp) all have their name right after the GPExpr header."""
     _fields_ = [("base", GPExpr), ("name", c_char_p)]

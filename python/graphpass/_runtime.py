@@ -200,7 +200,8 @@ class _GPCallHead(ctypes.Structure):
 
 class Expr(OpaqueObject):
     """An IR expression node (read-only view): .kind ("call", "var", ...), .name (vars, global
-    vars, ops), .op_name (calls of ops), .location ((line, col) or None)."""
+    vars, ops), .op_name (calls of ops), .location ((line, col) or None), .shape (its tensor
+    type's)."""
     __slots__ = ()
 
     @property
@@ -221,6 +222,18 @@ class Expr(OpaqueObject):
     def location(self):
         e = ctypes.cast(self.handle, ctypes.POINTER(_ffi.GPExpr)).contents
         return (e.line, e.col) if e.line else None
+
+    @property
+    def shape(self):
+        """The checked type's shape when it is a tensor type (a tuple; None for a `?` dim), else
+        None (untyped, or not a tensor)."""
+        t = ctypes.cast(self.handle, ctypes.POINTER(_ffi.GPExpr)).contents.checked_type
+        if not t:
+            return None
+        tt = ctypes.cast(t, ctypes.POINTER(_ffi.GPTensorTypeHead)).contents
+        if tt.kind != _ffi.TYPE_TENSOR:
+            return None
+        return tuple(None if tt.shape[i] < 0 else int(tt.shape[i]) for i in range(tt.n))
 
     def __repr__(self):
         if self._handle is None:
