@@ -1356,6 +1356,11 @@ struct GPHostAPI {
  * keep the call. */
 #define GP_OP_ATTR_ALTER_OP_LAYOUT "FTVMAlterOpLayout"
 
+/* The target predicate of an op for BYOC target T (TVM's FTVMAnnotateTarget, read by the
+ * AnnotateTarget pass) is its attribute "target.T": a bool, or a GPPackedFunc called with
+ * [call (the typed call; borrowed)] returning a bool, or (read by a 1.6 host's AnnotateTarget)
+ * a string: a refusal, and why (--explain shows it beside the first refused call of the op). */
+
 /* The config key of EliminateCommonSubexpr's skip predicate (TVM's fskip).  Its value names a
  * global function (func_register), e.g. `EliminateCommonSubexpr{skip=graphpass.cse_skip_int32_cast}`
  * in a pipeline (the llvm default set does this) or ctx_set_config(ctx, GP_CSE_SKIP_KEY, name).

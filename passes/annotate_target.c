@@ -239,11 +239,10 @@ static int call_target(Annot *A, GPExpr *orig) {
                      A->names[t], op->name, std_where(A->source, orig, loc, sizeof loc), msg);
         return -1;
       }
-      /* a string (ABI 1.6): refused, and why */
-      const char *reason = res.type_index == GP_TI_STR && res.v_obj ? ((const GPString *)res.v_obj)->data
-                           : res.type_index == GP_TI_RAW_STR       ? res.v_c_str
-                                                                   : NULL;
-      if (res.type_index != GP_TI_BOOL && res.type_index != GP_TI_INT && !reason) {
+      /* a string (ABI 1.6): refused, and why; the first refusal's reason is kept */
+      char reason[sizeof why];
+      int ok = std_verdict(&res, reason, sizeof reason);
+      if (ok < 0) {
         char d[128];
         std_describe_any(&res, d, sizeof d);
         H->any_clear(&res);
@@ -252,18 +251,12 @@ static int call_target(Annot *A, GPExpr *orig) {
                      std_where(A->source, orig, loc, sizeof loc));
         return -1;
       }
-      bool ok = !reason && res.v_int64;
-      if (!ok && !refused_by) {
-        refused_by = t;
-        if (res.type_index == GP_TI_STR && reason) {
-          size_t len = ((const GPString *)res.v_obj)->size;
-          snprintf(why, sizeof why, "%.*s", (int)(len < sizeof why ? len : sizeof why - 1), reason);
-        } else if (reason) {
-          snprintf(why, sizeof why, "%s", reason);
-        }
-      }
       H->any_clear(&res);
       if (ok) return t;
+      if (!refused_by) {
+        refused_by = t;
+        memcpy(why, reason, sizeof why);
+      }
     }
     if (refused_by) refuse(A, op, refused_by, orig, why); /* no target took it: it stays on the host */
     return 0;

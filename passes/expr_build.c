@@ -107,6 +107,55 @@ static uint16_t f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+/* An IEEE half's value (exact in a double). */
+static double half_value(uint16_t h) {
+  int e = (h >> 10) & 0x1f;
+  double m = h & 0x3ff, v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+int sb_scalar_value(const GPExpr *e, double *v) {
+  if (ekind(e) != GP_TI_CONSTANT) return 0;
+  const GPTensor *t = ((const GPConstant *)e)->data;
+  if (!t || !t->dl.data || t->dl.dtype.lanes != 1) return 0;
+  for (int32_t i = 0; i < t->dl.ndim; i++)
+    if (t->dl.shape[i] != 1) return 0;
+  const char *p = (const char *)t->dl.data + t->dl.byte_offset;
+  DLDataType d = t->dl.dtype;
+  if (d.code == kDLFloat && d.bits == 16) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    *v = half_value(h);
+  } else if (d.code == kDLBfloat && d.bits == 16) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    *v = f;
+  } else if (d.code == kDLFloat && d.bits == 32) {
+    float f;
+    memcpy(&f, p, 4);
+    *v = f;
+  } else if (d.code == kDLFloat && d.bits == 64) {
+    memcpy(v, p, 8);
+  } else if (d.code == kDLInt || d.code == kDLUInt) {
+    int64_t i = 0;
+    switch (d.bits) {
+    case 1:
+    case 8: i = d.code == kDLInt ? (int64_t)*(const int8_t *)p : (int64_t)*(const uint8_t *)p; break;
+    case 16: { int16_t x; memcpy(&x, p, 2); i = d.code == kDLInt ? (int64_t)x : (int64_t)(uint16_t)x; break; }
+    case 32: { int32_t x; memcpy(&x, p, 4); i = d.code == kDLInt ? (int64_t)x : (int64_t)(uint32_t)x; break; }
+    case 64: memcpy(&i, p, 8); break;
+    default: return 0;
+    }
+    *v = (double)i;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 bool sb_scalar_ok(DLDataType dt) {
   if (dt.lanes != 1) return false;
   switch (dt.code) {

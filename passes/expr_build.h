@@ -51,6 +51,10 @@ GPExpr *sb_scalar(SBuild *b, DLDataType dt, double v);
  * uint8/16/32/64 and bool (TVM's MakeConstantScalar's dtypes); not the 2- and 4-bit integers,
  * the float8 / float4 types or vector lanes (TVM stops there: "unknown data type"). */
 bool sb_scalar_ok(DLDataType dt);
+/* The value of a scalar constant, sb_scalar's reader (TVM's IsScalar: every dim 1; TryToScalar:
+ * int, uint, bool, float16/32/64, bfloat16): 1 and *v, or 0 for another node, dtype or a
+ * constant without data. */
+int sb_scalar_value(const GPExpr *e, double *v);
 /* Relay's name of d into buf: int8, bool, bfloat16, float8_e4m3fn, float32x4 (the narrow floats
  * by DLPack 1.1's codes, as the host's printer names them). */
 const char *sb_dtype_str(DLDataType d, char *buf, size_t n);

@@ -63,18 +63,8 @@ static int merge_check(void *user, const GPMatch *m) {
     std_error_prefix(pre);
     return -1;
   }
-  int ok = -1;
-  char why[200] = "";
-  if (res.type_index == GP_TI_BOOL || res.type_index == GP_TI_INT) {
-    ok = res.v_int64 != 0;
-  } else if (res.type_index == GP_TI_STR && res.v_obj) {
-    const GPString *str = (const GPString *)res.v_obj;
-    snprintf(why, sizeof why, "%.*s", (int)(str->size < sizeof why ? str->size : sizeof why - 1), str->data);
-    ok = 0;
-  } else if (res.type_index == GP_TI_RAW_STR && res.v_c_str) {
-    snprintf(why, sizeof why, "%s", res.v_c_str);
-    ok = 0;
-  }
+  char why[200];
+  int ok = std_verdict(&res, why, sizeof why);
   if (ok < 0) {
     char got[128], loc[256];
     std_describe_any(&res, got, sizeof got);

@@ -113,6 +113,11 @@ const char *std_where(const char *source, const GPExpr *e, char *buf, size_t n);
 /* "a tuple", "an int", ... for a type index; std_describe_any adds the value of a POD. */
 const char *std_kind_name(int32_t type_index);
 void std_describe_any(const GPAny *v, char *buf, size_t n);
+/* A check's or predicate's answer (a MergeComposite table's check, a target.<T> predicate): a
+ * bool or an int (non-zero accepts), or from ABI 1.6 a string, which refuses and says why.
+ * 1 accept; 0 refuse, with the reason in why (truncated to n - 1 bytes; "" for a false); -1
+ * for any other value (the caller reports it).  res stays the caller's to clear. */
+int std_verdict(const GPAny *res, char *why, size_t n);
 /* Re-set the pending error as "<prefix>: <message>", keeping its kind. */
 void std_error_prefix(const char *prefix);
 

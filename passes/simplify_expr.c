@@ -77,60 +77,8 @@ static GPAttrValue ints_val(const GPType *t) {
   return (GPAttrValue){.kind = GP_ATTR_INTS, .n = t->n, .ints = t->tensor.shape};
 }
 
-static const char *dt_str(DLDataType d, char *buf, size_t n) { return sb_dtype_str(d, buf, n); }
 
 static bool dt_eq(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
-
-/* An IEEE half's value (exact in a double). */
-static double half_value(uint16_t h) {
-  int e = (h >> 10) & 0x1f;
-  double m = h & 0x3ff, v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-  return h & 0x8000 ? -v : v;
-}
-
-/* TVM's IsScalar (every dim 1) and TryToScalar (int, uint, bool, float16/32/64, bfloat16) for a
- * constant with data: 1 and *v, else 0. */
-static int const_scalar(const GPExpr *e, double *v) {
-  if (ekind(e) != GP_TI_CONSTANT) return 0;
-  const GPTensor *t = ((const GPConstant *)e)->data;
-  if (!t || !t->dl.data || t->dl.dtype.lanes != 1) return 0;
-  for (int32_t i = 0; i < t->dl.ndim; i++)
-    if (t->dl.shape[i] != 1) return 0;
-  const char *p = (const char *)t->dl.data + t->dl.byte_offset;
-  DLDataType d = t->dl.dtype;
-  if (d.code == kDLFloat && d.bits == 16) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    *v = half_value(h);
-  } else if (d.code == kDLBfloat && d.bits == 16) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    *v = f;
-  } else if (d.code == kDLFloat && d.bits == 32) {
-    float f;
-    memcpy(&f, p, 4);
-    *v = f;
-  } else if (d.code == kDLFloat && d.bits == 64) {
-    memcpy(v, p, 8);
-  } else if (d.code == kDLInt || d.code == kDLUInt) {
-    int64_t i = 0;
-    switch (d.bits) {
-    case 1:
-    case 8: i = d.code == kDLInt ? (int64_t)*(const int8_t *)p : (int64_t)*(const uint8_t *)p; break;
-    case 16: { int16_t x; memcpy(&x, p, 2); i = d.code == kDLInt ? (int64_t)x : (int64_t)(uint16_t)x; break; }
-    case 32: { int32_t x; memcpy(&x, p, 4); i = d.code == kDLInt ? (int64_t)x : (int64_t)(uint32_t)x; break; }
-    case 64: memcpy(&i, p, 8); break;
-    default: return 0;
-    }
-    *v = (double)i;
-  } else {
-    return 0;
-  }
-  return 1;
-}
 
 static bool has_data(const GPExpr *e) {
   return ekind(e) == GP_TI_CONSTANT && ((const GPConstant *)e)->data && ((const GPConstant *)e)->data->dl.data;
@@ -244,7 +192,7 @@ static int check_add(PPRun *r, const GPMatch *m) {
   char buf[24];
   if (!t) return pp_decline(r, m, "the result is not a tensor");
   if (!sb_scalar_ok(t->tensor.dtype))
-    return pp_decline(r, m, "no scalar constant of dtype %s", dt_str(t->tensor.dtype, buf, sizeof buf));
+    return pp_decline(r, m, "no scalar constant of dtype %s", sb_dtype_str(t->tensor.dtype, buf, sizeof buf));
   return 1;
 }
 
@@ -286,7 +234,7 @@ static int check_identity(PPRun *r, const GPMatch *m) {
   const char *op = sb_op_name(root);
   if (ekind(other) == GP_TI_CONSTANT) {
     double v, want = strcmp(op, "add") == 0 || strcmp(op, "subtract") == 0 ? 0.0 : 1.0;
-    if (!const_scalar(other, &v)) { /* TVM folds a scalar only: a tensor of zeros / ones is a near miss */
+    if (!sb_scalar_value(other, &v)) { /* TVM folds a scalar only: a tensor of zeros / ones is a near miss */
       char a[160];
       if (!all_elements(other, want)) return 0; /* e.g. a bias: not an identity, nothing to say */
       return pp_decline(r, m, "the %s is a constant of shape %s, not a scalar", want == 0 ? "zero" : "one",
@@ -451,8 +399,8 @@ static int check_consecutive_cast(PPRun *r, const GPMatch *m) {
   char a[24], b[24];
   if (!d || !c1 || !tensor_type(m->root)) return pp_decline(r, m, "untyped");
   if (!widen(d->tensor.dtype, c1->tensor.dtype))
-    return pp_decline(r, m, "the first cast %s -> %s changes some values", dt_str(d->tensor.dtype, a, sizeof a),
-                      dt_str(c1->tensor.dtype, b, sizeof b));
+    return pp_decline(r, m, "the first cast %s -> %s changes some values", sb_dtype_str(d->tensor.dtype, a, sizeof a),
+                      sb_dtype_str(c1->tensor.dtype, b, sizeof b));
   return 1;
 }
 
@@ -487,9 +435,9 @@ static int check_full(PPRun *r, const GPMatch *m) {
   GPExpr *fill = fill_of(pp_cap(m, "f"), &v);
   const GPType *ft = fill ? tensor_type(fill) : NULL;
   if (fill && (!ft || ft->n != 0 || !dt_eq(ft->tensor.dtype, t->tensor.dtype)))
-    return pp_decline(r, m, "the fill value is not a scalar of the result's dtype %s", dt_str(t->tensor.dtype, a, sizeof a));
+    return pp_decline(r, m, "the fill value is not a scalar of the result's dtype %s", sb_dtype_str(t->tensor.dtype, a, sizeof a));
   if (!fill && !sb_scalar_ok(t->tensor.dtype))
-    return pp_decline(r, m, "no scalar constant of dtype %s", dt_str(t->tensor.dtype, a, sizeof a));
+    return pp_decline(r, m, "no scalar constant of dtype %s", sb_dtype_str(t->tensor.dtype, a, sizeof a));
   return 1;
 }
 
@@ -595,7 +543,7 @@ static int check_clip_cast_cast(PPRun *r, const GPMatch *m) {
       !dtype_range_is(c1->tensor.dtype, pp_attr_float(clip, "a_min", NAN), pp_attr_float(clip, "a_max", NAN)))
     return 0;
   if (!integral(ct->tensor.dtype))
-    return pp_decline(r, m, "the clip's values are %s: the first cast truncates them", dt_str(ct->tensor.dtype, a, sizeof a));
+    return pp_decline(r, m, "the clip's values are %s: the first cast truncates them", sb_dtype_str(ct->tensor.dtype, a, sizeof a));
   return 1;
 }
 
@@ -613,7 +561,7 @@ static int check_cast_clip(PPRun *r, const GPMatch *m) {
   if (!ct || !dtype_range_is(ct->tensor.dtype, pp_attr_float(m->root, "a_min", NAN), pp_attr_float(m->root, "a_max", NAN)))
     return 0;
   if (!integral(ct->tensor.dtype))
-    return pp_decline(r, m, "a cast to %s may give an infinity, which the clip bounds", dt_str(ct->tensor.dtype, a, sizeof a));
+    return pp_decline(r, m, "a cast to %s may give an infinity, which the clip bounds", sb_dtype_str(ct->tensor.dtype, a, sizeof a));
   return 1;
 }
 

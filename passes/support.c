@@ -57,6 +57,21 @@ void pmap_free(PMap *m) {
   memset(m, 0, sizeof *m);
 }
 
+int std_verdict(const GPAny *res, char *why, size_t n) {
+  if (n) why[0] = 0;
+  if (res->type_index == GP_TI_BOOL || res->type_index == GP_TI_INT) return res->v_int64 != 0;
+  if (res->type_index == GP_TI_STR && res->v_obj) {
+    const GPString *str = (const GPString *)res->v_obj;
+    if (n) snprintf(why, n, "%.*s", (int)(str->size < n ? str->size : n - 1), str->data);
+    return 0;
+  }
+  if (res->type_index == GP_TI_RAW_STR && res->v_c_str) {
+    if (n) snprintf(why, n, "%s", res->v_c_str);
+    return 0;
+  }
+  return -1;
+}
+
 bool std_seen_mark(StdSeen *s, const GPExpr *e, uintptr_t bit) {
   PMap *m = e->line ? &s->at_loc : &s->at_node;
   const void *key = e->line ? (const void *)(uintptr_t)((uint64_t)e->line << 32 | e->col) : (const void *)e;

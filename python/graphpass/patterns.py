@@ -13,15 +13,14 @@ import ctypes
 from ctypes import c_char_p, c_int, c_int32, c_uint32, c_void_p
 
 from . import _ffi
-from ._runtime import api, check, check_ptr, cstr, release, require, PackedFunc, py_to_any, _drop
+from ._runtime import check, check_ptr, cstr, release, require, PackedFunc, py_to_any, _drop
 
 P = c_void_p
 
 
 def _entry(field, restype, *argtypes):
     """The host table's entry `field` (typed here: _ffi keeps these as plain pointers)."""
-    require(field, field)
-    return _ffi.CFUNC(restype, *argtypes)(getattr(api(), field))
+    return _ffi.CFUNC(restype, *argtypes)(require(field, field))
 
 
 def _as_func(check_fn):
