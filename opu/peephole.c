@@ -21,6 +21,12 @@
  *                                            channels=U, kernel_size=[1, 1]), [N, U])
  *      (the accelerator computes a dense layer as a 1x1 convolution; a wider one stays a dense,
  *      on the host).
+ *  PadActivation        clip(nn.pad(%x, %v=const)) -> nn.pad(clip(%x), clip(v)), and the same for
+ *                       nn.relu (not one of the seed's): the activation is element-wise, so it
+ *      moves before the pad exactly, with the fill clamped too.  For a constant pad of a float32
+ *      scalar fill.  GenIR quantizes a pad in steps that hold its fill; a negative fill the
+ *      activation would clamp away (a relu after a -0.87 pad) had widened those steps past the
+ *      data's (0.0016), which then quantized to 0 (fuzz_opu).
  * (The seed's PatternTransformer4 is not part of the set.)  The patterns are applied together,
  * one rewrite walk per round, until a round rewrites nothing (a chain of n constant adds takes
  * about log2 n rounds); then FoldScaleAxis and FoldConstant run, as the seed does (in a context
@@ -28,6 +34,7 @@
  * attribute are left alone.  `--explain` notes how many matches each transformer rewrote. */
 #include "opu.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +42,7 @@
 #define PASS_NAME "Peephole"
 #define MAX_DENSE_IN 2048
 
-enum { P_T1, P_T2, P_T3A, P_T3B, P_T5, N_PATTERNS };
+enum { P_T1, P_T2, P_T3A, P_T3B, P_T5, P_PAD_CLIP, P_PAD_RELU, N_PATTERNS };
 
 static const char *const k_pattern_text[N_PATTERNS] = {
     "multiply(add(%conv=nn.conv2d(%x, %w=const), %c1=const), %c2=const)",
@@ -43,10 +50,13 @@ static const char *const k_pattern_text[N_PATTERNS] = {
     "add(%cat=concatenate((%a, %b)), %y)",
     "add(%y, %cat=concatenate((%a, %b)))",
     "%dense=nn.dense(%x, %w=const)",
+    "clip(%pad=nn.pad(%x, %v=const))",
+    "nn.relu(%pad=nn.pad(%x, %v=const))",
 };
 static const char *const k_transformer[N_PATTERNS] = {"PatternTransformer1", "PatternTransformer2",
                                                       "PatternTransformer3", "PatternTransformer3",
-                                                      "PatternTransformer5"};
+                                                      "PatternTransformer5", "PadActivation",
+                                                      "PadActivation"};
 
 static GPPattern *g_patterns[N_PATTERNS]; /* owned from registration until the pass goes */
 
@@ -164,6 +174,14 @@ static bool check_t5(const GPMatch *m) {
   return x->tensor.shape[1] <= MAX_DENSE_IN && w->tensor.shape[1] == x->tensor.shape[1];
 }
 
+static bool check_pad_act(const GPMatch *m) {
+  const GPCall *pad = (const GPCall *)opu_capture(m, "pad");
+  const GPType *x = tensor_type(opu_capture(m, "x")), *v = tensor_type(opu_capture(m, "v"));
+  const GPTensor *vt = ((const GPConstant *)opu_capture(m, "v"))->data;
+  const char *mode = attr_str(pad, "pad_mode");
+  return is_f32(x) && is_f32(v) && v->n == 0 && vt && vt->dl.data && (!mode[0] || !strcmp(mode, "constant"));
+}
+
 static int check(void *user, const GPMatch *m) {
   (void)user;
   switch (m->pattern_index) {
@@ -172,6 +190,8 @@ static int check(void *user, const GPMatch *m) {
   case P_T3A:
   case P_T3B: return check_t3(m);
   case P_T5: return check_t5(m);
+  case P_PAD_CLIP:
+  case P_PAD_RELU: return check_pad_act(m);
   default: return 0;
   }
 }
@@ -287,6 +307,33 @@ static GPExpr *rewrite_t5(const GPMatch *m) {
   return r;
 }
 
+/* nn.pad(act(x), act(v)): the activation's call on x with its attrs, and its value on v */
+static GPExpr *rewrite_pad_act(const GPMatch *m) {
+  const GPCall *act = (const GPCall *)m->root, *pad = (const GPCall *)opu_capture(m, "pad");
+  GPExpr *x = opu_capture(m, "x");
+  const GPTensor *vt = ((const GPConstant *)opu_capture(m, "v"))->data;
+  float v;
+  memcpy(&v, (const char *)vt->dl.data + vt->dl.byte_offset, 4);
+  double lo = 0, hi = INFINITY; /* nn.relu */
+  if (m->pattern_index == P_PAD_CLIP) {
+    const GPAttrValue *a = H->attrs_get(act->attrs, "a_min"), *b = H->attrs_get(act->attrs, "a_max");
+    lo = a && a->kind == GP_ATTR_FLOAT ? a->f : -INFINITY;
+    hi = b && b->kind == GP_ATTR_FLOAT ? b->f : INFINITY;
+  }
+  float av = (float)fmin(fmax((double)v, lo), hi); /* as the float32 kernels clamp */
+  GPTensor *t = H->tensor_alloc(vt->dl.dtype, 0, NULL, 1);
+  GPConstant *c = t ? H->constant_new(t) : NULL;
+  gp_release(t);
+  if (!c) return NULL;
+  memcpy(c->data->dl.data, &av, 4);
+  GPCall *ax = H->call_new(act->op, 1, &x, act->attrs);
+  GPExpr *args[2] = {ax ? &ax->base : NULL, &c->base};
+  GPCall *r = ax ? H->call_new(pad->op, 2, args, pad->attrs) : NULL;
+  gp_release(ax);
+  gp_release(c);
+  return r ? &r->base : NULL;
+}
+
 static GPExpr *rewrite(void *user, const GPMatch *m) {
   Run *run = user;
   GPExpr *r = NULL;
@@ -296,6 +343,8 @@ static GPExpr *rewrite(void *user, const GPMatch *m) {
   case P_T3A:
   case P_T3B: r = rewrite_t3(m); break;
   case P_T5: r = rewrite_t5(m); break;
+  case P_PAD_CLIP:
+  case P_PAD_RELU: r = rewrite_pad_act(m); break;
   default: H->error_set(GP_ERR_INTERNAL, "unknown pattern %d", (int)m->pattern_index);
   }
   if (!r) {
@@ -330,8 +379,9 @@ static int peephole(void *self, const GPAny *args, int32_t nargs, GPAny *result)
   GPModule *cur = opu_rewrite_rounds(PASS_NAME, mod, &spec, &total);
   if (!cur) return -1;
   run.count[P_T3A] += run.count[P_T3B]; /* one transformer, two argument orders */
+  run.count[P_PAD_CLIP] += run.count[P_PAD_RELU];
   for (int i = 0; i < N_PATTERNS; i++)
-    if (i != P_T3B && run.count[i]) H->ctx_note(ctx, "%s: %lld rewritten", k_transformer[i], (long long)run.count[i]);
+    if (i != P_T3B && i != P_PAD_RELU && run.count[i]) H->ctx_note(ctx, "%s: %lld rewritten", k_transformer[i], (long long)run.count[i]);
   GPModule *out = opu_run_inner(PASS_NAME, cur, "InferType,FoldScaleAxis,FoldConstant", ctx);
   gp_release(cur);
   return opu_return_module(result, out);

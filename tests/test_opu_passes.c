@@ -121,6 +121,9 @@ Test(opu, peephole_pt2_constant_add_chain) { golden("pt2_add_chain", "Peephole")
 Test(opu, peephole_pt3_concat_add_as_padded_adds) { golden("pt3_concat_add", "Peephole"); }
 Test(opu, peephole_pt3_bias_first_negative_axis) { golden("pt3_bias_first", "Peephole"); }
 Test(opu, peephole_pt3_refuses_other_axes) { golden("pt3_refused_axis2", "Peephole"); }
+/* an activation moves before a constant pad, fill clamped too (twice through a chain); a pad
+ * with another use and an edge pad stay */
+Test(opu, peephole_pad_activation) { golden("pad_activation", "Peephole"); }
 Test(opu, peephole_pt5_dense_as_1x1_conv) { golden("pt5_dense", "Peephole"); }
 Test(opu, peephole_pt5_refuses_more_than_2048_inputs) { golden("pt5_refused_wide", "Peephole"); }
 
